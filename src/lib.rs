@@ -1,0 +1,21 @@
+//! engram: a git-native memory server for AI agents.
+//!
+//! Packs (persona + knowledge + examples + memory) are git repositories; every
+//! write an agent makes through the MCP tools is exactly one commit. See
+//! `ARCHITECTURE.md` for the map of modules and the path from a tool call to a
+//! commit.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod jsonfmt;
+pub mod lint;
+pub mod mcp;
+pub mod memlog;
+pub mod memory;
+pub mod ops;
+pub mod pack;
+pub mod settings;
+pub mod store;
+pub mod templates;

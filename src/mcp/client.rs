@@ -1,0 +1,83 @@
+//! A small MCP client over a child process's stdio, used by `engram demo`,
+//! the benchmarks and the integration tests to drive a real `engram serve`.
+
+use std::path::Path;
+
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+
+/// A running `engram serve` child and the client talking to it.
+pub struct StdioClient {
+    service: RunningService<RoleClient, ()>,
+}
+
+/// What a tool call returned.
+#[derive(Debug, Clone)]
+pub struct ToolReply {
+    /// The text content, joined.
+    pub text: String,
+    /// `isError`.
+    pub is_error: bool,
+    /// `structuredContent`, when present.
+    pub structured: Option<serde_json::Value>,
+}
+
+impl StdioClient {
+    /// Spawns `bin args…` with `envs` and performs the MCP handshake.
+    pub async fn spawn(bin: &Path, args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args(args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let (transport, _stderr) =
+            TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn()?;
+        let service = ().serve(transport).await?;
+        Ok(Self { service })
+    }
+
+    /// Calls a tool with JSON arguments (an object).
+    pub async fn call(&self, tool: &str, args: serde_json::Value) -> anyhow::Result<ToolReply> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let serde_json::Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let res = self.service.call_tool(params).await?;
+        let text = res
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(ToolReply { text, is_error: res.is_error.unwrap_or(false), structured: res.structured_content })
+    }
+
+    /// The names of the listed tools.
+    pub async fn tool_names(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self.service.list_all_tools().await?.into_iter().map(|t| t.name.to_string()).collect())
+    }
+
+    /// The full tool list as JSON.
+    pub async fn tools_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.service.list_all_tools().await?)?)
+    }
+
+    /// Gets a prompt's text.
+    pub async fn prompt(&self, name: &str) -> anyhow::Result<String> {
+        let res = self.service.get_prompt(GetPromptRequestParams::new(name.to_owned())).await?;
+        Ok(res
+            .messages
+            .iter()
+            .filter_map(|m| m.content.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.service.cancel().await?;
+        Ok(())
+    }
+}

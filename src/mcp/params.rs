@@ -1,0 +1,137 @@
+//! Wire types of the Engram tools: names and shapes follow the reference server.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// A pack name.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NameParams {
+    /// Engram (pack) name, as listed by list_engrams.
+    pub name: String,
+}
+
+/// `load_engram`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LoadParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// What the user is asking about (shown as 用户关注方向).
+    #[serde(default)]
+    pub query: String,
+}
+
+/// `read_engram_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Path relative to the pack, e.g. `knowledge/_index.md`.
+    pub path: String,
+}
+
+/// `write_engram_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Path relative to the pack.
+    pub path: String,
+    /// File content.
+    pub content: String,
+    /// `overwrite` (default) or `append`.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// `capture_memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CaptureParams {
+    /// Engram (pack) name (any value when is_global is true).
+    pub name: String,
+    /// The memory text.
+    pub content: String,
+    /// Category: the file memory/<category>.md, e.g. `preferences`.
+    pub category: String,
+    /// One-line summary shown in the memory index.
+    pub summary: String,
+    /// preference, fact, decision, history, general (default), inferred or stated.
+    #[serde(default)]
+    pub memory_type: Option<String>,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// Conversation id, recorded with the memory and in the commit.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// Expiry date YYYY-MM-DD; expired memories move to <category>-expired.md.
+    #[serde(default)]
+    pub expires: Option<String>,
+    /// Store in the global memory shared by every pack.
+    #[serde(default)]
+    pub is_global: Option<bool>,
+}
+
+/// `consolidate_memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConsolidateParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Category to consolidate.
+    pub category: String,
+    /// The consolidated text replacing all entries of the category.
+    pub consolidated_content: String,
+    /// One-line summary.
+    pub summary: String,
+}
+
+/// `delete_memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DeleteParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Category of the entry.
+    pub category: String,
+    /// Summary of the entry (exact, or a unique part of it).
+    pub summary: String,
+}
+
+/// `correct_memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CorrectParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Category of the entry.
+    pub category: String,
+    /// Summary of the entry to correct (exact, or a unique part of it).
+    pub old_summary: String,
+    /// New memory text.
+    pub new_content: String,
+    /// New one-line summary.
+    pub new_summary: String,
+    /// New memory type (keeps the old one when omitted).
+    #[serde(default)]
+    pub memory_type: Option<String>,
+    /// New tags (keeps the old ones when omitted).
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+}
+
+/// `add_knowledge`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddKnowledgeParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// File name under knowledge/ (`.md` is added when missing); may contain a sub-directory.
+    pub filename: String,
+    /// File content (markdown).
+    pub content: String,
+    /// One-line summary for the knowledge index.
+    pub summary: String,
+}
+
+/// `install_engram`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct InstallParams {
+    /// A git URL, a local path, or a registry name.
+    pub source: String,
+}

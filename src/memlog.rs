@@ -1,0 +1,370 @@
+//! The memory files of one pack as a whole: category logs and the full index,
+//! each a head file plus rolled segments, and the hot index derived from them.
+//!
+//! Layout (compatible with the reference, see `ARCHITECTURE.md`):
+//! - `memory/<category>.md`: the newest entry blocks of a category;
+//! - `memory/_index_full.md`: the newest index lines (and any hand-written header lines);
+//! - `memory/_log/<category>/NNNNNN.md`, `memory/_log/_index_full/NNNNNN.md`: older
+//!   blocks and index lines, rolled out of the head files in fixed-size segments
+//!   so that a write rewrites O(1) bytes however large the pack grows;
+//! - `memory/_index.md`: the hot index (category summary + last 50 lines), derived.
+//!
+//! Everything here works on a [`Snapshot`] and produces [`Changes`].
+
+use std::collections::BTreeMap;
+
+use crate::memory::{
+    self, Block, EntryMeta, IndexEntry, is_entry_line, parse_blocks, parse_index_line, render_blocks,
+};
+use crate::store::{Changes, Snapshot, StoreError};
+
+/// Directory of rolled segments.
+pub const LOG_DIR: &str = "memory/_log";
+/// The full index head file.
+pub const FULL_INDEX: &str = "memory/_index_full.md";
+/// The hot index file.
+pub const HOT_INDEX: &str = "memory/_index.md";
+/// Segment directory name of the full index.
+const FULL_INDEX_SEGMENTS: &str = "_index_full";
+/// A head file holds at most this many blocks/lines before the oldest
+/// [`ROLL_SIZE`] are rolled into a segment.
+pub const HEAD_LIMIT: usize = 2 * ROLL_SIZE;
+/// Blocks/lines per rolled segment.
+pub const ROLL_SIZE: usize = 64;
+
+/// Path of a category's head file.
+pub fn category_path(category: &str) -> String {
+    format!("memory/{category}.md")
+}
+
+fn segment_dir(name: &str) -> String {
+    format!("{LOG_DIR}/{name}")
+}
+
+/// Segment file paths of a log, oldest first.
+fn segment_paths(snap: &Snapshot<'_>, name: &str) -> Result<Vec<String>, StoreError> {
+    let dir = segment_dir(name);
+    let mut names: Vec<String> = snap.list(&dir)?.into_iter().filter(|n| n.ends_with(".md")).collect();
+    names.sort();
+    Ok(names.into_iter().map(|n| format!("{dir}/{n}")).collect())
+}
+
+fn next_segment_path(existing: &[String], name: &str) -> String {
+    let last = existing
+        .iter()
+        .filter_map(|p| p.rsplit('/').next()?.strip_suffix(".md")?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    format!("{}/{:06}.md", segment_dir(name), last + 1)
+}
+
+/// One file of the index: its path and its lines (without newlines).
+#[derive(Debug, Clone)]
+struct IndexFile {
+    path: String,
+    lines: Vec<String>,
+    dirty: bool,
+}
+
+/// Where an index line sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinePos {
+    file: usize,
+    line: usize,
+}
+
+/// The full index across its segments and head.
+#[derive(Debug, Clone)]
+pub struct FullIndex {
+    files: Vec<IndexFile>,
+    /// The previous hot index text (for incremental summaries).
+    hot: Option<String>,
+    /// True when `_index_full.md` did not exist and was migrated from `_index.md`.
+    pub migrated: bool,
+    segments_on_disk: Vec<String>,
+}
+
+fn split_lines(text: &str) -> Vec<String> {
+    text.replace("\r\n", "\n").lines().map(str::to_owned).collect()
+}
+
+impl FullIndex {
+    /// Reads the index. Applies the reference's migration rule: with no full
+    /// index but a hot one, the full index starts as a verbatim copy of it.
+    pub fn load(snap: &Snapshot<'_>) -> Result<Self, StoreError> {
+        let hot = snap.read_text(HOT_INDEX)?;
+        let segments = segment_paths(snap, FULL_INDEX_SEGMENTS)?;
+        let mut files = Vec::new();
+        for path in &segments {
+            let text = snap.read_text(path)?.unwrap_or_default();
+            files.push(IndexFile { path: path.clone(), lines: split_lines(&text), dirty: false });
+        }
+        let (head, migrated) = match snap.read_text(FULL_INDEX)? {
+            Some(t) => (t, false),
+            None => match &hot {
+                Some(h) => (h.clone(), true),
+                None => (String::new(), false),
+            },
+        };
+        files.push(IndexFile { path: FULL_INDEX.to_owned(), lines: split_lines(&head), dirty: migrated });
+        Ok(Self { files, hot, migrated, segments_on_disk: segments })
+    }
+
+    /// Every parsable entry with its position, oldest first.
+    pub fn entries(&self) -> Vec<(LinePos, IndexEntry)> {
+        let mut out = Vec::new();
+        for (fi, f) in self.files.iter().enumerate() {
+            for (li, line) in f.lines.iter().enumerate() {
+                if let Some(e) = parse_index_line(line) {
+                    out.push((LinePos { file: fi, line: li }, e));
+                }
+            }
+        }
+        out
+    }
+
+    /// The raw line at a position.
+    pub fn line(&self, pos: LinePos) -> &str {
+        &self.files[pos.file].lines[pos.line]
+    }
+
+    /// Every entry line (parsable or not), oldest first.
+    pub fn entry_lines(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .flat_map(|f| f.lines.iter())
+            .filter(|l| is_entry_line(l))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Appends a line to the head, rolling the oldest lines into a segment when it is full.
+    pub fn append(&mut self, line: String) {
+        let head_idx = self.files.len() - 1;
+        let head = &mut self.files[head_idx];
+        head.lines.push(line);
+        head.dirty = true;
+        let entry_positions: Vec<usize> =
+            head.lines.iter().enumerate().filter(|(_, l)| is_entry_line(l)).map(|(i, _)| i).collect();
+        if entry_positions.len() > HEAD_LIMIT {
+            let cut: std::collections::BTreeSet<usize> =
+                entry_positions.into_iter().take(ROLL_SIZE).collect();
+            let mut rolled = Vec::new();
+            let mut kept = Vec::new();
+            for (i, l) in head.lines.drain(..).enumerate() {
+                if cut.contains(&i) { rolled.push(l) } else { kept.push(l) }
+            }
+            head.lines = kept;
+            let existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.path.clone()).collect();
+            let path = next_segment_path(&existing, FULL_INDEX_SEGMENTS);
+            self.files.insert(head_idx, IndexFile { path, lines: rolled, dirty: true });
+        }
+    }
+
+    /// Removes the line at a position.
+    pub fn remove(&mut self, pos: LinePos) {
+        let f = &mut self.files[pos.file];
+        f.lines.remove(pos.line);
+        f.dirty = true;
+    }
+
+    /// Replaces the line at a position.
+    pub fn replace(&mut self, pos: LinePos, line: String) {
+        let f = &mut self.files[pos.file];
+        f.lines[pos.line] = line;
+        f.dirty = true;
+    }
+
+    /// Removes every line containing `needle` (consolidate's rule).
+    pub fn remove_containing(&mut self, needle: &str) -> usize {
+        let mut n = 0;
+        for f in &mut self.files {
+            let before = f.lines.len();
+            f.lines.retain(|l| !l.contains(needle));
+            if f.lines.len() != before {
+                n += before - f.lines.len();
+                f.dirty = true;
+            }
+        }
+        n
+    }
+
+    /// Writes changed index files and the hot index.
+    ///
+    /// `incremental` uses the previous hot index's category summary plus the
+    /// head's lines (right after an append); otherwise it rescans everything.
+    pub fn write(&self, changes: &mut Changes, incremental: bool) {
+        for f in &self.files {
+            if !f.dirty {
+                continue;
+            }
+            let is_head = f.path == FULL_INDEX;
+            if !is_head && f.lines.iter().all(|l| l.trim().is_empty()) {
+                if self.segments_on_disk.contains(&f.path) {
+                    changes.remove(f.path.clone());
+                }
+                continue;
+            }
+            changes.put(f.path.clone(), join_lines(&f.lines));
+        }
+        changes.put(HOT_INDEX, self.render_hot(incremental));
+    }
+
+    fn render_hot(&self, incremental: bool) -> String {
+        let previous = self.hot.as_deref().filter(|h| h.contains("## 分类摘要"));
+        match (incremental, previous) {
+            (true, Some(prev)) if !self.migrated => {
+                let older = memory::parse_category_summary(prev);
+                let head = &self.files[self.files.len() - 1];
+                let mut lines: Vec<&str> = Vec::new();
+                // The last 50 entry lines may reach back into the newest segment.
+                if let Some(seg) = self.files.len().checked_sub(2).map(|i| &self.files[i]) {
+                    lines.extend(seg.lines.iter().filter(|l| is_entry_line(l)).map(String::as_str));
+                }
+                lines.extend(head.lines.iter().filter(|l| is_entry_line(l)).map(String::as_str));
+                memory::render_hot_index(&lines, &older)
+            }
+            _ => memory::render_hot_index(&self.entry_lines(), &BTreeMap::new()),
+        }
+    }
+}
+
+fn join_lines(lines: &[String]) -> String {
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// A category's blocks across its segments and head file.
+#[derive(Debug, Clone)]
+pub struct CategoryLog {
+    category: String,
+    files: Vec<(String, Vec<Block>, bool)>,
+    segments_on_disk: Vec<String>,
+    head_existed: bool,
+}
+
+/// Where a block sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockPos {
+    file: usize,
+    block: usize,
+}
+
+impl CategoryLog {
+    /// Reads a category.
+    pub fn load(snap: &Snapshot<'_>, category: &str) -> Result<Self, StoreError> {
+        let segments = segment_paths(snap, category)?;
+        let mut files = Vec::new();
+        for path in &segments {
+            let text = snap.read_text(path)?.unwrap_or_default();
+            files.push((path.clone(), parse_blocks(&text), false));
+        }
+        let head_path = category_path(category);
+        let head = snap.read_text(&head_path)?;
+        let head_existed = head.is_some();
+        files.push((head_path, parse_blocks(&head.unwrap_or_default()), false));
+        Ok(Self { category: category.to_owned(), files, segments_on_disk: segments, head_existed })
+    }
+
+    /// The category's whole text as the reference would see it in one file.
+    pub fn concatenated_text(&self) -> String {
+        self.files.iter().map(|(_, b, _)| render_blocks(b)).collect()
+    }
+
+    /// Appends a block to the head, rolling when full.
+    pub fn append(&mut self, meta: &EntryMeta, content: &str) {
+        let head_idx = self.files.len() - 1;
+        let text = format!("{}\n{}", meta.render_line(), content.trim());
+        let head = &mut self.files[head_idx];
+        head.1.push(Block { text, meta: Some(meta.clone()) });
+        head.2 = true;
+        if head.1.len() > HEAD_LIMIT {
+            let rolled: Vec<Block> = head.1.drain(..ROLL_SIZE).collect();
+            let existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.0.clone()).collect();
+            let path = next_segment_path(&existing, &self.category);
+            self.files.insert(head_idx, (path, rolled, true));
+        }
+    }
+
+    /// Finds the block an index entry describes: the k-th block with the same
+    /// meta, where k is the entry's rank among same-meta entries of the index.
+    pub fn find(&self, entry: &IndexEntry, rank: usize) -> Option<BlockPos> {
+        let mut seen = 0;
+        for (fi, (_, blocks, _)) in self.files.iter().enumerate() {
+            for (bi, b) in blocks.iter().enumerate() {
+                if b.meta.as_ref().is_some_and(|m| entry.describes(m)) {
+                    if seen == rank {
+                        return Some(BlockPos { file: fi, block: bi });
+                    }
+                    seen += 1;
+                }
+            }
+        }
+        None
+    }
+
+    /// The block at a position.
+    pub fn block(&self, pos: BlockPos) -> &Block {
+        &self.files[pos.file].1[pos.block]
+    }
+
+    /// Removes a block, returning it.
+    pub fn remove(&mut self, pos: BlockPos) -> Block {
+        let f = &mut self.files[pos.file];
+        f.2 = true;
+        f.1.remove(pos.block)
+    }
+
+    /// Replaces a block.
+    pub fn replace(&mut self, pos: BlockPos, block: Block) {
+        let f = &mut self.files[pos.file];
+        f.2 = true;
+        f.1[pos.block] = block;
+    }
+
+    /// Replaces the whole category by one block (consolidate): segments go, the head holds `text`.
+    pub fn replace_all(&mut self, head_text: String) {
+        let head_path = category_path(&self.category);
+        self.files = vec![(head_path, vec![Block { text: head_text, meta: None }], true)];
+    }
+
+    /// Writes changed files.
+    pub fn write(&self, changes: &mut Changes) {
+        let present: Vec<&String> = self.files.iter().map(|f| &f.0).collect();
+        for seg in &self.segments_on_disk {
+            if !present.contains(&seg) {
+                changes.remove(seg.clone());
+            }
+        }
+        for (path, blocks, dirty) in &self.files {
+            if !dirty {
+                continue;
+            }
+            let is_head = *path == category_path(&self.category);
+            if blocks.is_empty() && !is_head && self.segments_on_disk.contains(path) {
+                changes.remove(path.clone());
+            } else if !blocks.is_empty() || is_head && self.head_existed {
+                changes.put(path.clone(), render_blocks(blocks));
+            }
+        }
+    }
+}
+
+/// For each entry of a category (in index order), its rank among entries with the same block meta.
+pub fn same_meta_rank(entries: &[(LinePos, IndexEntry)], target: usize) -> usize {
+    let t = &entries[target].1;
+    entries[..target]
+        .iter()
+        .filter(|(_, e)| {
+            e.category == t.category
+                && e.ts == t.ts
+                && e.memory_type == t.memory_type
+                && e.expires == t.expires
+                && e.tags == t.tags
+        })
+        .count()
+}

@@ -1,0 +1,415 @@
+//! The Engram memory format: entry blocks, index lines and the hot index.
+//!
+//! Pure functions only: no IO, no git. Everything here renders or parses
+//! text exactly as the reference Python Engram server does, so packs stay
+//! readable by it (see `ARCHITECTURE.md` § Format).
+
+use chrono::NaiveDate;
+
+/// How many entry lines the hot index (`memory/_index.md`) keeps.
+pub const HOT_INDEX_LIMIT: usize = 50;
+/// From this many active hot entries on, `load_engram` suggests consolidation.
+pub const CONSOLIDATE_HINT_THRESHOLD: usize = 30;
+/// The separator between entry blocks in a category file.
+pub const BLOCK_SEPARATOR: &str = "\n---\n";
+
+/// The metadata of one memory entry, as written in its block's first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// `YYYY-MM-DD HH:MM`, UTC.
+    pub ts: String,
+    /// Free memory type (`preference`, `fact`, … or `consolidated`).
+    pub memory_type: String,
+    /// Expiry date `YYYY-MM-DD`, if any.
+    pub expires: Option<String>,
+    /// Tags, in the caller's order.
+    pub tags: Vec<String>,
+    /// Conversation id, if given.
+    pub conversation_id: Option<String>,
+}
+
+impl EntryMeta {
+    /// Renders the block's first line: `[<ts>] type:<t>[ expires:<e>][ tags:<a,b>][ conv:<c>]`.
+    pub fn render_line(&self) -> String {
+        let mut line = format!("[{}] type:{}", self.ts, self.memory_type);
+        if let Some(expires) = &self.expires {
+            line.push_str(" expires:");
+            line.push_str(expires);
+        }
+        if !self.tags.is_empty() {
+            line.push_str(" tags:");
+            line.push_str(&self.tags.join(","));
+        }
+        if let Some(conv) = &self.conversation_id {
+            line.push_str(" conv:");
+            line.push_str(conv);
+        }
+        line
+    }
+
+    /// Parses a block's first line; `None` when it is not a meta line.
+    pub fn parse_line(line: &str) -> Option<Self> {
+        let line = line.trim();
+        let rest = line.strip_prefix('[')?;
+        let (ts, rest) = rest.split_once(']')?;
+        if !is_timestamp(ts) {
+            return None;
+        }
+        let mut meta = Self {
+            ts: ts.to_owned(),
+            memory_type: String::new(),
+            expires: None,
+            tags: Vec::new(),
+            conversation_id: None,
+        };
+        for word in rest.split(' ').filter(|w| !w.is_empty()) {
+            if let Some(t) = word.strip_prefix("type:") {
+                meta.memory_type = t.to_owned();
+            } else if let Some(e) = word.strip_prefix("expires:") {
+                meta.expires = Some(e.to_owned());
+            } else if let Some(t) = word.strip_prefix("tags:") {
+                meta.tags = t.split(',').map(str::to_owned).collect();
+            } else if let Some(c) = word.strip_prefix("conv:") {
+                meta.conversation_id = Some(c.to_owned());
+            }
+        }
+        Some(meta)
+    }
+
+    /// The part of the identity an index line and its block share.
+    fn key(&self) -> (String, String, Option<String>, Vec<String>) {
+        (self.ts.clone(), self.memory_type.clone(), self.expires.clone(), self.tags.clone())
+    }
+}
+
+/// True for `YYYY-MM-DD HH:MM`.
+pub fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 16
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            10 => *c == b' ',
+            13 => *c == b':',
+            _ => c.is_ascii_digit(),
+        })
+}
+
+/// Renders an entry block as appended to `<category>.md`.
+pub fn render_block(meta: &EntryMeta, content: &str) -> String {
+    format!("{BLOCK_SEPARATOR}{}\n{}\n", meta.render_line(), content.trim())
+}
+
+/// One block of a category file: its meta line (when it has one) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The block text without the surrounding separators, stripped.
+    pub text: String,
+    /// Parsed meta line, if the block starts with one.
+    pub meta: Option<EntryMeta>,
+}
+
+impl Block {
+    /// The block's content: everything after the meta line.
+    pub fn content(&self) -> &str {
+        match (&self.meta, self.text.split_once('\n')) {
+            (Some(_), Some((_, rest))) => rest.trim(),
+            (Some(_), None) => "",
+            (None, _) => self.text.as_str(),
+        }
+    }
+}
+
+/// Splits a category file into its non-empty blocks, as the reference does.
+pub fn parse_blocks(text: &str) -> Vec<Block> {
+    let normalized = text.replace("\r\n", "\n");
+    normalized
+        .split(BLOCK_SEPARATOR)
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .map(|b| Block { text: b.to_owned(), meta: b.lines().next().and_then(EntryMeta::parse_line) })
+        .collect()
+}
+
+/// Renders blocks back into a category file (the reference's normal form).
+pub fn render_blocks(blocks: &[Block]) -> String {
+    blocks.iter().map(|b| format!("{BLOCK_SEPARATOR}{}\n", b.text)).collect()
+}
+
+/// A parsed entry line of `_index.md` / `_index_full.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Category (file stem under `memory/`).
+    pub category: String,
+    /// `YYYY-MM-DD HH:MM`.
+    pub ts: String,
+    /// Memory type in brackets.
+    pub memory_type: String,
+    /// Expiry date, when the line carries a well-formed one right after the type.
+    pub expires: Option<String>,
+    /// Tags in brackets, when present.
+    pub tags: Vec<String>,
+    /// The summary text, stripped.
+    pub summary: String,
+}
+
+impl IndexEntry {
+    /// Renders the line written by capture (without the newline).
+    pub fn render(&self) -> String {
+        let mut line = format!("- `memory/{}.md` [{}] [{}]", self.category, self.ts, self.memory_type);
+        if let Some(e) = &self.expires {
+            line.push_str(" expires:");
+            line.push_str(e);
+        }
+        if !self.tags.is_empty() {
+            line.push_str(" [");
+            line.push_str(&self.tags.join(","));
+            line.push(']');
+        }
+        line.push(' ');
+        line.push_str(self.summary.trim());
+        line
+    }
+
+    /// True when this index entry describes that block meta.
+    pub fn describes(&self, meta: &EntryMeta) -> bool {
+        (self.ts.clone(), self.memory_type.clone(), self.expires.clone(), self.tags.clone()) == meta.key()
+    }
+}
+
+/// The reference's entry-line test: the stripped line starts with ``- `memory/``.
+pub fn is_entry_line(line: &str) -> bool {
+    line.trim().starts_with("- `memory/")
+}
+
+/// Parses an index line the way the reference's regex does (unanchored search on the stripped line).
+pub fn parse_index_line(line: &str) -> Option<IndexEntry> {
+    let line = line.trim();
+    let mut search_from = 0;
+    while let Some(pos) = line[search_from..].find("- `memory/") {
+        let start = search_from + pos;
+        if let Some(entry) = parse_index_at(&line[start + "- `memory/".len()..]) {
+            return Some(entry);
+        }
+        search_from = start + 1;
+    }
+    None
+}
+
+fn parse_index_at(rest: &str) -> Option<IndexEntry> {
+    let (path, rest) = rest.split_once('`')?;
+    let category = path.strip_suffix(".md")?;
+    if category.is_empty() {
+        return None;
+    }
+    let rest = rest.strip_prefix(" [")?;
+    let ts = rest.get(..16)?;
+    if !is_timestamp(ts) {
+        return None;
+    }
+    let rest = rest[16..].strip_prefix("] [")?;
+    let (memory_type, mut rest) = rest.split_once(']')?;
+    if memory_type.is_empty() {
+        return None;
+    }
+    let mut expires = None;
+    if let Some(after) = rest.strip_prefix(" expires:")
+        && let Some(date) = after.get(..10)
+        && is_date(date)
+    {
+        expires = Some(date.to_owned());
+        rest = &after[10..];
+    }
+    let mut tags = Vec::new();
+    if let Some(after) = rest.strip_prefix(" [")
+        && let Some((inner, tail)) = after.split_once(']')
+        && !inner.is_empty()
+    {
+        tags = inner.split(',').map(str::to_owned).collect();
+        rest = tail;
+    }
+    Some(IndexEntry {
+        category: category.to_owned(),
+        ts: ts.to_owned(),
+        memory_type: memory_type.to_owned(),
+        expires,
+        tags,
+        summary: rest.trim().to_owned(),
+    })
+}
+
+/// True for `YYYY-MM-DD` (digits and dashes in place; not a calendar check).
+pub fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        })
+}
+
+/// The reference's expiry test: the first `expires:YYYY-MM-DD` anywhere in
+/// the line is a valid date strictly before `today` (UTC).
+pub fn is_expired(line: &str, today: NaiveDate) -> bool {
+    let Some(pos) = line.find("expires:") else {
+        return false;
+    };
+    let mut from = pos;
+    loop {
+        let after = &line[from + "expires:".len()..];
+        if let Some(date) = after.get(..10)
+            && is_date(date)
+        {
+            return NaiveDate::parse_from_str(date, "%Y-%m-%d").is_ok_and(|d| d < today);
+        }
+        match after.find("expires:") {
+            Some(next) => from = from + "expires:".len() + next,
+            None => return false,
+        }
+    }
+}
+
+/// Builds the hot index from the full index's lines (oldest first) as the reference does.
+///
+/// `latest_by_category` may carry categories whose newest entry is no longer in
+/// `full_lines` (rolled into a segment); entries in `full_lines` override them.
+pub fn render_hot_index(
+    full_entry_lines: &[&str],
+    older_latest: &std::collections::BTreeMap<String, IndexEntry>,
+) -> String {
+    let mut latest = older_latest.clone();
+    for line in full_entry_lines {
+        if let Some(e) = parse_index_line(line) {
+            latest.insert(e.category.clone(), e);
+        }
+    }
+    let hot_start = full_entry_lines.len().saturating_sub(HOT_INDEX_LIMIT);
+    let mut out = String::new();
+    if !latest.is_empty() {
+        out.push_str("## 分类摘要\n");
+        for (category, e) in &latest {
+            let summary = if e.summary.is_empty() { "(无摘要)" } else { &e.summary };
+            out.push_str(&format!("- `{category}` [{}] [{}] {summary}\n", e.ts, e.memory_type));
+        }
+        out.push_str(&format!("\n## 最近记忆（最多{HOT_INDEX_LIMIT}条）\n"));
+    }
+    for line in &full_entry_lines[hot_start..] {
+        out.push_str(line.trim_end_matches('\n'));
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses the `## 分类摘要` section of a hot index back into per-category entries.
+pub fn parse_category_summary(hot: &str) -> std::collections::BTreeMap<String, IndexEntry> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut in_section = false;
+    for line in hot.lines() {
+        let t = line.trim();
+        if t.starts_with("## ") {
+            in_section = t == "## 分类摘要";
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        let Some(rest) = t.strip_prefix("- `") else { continue };
+        let Some((category, rest)) = rest.split_once("` [") else { continue };
+        let Some(ts) = rest.get(..16).filter(|ts| is_timestamp(ts)) else { continue };
+        let Some((memory_type, summary)) = rest[16..].strip_prefix("] [").and_then(|r| r.split_once(']'))
+        else {
+            continue;
+        };
+        let summary = summary.trim();
+        out.insert(
+            category.to_owned(),
+            IndexEntry {
+                category: category.to_owned(),
+                ts: ts.to_owned(),
+                memory_type: memory_type.to_owned(),
+                expires: None,
+                tags: Vec::new(),
+                summary: if summary == "(无摘要)" { String::new() } else { summary.to_owned() },
+            },
+        );
+    }
+    out
+}
+
+/// Compacts whitespace runs into one space and strips (summaries, tags, single-line fields).
+pub fn single_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> EntryMeta {
+        EntryMeta {
+            ts: "2026-02-25 10:00".into(),
+            memory_type: "preference".into(),
+            expires: None,
+            tags: vec!["fitness".into()],
+            conversation_id: None,
+        }
+    }
+
+    #[test]
+    fn block_renders_like_the_reference() {
+        assert_eq!(
+            render_block(&meta(), "  喜欢早上训练\n"),
+            "\n---\n[2026-02-25 10:00] type:preference tags:fitness\n喜欢早上训练\n"
+        );
+    }
+
+    #[test]
+    fn blocks_round_trip() {
+        let text = format!("{}{}", render_block(&meta(), "a"), render_block(&meta(), "b\nc"));
+        let blocks = parse_blocks(&text);
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[1].content(), "b\nc");
+        assert_eq!(blocks[0].meta.as_ref(), Some(&meta()));
+        assert_eq!(render_blocks(&blocks), text);
+    }
+
+    #[test]
+    fn index_line_round_trips() {
+        let line = "- `memory/user-profile.md` [2026-02-25 09:40] [inferred] expires:2026-04-01 [recovery] 近期可能处于恢复期";
+        let e = parse_index_line(line).expect("parses");
+        assert_eq!(e.category, "user-profile");
+        assert_eq!(e.expires.as_deref(), Some("2026-04-01"));
+        assert_eq!(e.tags, vec!["recovery"]);
+        assert_eq!(e.summary, "近期可能处于恢复期");
+        assert_eq!(e.render(), line);
+    }
+
+    #[test]
+    fn index_line_quirks_match_the_reference() {
+        // A malformed expiry stays in the summary.
+        let e =
+            parse_index_line("- `memory/a.md` [2026-02-25 09:40] [x] expires:2026-6-1 s").expect("parses");
+        assert_eq!(e.summary, "expires:2026-6-1 s");
+        assert!(parse_index_line("## 动态记忆").is_none());
+    }
+
+    #[test]
+    fn expiry_uses_the_first_valid_date_before_today() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 22).expect("date");
+        assert!(is_expired("x expires:2026-04-01 y", today));
+        assert!(!is_expired("x expires:2026-11-22", today));
+        assert!(!is_expired("x expires:2026-02-30", today));
+        assert!(!is_expired("no expiry", today));
+    }
+
+    #[test]
+    fn hot_index_has_summary_and_recent_lines() {
+        let line = "- `memory/preferences.md` [2026-02-25 10:00] [preference] [fitness] 喜欢早上训练";
+        let hot = render_hot_index(&[line], &Default::default());
+        assert_eq!(
+            hot,
+            "## 分类摘要\n- `preferences` [2026-02-25 10:00] [preference] 喜欢早上训练\n\n## 最近记忆（最多50条）\n- `memory/preferences.md` [2026-02-25 10:00] [preference] [fitness] 喜欢早上训练\n"
+        );
+        let parsed = parse_category_summary(&hot);
+        assert_eq!(parsed["preferences"].summary, "喜欢早上训练");
+    }
+}

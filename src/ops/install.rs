@@ -1,0 +1,253 @@
+//! `install_engram`, `engram init` and the pack registry.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{Engram, EngramError, Result};
+use crate::pack::{read_meta, validate_name};
+use crate::store::{PackRepo, write_file_atomic};
+use crate::templates;
+
+/// One registry entry (the reference's `registry.json` shape).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegistryEntry {
+    /// Pack name.
+    pub name: String,
+    /// What it is.
+    #[serde(default)]
+    pub description: String,
+    /// Where to install it from (URL, local path or `builtin:<name>`).
+    #[serde(default)]
+    pub source: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// The merged registry: bundled, then `<packs>/registry.local.json`, then the project's.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    entries: Vec<RegistryEntry>,
+}
+
+/// The registry shipped in the binary.
+const BUNDLED_REGISTRY: &str = include_str!("../../registry.json");
+
+fn parse_registry(text: &str) -> Vec<RegistryEntry> {
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    items.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect()
+}
+
+impl Registry {
+    /// Loads and merges registries; later files override earlier entries by lower-cased name.
+    pub fn load(files: &[PathBuf]) -> Self {
+        let mut entries = parse_registry(BUNDLED_REGISTRY);
+        for f in files {
+            let Ok(text) = fs::read_to_string(f) else { continue };
+            for e in parse_registry(&text) {
+                entries.retain(|x| x.name.to_lowercase() != e.name.to_lowercase());
+                entries.push(e);
+            }
+        }
+        Self { entries }
+    }
+
+    /// Finds an entry: exact name first, then case-insensitive.
+    pub fn find(&self, name: &str) -> Option<&RegistryEntry> {
+        self.entries
+            .iter()
+            .find(|e| e.name == name)
+            .or_else(|| self.entries.iter().find(|e| e.name.to_lowercase() == name.to_lowercase()))
+    }
+
+    /// All entries.
+    pub fn entries(&self) -> &[RegistryEntry] {
+        &self.entries
+    }
+}
+
+fn fail(msg: impl Into<String>) -> EngramError {
+    EngramError::Install(msg.into())
+}
+
+/// The directory name a URL or path installs into: its last segment minus `.git`.
+fn target_name(source: &str) -> String {
+    let path = match source.split_once("://") {
+        Some((_, rest)) => rest.split_once('/').map(|(_, p)| p).unwrap_or(""),
+        None => source,
+    };
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let last = path.trim_end_matches('/').rsplit(['/', ':']).next().unwrap_or("");
+    last.strip_suffix(".git").unwrap_or(last).to_owned()
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &to.join(&name))?;
+        } else if kind.is_file() {
+            fs::copy(entry.path(), to.join(&name))?;
+        }
+        // Symbolic links are not copied: a pack must not point outside itself.
+    }
+    Ok(())
+}
+
+impl Engram {
+    fn registry(&self) -> Registry {
+        let mut files = vec![self.config.packs_dir.join("registry.local.json")];
+        if let Some(p) = &self.config.project_root {
+            files.push(p.join("registry.local.json"));
+        }
+        files.extend(self.config.registry_files.iter().cloned());
+        Registry::load(&files)
+    }
+
+    /// `install_engram(source)`: a URL, a local path, `builtin:<name>` or a registry name.
+    pub fn install_engram(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
+        let source = source.trim();
+        if source.is_empty() || source.starts_with('-') {
+            return Err(fail(format!(
+                "安装失败：非法来源 {source:?} (give a git URL, a local path or a registry name)"
+            )));
+        }
+        if let Some(builtin) = source.strip_prefix("builtin:") {
+            return self.install_builtin(builtin);
+        }
+        let looks_like_url = source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
+        if looks_like_url {
+            return self.install_from(source, progress);
+        }
+        let registry = self.registry();
+        let Some(entry) = registry.find(source).cloned() else {
+            return Err(fail(format!("安装失败：未在 registry 中找到 {source}")));
+        };
+        if entry.source.trim().is_empty() {
+            return Err(fail(format!("安装失败：registry 中 {source} 没有 source")));
+        }
+        if let Some(builtin) = entry.source.strip_prefix("builtin:") {
+            return self.install_builtin(builtin);
+        }
+        self.install_from(&entry.source, progress)
+    }
+
+    fn install_builtin(&self, name: &str) -> Result<String> {
+        let Some(files) = templates::builtin_pack(name) else {
+            return Err(fail(format!("安装失败：没有内置包 {name}")));
+        };
+        let target = self.config.packs_dir.join(name);
+        if target.exists() {
+            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
+        }
+        templates::write_files(&target, files).map_err(|e| fail(format!("安装失败：{e}")))?;
+        self.adopt_installed(&target, &format!("install: {name} (builtin)"))?;
+        self.install_message(&target, name, " (来源: 内置 builtin)")
+    }
+
+    fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
+        let name = target_name(source);
+        validate_name(&name).map_err(|_| fail(format!("安装失败：无法从 {source} 得到合法目录名")))?;
+        let target = self.config.packs_dir.join(&name);
+        if target.exists() {
+            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
+        }
+        let tmp = self.config.packs_dir.join(format!(".engram-install-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let local = Path::new(source);
+        let fetched = if local.is_dir() && !PackRepo::is_repository(local) {
+            copy_tree(local, &tmp).map_err(|e| format!("复制失败 (copy failed): {e}"))
+        } else {
+            crate::store::clone_pack(source, &tmp, progress).map_err(|e| format!("git clone 出错。{e}"))
+        };
+        if let Err(e) = fetched {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(fail(format!("安装失败：{e}")));
+        }
+        match read_meta(&tmp) {
+            Ok(_) => {}
+            Err(problem) => {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(fail(if problem == "is missing" {
+                    "安装失败：仓库根目录缺少 meta.json，已回滚。".to_owned()
+                } else {
+                    format!("安装失败：meta.json 不是合法 JSON，已回滚。({problem})")
+                }));
+            }
+        }
+        if let Err(e) = fs::rename(&tmp, &target) {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(fail(format!("安装失败：{e}")));
+        }
+        self.adopt_installed(&target, &format!("install: {name} from {source}"))?;
+        self.install_message(&target, &name, "")
+    }
+
+    fn adopt_installed(&self, target: &Path, _subject: &str) -> Result<()> {
+        // A clone already has history; a copied directory gets an `adopt` commit.
+        self.repo(target)?;
+        Ok(())
+    }
+
+    fn install_message(&self, target: &Path, dir_name: &str, suffix: &str) -> Result<String> {
+        let meta = read_meta(target).unwrap_or_default();
+        let name = meta.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()).unwrap_or(dir_name);
+        let desc = meta.get("description").and_then(|v| v.as_str()).unwrap_or("");
+        Ok(format!("安装成功：{name} - {desc}{suffix}"))
+    }
+
+    /// `engram init <name>`: a new pack from the bundled template.
+    pub fn init_engram(&self, name: &str) -> Result<String> {
+        if validate_name(name).is_err() {
+            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}")));
+        }
+        let target = self.config.packs_dir.join(name);
+        if target.exists() {
+            return Err(EngramError::Init(format!("初始化失败：目标目录已存在 {name}")));
+        }
+        let files = templates::pack_template();
+        templates::write_files(&target, files).map_err(|e| EngramError::Init(format!("初始化失败：{e}")))?;
+        let meta_path = target.join("meta.json");
+        let meta = fs::read_to_string(&meta_path).unwrap_or_default();
+        let meta = templates::finalize_meta(&meta, name).map_err(|e| {
+            let _ = fs::remove_dir_all(&target);
+            EngramError::Init(format!("初始化失败：模板 meta.json 无法解析。{e}"))
+        })?;
+        write_file_atomic(&meta_path, meta.as_bytes(), false)?;
+        self.repo(&target)?;
+        let shown = target.canonicalize().unwrap_or(target);
+        Ok(format!("初始化成功：{}", shown.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_names_come_from_the_last_segment() {
+        assert_eq!(target_name("https://github.com/x/engram-fitness.git"), "engram-fitness");
+        assert_eq!(target_name("/tmp/packs/demo/"), "demo");
+        assert_eq!(target_name("git@host:org/pack.git"), "pack");
+        assert_eq!(target_name("git://127.0.0.1:9418/p.git"), "p");
+    }
+
+    #[test]
+    fn registry_overrides_by_lowercase_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("r.json");
+        fs::write(&f, r#"[{"name":"DEMO","description":"mine","source":"/x"}, 3]"#).expect("write");
+        let r = Registry::load(&[f]);
+        assert_eq!(r.find("demo").map(|e| e.description.as_str()), Some("mine"));
+    }
+}

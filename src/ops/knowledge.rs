@@ -1,0 +1,188 @@
+//! `write_engram_file` and `add_knowledge`.
+
+use super::load::check_relative;
+use super::{Caller, Engram, EngramError, Result, limits};
+use crate::store::{Changes, CommitMessage, Edit};
+
+/// How `write_engram_file` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Replace the file.
+    Overwrite,
+    /// Append to the file.
+    Append,
+}
+
+impl WriteMode {
+    /// Parses `overwrite` / `append`; anything else is an error (the reference silently overwrote).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim() {
+            "" | "overwrite" => Ok(Self::Overwrite),
+            "append" => Ok(Self::Append),
+            other => Err(EngramError::Invalid {
+                field: "mode",
+                reason: format!("{other:?} is not a mode; use \"overwrite\" or \"append\""),
+            }),
+        }
+    }
+}
+
+/// Refuses paths a tool must not write: derived memory files (use the memory tools).
+fn check_writable(path: &str) -> Result<String> {
+    let rel = check_relative(path)?;
+    if rel.starts_with("memory/") || rel == "memory" {
+        return Err(EngramError::BadPath {
+            path: path.to_owned(),
+            reason: "memory/ is written by capture_memory, correct_memory, delete_memory and consolidate_memory, so that its indexes stay consistent".into(),
+        });
+    }
+    Ok(rel)
+}
+
+fn check_size(field: &'static str, content: &str) -> Result<()> {
+    if content.len() > limits::MAX_CONTENT_BYTES {
+        return Err(EngramError::Invalid {
+            field,
+            reason: format!("is {} bytes; the limit is {} bytes", content.len(), limits::MAX_CONTENT_BYTES),
+        });
+    }
+    Ok(())
+}
+
+impl Engram {
+    /// Refuses a path whose existing components in the working tree are symlinks
+    /// or non-directories (so a write can never land outside the pack).
+    fn check_target_in_tree(&self, dir: &std::path::Path, rel: &str, shown: &str) -> Result<()> {
+        let mut cur = dir.to_path_buf();
+        let parts: Vec<&str> = rel.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            cur.push(part);
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(EngramError::BadPath {
+                        path: shown.to_owned(),
+                        reason: "goes through a symbolic link".into(),
+                    });
+                }
+                Ok(m) if i + 1 < parts.len() && !m.is_dir() => {
+                    return Err(EngramError::BadPath {
+                        path: shown.to_owned(),
+                        reason: format!("{} is a file, not a directory", parts[..=i].join("/")),
+                    });
+                }
+                Ok(m) if i + 1 == parts.len() && m.is_dir() => {
+                    return Err(EngramError::BadPath {
+                        path: shown.to_owned(),
+                        reason: "is a directory".into(),
+                    });
+                }
+                Ok(_) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// `write_engram_file`.
+    pub fn write_engram_file(
+        &self,
+        name: &str,
+        path: &str,
+        content: &str,
+        mode: &str,
+        caller: &Caller,
+    ) -> Result<String> {
+        let mode = WriteMode::parse(mode)?;
+        let rel = check_writable(path)?;
+        check_size("content", content)?;
+        let pack = self.resolve(name)?;
+        self.check_target_in_tree(&pack.dir, &rel, path)?;
+        let now = self.now().timestamp();
+        let (commit, ()) = self.with_repo(&pack.dir, |repo| {
+            Ok(repo.write(|snap| {
+                let new = match mode {
+                    WriteMode::Overwrite => content.to_owned(),
+                    WriteMode::Append => format!("{}{content}", snap.read_text(&rel)?.unwrap_or_default()),
+                };
+                let mut changes = Changes::default();
+                changes.put(rel.clone(), new);
+                let verb = if mode == WriteMode::Append { "append" } else { "write" };
+                let message = CommitMessage::new(format!("{verb}: {rel}"))
+                    .at(now)
+                    .trailer("Engram-Tool", caller.tool.clone())
+                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
+            })?)
+        })?;
+        let word = if mode == WriteMode::Append { "已追加" } else { "已写入" };
+        let id = commit
+            .map(|c| format!("\ncommit: {}", c.short))
+            .unwrap_or_else(|| "\n(内容未变 / unchanged)".into());
+        Ok(format!("{word}: {path}{id}"))
+    }
+
+    /// `add_knowledge`: writes `knowledge/<filename>` and lists it in the right index.
+    pub fn add_knowledge(
+        &self,
+        name: &str,
+        filename: &str,
+        content: &str,
+        summary: &str,
+        caller: &Caller,
+    ) -> Result<String> {
+        let raw = filename.trim().replace('\\', "/");
+        if raw.is_empty() {
+            return Err(EngramError::Invalid { field: "filename", reason: "must not be empty".into() });
+        }
+        let with_ext = if raw.ends_with(".md") { raw.clone() } else { format!("{raw}.md") };
+        let rel = check_relative(&with_ext).map_err(|_| EngramError::BadPath {
+            path: format!("knowledge/{filename}"),
+            reason: "filename must be a relative path inside knowledge/ (no `..`, no absolute path)".into(),
+        })?;
+        if with_ext.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+            return Err(EngramError::BadPath {
+                path: format!("knowledge/{filename}"),
+                reason: "empty, `.` or `..` path parts are not allowed".into(),
+            });
+        }
+        check_size("content", content)?;
+        let summary = crate::memory::single_line(summary);
+        let pack = self.resolve(name)?;
+        let target = format!("knowledge/{rel}");
+        self.check_target_in_tree(&pack.dir, &target, &target)?;
+        let now = self.now().timestamp();
+        let shown_fn = if filename.ends_with(".md") { filename.to_owned() } else { format!("{filename}.md") };
+        let (commit, ()) = self.with_repo(&pack.dir, |repo| {
+            Ok(repo.write(|snap| {
+                let parent = target.rsplit_once('/').map(|(p, _)| p).unwrap_or("knowledge");
+                let sub_index = format!("{parent}/_index.md");
+                let index_path = if parent != "knowledge" && snap.read(&sub_index)?.is_some() {
+                    sub_index
+                } else {
+                    "knowledge/_index.md".to_owned()
+                };
+                let mut index = snap.read_text(&index_path)?.unwrap_or_default();
+                let line = format!("- `{target}` - {summary}");
+                let mut changes = Changes::default();
+                if !index.lines().any(|l| l.trim_end() == line) {
+                    if !index.is_empty() && !index.ends_with('\n') {
+                        index.push('\n');
+                    }
+                    index.push_str(&line);
+                    index.push('\n');
+                    changes.put(index_path, index);
+                }
+                changes.put(target.clone(), content.to_owned());
+                let message = CommitMessage::new(format!("knowledge: {target} — {summary}"))
+                    .at(now)
+                    .trailer("Engram-Tool", caller.tool.clone())
+                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
+            })?)
+        })?;
+        let id = commit
+            .map(|c| format!("\ncommit: {}", c.short))
+            .unwrap_or_else(|| "\n(内容未变 / unchanged)".into());
+        Ok(format!("已添加知识: knowledge/{shown_fn} — {summary}{id}"))
+    }
+}

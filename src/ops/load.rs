@@ -1,0 +1,383 @@
+//! `load_engram` and `read_engram_file`, plus the expiry pass a load runs first.
+
+use std::fs;
+use std::path::Path;
+
+use chrono::NaiveDate;
+
+use super::{Caller, Engram, EngramError, Result, limits};
+use crate::memlog::{CategoryLog, FullIndex, HOT_INDEX, same_meta_rank};
+use crate::memory::{self, CONSOLIDATE_HINT_THRESHOLD};
+use crate::store::{Changes, CommitMessage, Edit};
+
+/// What this process knows about a pack's pending expiries, per HEAD commit.
+#[derive(Debug, Clone)]
+pub(super) struct ExpiryState {
+    /// HEAD the state was computed for.
+    pub head: String,
+    /// The earliest `expires:` date among index lines (None: no expiring entry).
+    pub earliest: Option<NaiveDate>,
+}
+
+/// Reads a text file of the working tree; `Ok(None)` if missing.
+pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).replace("\r\n", "\n"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(None),
+        Err(e) => Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
+    }
+}
+
+fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
+    index
+        .entry_lines()
+        .iter()
+        .filter_map(|l| {
+            let pos = l.find("expires:")?;
+            let date = l.get(pos + 8..pos + 18)?;
+            NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()
+        })
+        .min()
+}
+
+/// The reference's onboarding regex `##\s+Onboarding\s*\n(.*?)(?=\n##|\Z)` (DOTALL), by hand.
+pub(super) fn onboarding_section(rules: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(off) = rules[from..].find("##") {
+        let start = from + off;
+        from = start + 1;
+        let after_hashes = &rules[start + 2..];
+        let ws: usize = after_hashes.chars().take_while(|c| c.is_whitespace()).map(char::len_utf8).sum();
+        if ws == 0 {
+            continue;
+        }
+        let Some(after_word) = after_hashes[ws..].strip_prefix("Onboarding") else { continue };
+        let ws_run: usize = after_word.chars().take_while(|c| c.is_whitespace()).map(char::len_utf8).sum();
+        // Greedy `\s*` then `\n`: the group starts after the last newline of the run.
+        let Some(nl) = after_word[..ws_run].rfind('\n') else { continue };
+        let body = &after_word[nl + 1..];
+        let end = body.find("\n##").unwrap_or(body.len());
+        return Some(body[..end].trim().to_owned());
+    }
+    None
+}
+
+impl Engram {
+    /// Runs the expiry pass when something expired (or the full index still
+    /// needs to be migrated): expired entries move to `<category>-expired.md`
+    /// in one commit of their own.
+    pub(super) fn expire_memory(&self, memory_root: &Path, caller: &Caller) -> Result<()> {
+        if !memory_root.join("memory").is_dir() {
+            return Ok(());
+        }
+        let today = self.now().date_naive();
+        let needs_migration =
+            !memory_root.join(crate::memlog::FULL_INDEX).exists() && memory_root.join(HOT_INDEX).exists();
+        let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
+        let cached = {
+            let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.get(memory_root).filter(|s| s.head == head).cloned()
+        };
+        if let Some(state) = &cached
+            && !needs_migration
+            && state.earliest.is_none_or(|d| d >= today)
+        {
+            return Ok(());
+        }
+        let now = self.now();
+        let (_, new_state) = self
+            .with_repo(memory_root, |repo| {
+                Ok(repo.write(|snap| {
+                    let mut index = FullIndex::load(snap)?;
+                    let entries = index.entries();
+                    let expired: Vec<usize> = entries
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, (pos, _))| memory::is_expired(index.line(*pos), today))
+                        .map(|(i, _)| i)
+                        .collect();
+                    if expired.is_empty() && !index.migrated {
+                        return Ok::<_, EngramError>(Edit::Nothing(earliest_expiry(&index)));
+                    }
+                    let mut changes = Changes::default();
+                    let mut by_category: std::collections::BTreeMap<String, CategoryLog> = Default::default();
+                    let mut moved: std::collections::BTreeMap<String, String> = Default::default();
+                    for &i in &expired {
+                        let (pos, entry) = &entries[i];
+                        let rank = same_meta_rank(&entries, i);
+                        if !by_category.contains_key(&entry.category) {
+                            by_category
+                                .insert(entry.category.clone(), CategoryLog::load(snap, &entry.category)?);
+                        }
+                        let log = by_category.get_mut(&entry.category).expect("inserted above");
+                        let text = match log.find(entry, rank) {
+                            Some(bp) => log.block(bp).text.clone(),
+                            None => format!("[index-only] {}", index.line(*pos).trim()),
+                        };
+                        moved
+                            .entry(entry.category.clone())
+                            .or_default()
+                            .push_str(&format!("\n---\n{text}\n"));
+                    }
+                    // Remove blocks after all lookups (ranks refer to the original order).
+                    for &i in expired.iter().rev() {
+                        let (_, entry) = &entries[i];
+                        let rank = same_meta_rank(&entries, i);
+                        if let Some(log) = by_category.get_mut(&entry.category)
+                            && let Some(bp) = log.find(entry, rank)
+                        {
+                            log.remove(bp);
+                        }
+                    }
+                    for &i in expired.iter().rev() {
+                        index.remove(entries[i].0);
+                    }
+                    for log in by_category.values() {
+                        log.write(&mut changes);
+                    }
+                    for (category, text) in &moved {
+                        let path = format!("memory/{category}-expired.md");
+                        let old = snap.read_text(&path)?.unwrap_or_default();
+                        changes.put(path, format!("{old}{text}"));
+                    }
+                    index.write(&mut changes, false);
+                    let subject = if expired.is_empty() {
+                        "index: migrate memory/_index.md to _index_full.md".to_owned()
+                    } else {
+                        format!("expire: {} entries moved to -expired.md", expired.len())
+                    };
+                    let message = CommitMessage::new(subject)
+                        .at(now.timestamp())
+                        .trailer("Engram-Tool", caller.tool.clone())
+                        .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                    let earliest = earliest_expiry(&index);
+                    Ok(Edit::Commit { changes, message, value: earliest })
+                })?)
+            })
+            .map(|(c, earliest)| (c, earliest))?;
+        let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
+        self.expiry_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state });
+        Ok(())
+    }
+
+    /// Records what this process knows after its own write (keeps loads O(1)).
+    pub(super) fn note_expiry_after_write(
+        &self,
+        root: &Path,
+        old_head: &str,
+        new_head: &str,
+        added: Option<&str>,
+    ) {
+        let mut cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(state) = cache.get(root).filter(|s| s.head == old_head).cloned() else {
+            cache.remove(root);
+            return;
+        };
+        let added = added.and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+        let earliest = match (state.earliest, added) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest });
+    }
+
+    fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
+        let today = self.now().date_naive();
+        let text = read_text_file(&memory_root.join(HOT_INDEX))?.unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
+        let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
+        Ok((lines.join("\n").trim().to_owned(), n))
+    }
+
+    /// `load_engram`.
+    pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
+        let pack = self.resolve(name)?;
+        let dir = &pack.dir;
+        self.expire_memory(dir, caller)?;
+        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
+        if global.join("memory").is_dir() {
+            self.expire_memory(&global, caller)?;
+        }
+        let read = |rel: &str| -> Result<String> {
+            Ok(read_text_file(&dir.join(rel))?.unwrap_or_default().trim().to_owned())
+        };
+        let mut sections: Vec<String> = Vec::new();
+        for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
+        {
+            let text = read(file)?;
+            if !text.is_empty() {
+                sections.push(format!("## {title}\n{text}"));
+            }
+        }
+        let meta = crate::pack::read_meta(dir).unwrap_or_default();
+        if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
+            && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
+        {
+            let text = read_text_file(&parent_dir.join("knowledge/_index.md"))?.unwrap_or_default();
+            if !text.trim().is_empty() {
+                sections.push(format!("## 继承知识索引（来自 {parent}）\n{}", text.trim()));
+            }
+        }
+        for (title, file) in [("知识索引", "knowledge/_index.md"), ("案例索引", "examples/_index.md")]
+        {
+            let text = read(file)?;
+            if !text.is_empty() {
+                sections.push(format!("## {title}\n{text}"));
+            }
+        }
+        if dir.join("memory").is_dir() {
+            let (active, n) = self.active_hot_index(dir)?;
+            if !active.is_empty() {
+                let mut s = format!("## 动态记忆\n<memory>\n{active}\n</memory>");
+                if n >= CONSOLIDATE_HINT_THRESHOLD {
+                    s.push_str(&format!(
+                        "\n💡 当前共 {n} 条记忆，建议对条目较多的 category 调用 consolidate_memory 压缩。"
+                    ));
+                }
+                sections.push(s);
+            }
+        }
+        let (global_text, _) = self.active_hot_index(&global)?;
+        if !global_text.is_empty() {
+            sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
+        }
+        if !self.onboarded(dir)
+            && let Some(text) =
+                onboarding_section(&read_text_file(&dir.join("rules.md"))?.unwrap_or_default())
+            && !text.is_empty()
+        {
+            sections.push(format!(
+                "## 首次引导\n> 这是用户首次使用此专家，请在对话中自然地了解以下信息并记录：\n\n{text}"
+            ));
+        }
+        let base = sections.join("\n\n");
+        if base.trim().is_empty() {
+            return Ok(format!("Engram {name} 没有可用上下文。"));
+        }
+        Ok(format!(
+            "# 已加载 Engram: {name}\n\n## 用户关注方向\n{query}\n\n{base}\n\n## 下一步\n请查看知识索引中的摘要，按需调用 read_engram_file(name, path) 读取完整知识或案例。"
+        ))
+    }
+
+    /// The reference's onboarding test: `_onboarded` exists, or memory/ holds another file.
+    fn onboarded(&self, dir: &Path) -> bool {
+        let memory = dir.join("memory");
+        if memory.join("_onboarded").exists() {
+            return true;
+        }
+        let Ok(entries) = fs::read_dir(&memory) else { return false };
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            e.file_type().is_ok_and(|t| t.is_file())
+                && !matches!(name.as_ref(), "_index.md" | "_index_full.md" | "_onboarded")
+        })
+    }
+
+    /// `read_engram_file`.
+    pub fn read_engram_file(&self, name: &str, path: &str) -> Result<String> {
+        let pack = self.resolve(name)?;
+        let full = contained_file(&pack.dir, path)?;
+        let Some(full) = full else {
+            return Err(EngramError::FileNotFound { path: path.to_owned() });
+        };
+        let meta = fs::metadata(&full)
+            .map_err(|e| EngramError::Unreadable { path: path.to_owned(), reason: e.to_string() })?;
+        if meta.len() as usize > limits::MAX_READ_BYTES {
+            return Err(EngramError::Unreadable {
+                path: path.to_owned(),
+                reason: format!(
+                    "file is {} bytes; the limit is {} bytes",
+                    meta.len(),
+                    limits::MAX_READ_BYTES
+                ),
+            });
+        }
+        let bytes = fs::read(&full)
+            .map_err(|e| EngramError::Unreadable { path: path.to_owned(), reason: e.to_string() })?;
+        let text = String::from_utf8(bytes).map_err(|_| EngramError::Unreadable {
+            path: path.to_owned(),
+            reason: "not UTF-8 text (binary file?)".into(),
+        })?;
+        let text = text.replace("\r\n", "\n");
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(format!("文件为空: {path}"));
+        }
+        Ok(format!("## {path}\n{text}"))
+    }
+}
+
+/// Resolves `path` inside `pack_dir` for reading: must stay inside after
+/// resolving symlinks, must not touch `.git`, must be a file.
+pub(super) fn contained_file(pack_dir: &Path, path: &str) -> Result<Option<std::path::PathBuf>> {
+    let rel = check_relative(path)?;
+    let full = pack_dir.join(&rel);
+    let (Ok(root), Ok(resolved)) = (pack_dir.canonicalize(), full.canonicalize()) else {
+        return Ok(None);
+    };
+    if !resolved.starts_with(&root) || resolved.strip_prefix(&root).is_ok_and(|r| r.starts_with(".git")) {
+        return Ok(None);
+    }
+    if !resolved.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(resolved))
+}
+
+/// Validates a pack-relative path argument and normalises `\` to `/`.
+pub(super) fn check_relative(path: &str) -> Result<String> {
+    let bad = |reason: &str| EngramError::BadPath { path: path.to_owned(), reason: reason.to_owned() };
+    let p = path.trim().replace('\\', "/");
+    if p.is_empty() {
+        return Err(bad("empty path"));
+    }
+    if p.len() > limits::MAX_PATH_BYTES {
+        return Err(bad("path too long"));
+    }
+    if p.starts_with('/') || p.chars().nth(1) == Some(':') {
+        return Err(bad("absolute paths are not allowed; give a path relative to the pack"));
+    }
+    if p.contains('\0') || p.chars().any(char::is_control) {
+        return Err(bad("control characters are not allowed"));
+    }
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    if parts.iter().any(|s| *s == "..") {
+        return Err(bad("`..` is not allowed; paths stay inside the pack"));
+    }
+    if parts.iter().any(|s| s.eq_ignore_ascii_case(".git")) {
+        return Err(bad("the .git directory is not accessible"));
+    }
+    if parts.is_empty() {
+        return Err(bad("empty path"));
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn onboarding_regex_quirks() {
+        assert_eq!(onboarding_section("## Onboarding\n- a\n- b\n## Next\nx").as_deref(), Some("- a\n- b"));
+        assert_eq!(onboarding_section("### Onboarding\n- a\n### sub\n").as_deref(), Some("- a"));
+        assert_eq!(onboarding_section("## onboarding\n- a"), None);
+        assert_eq!(onboarding_section("##Onboarding\n- a"), None);
+        assert_eq!(onboarding_section("## Onboarding 首次\n- a"), None);
+        // An empty section followed by blank lines captures the next heading.
+        assert_eq!(onboarding_section("## Onboarding\n\n## Next\nbody").as_deref(), Some("## Next\nbody"));
+    }
+
+    #[test]
+    fn relative_paths_are_checked() {
+        assert_eq!(check_relative("knowledge\\a.md").ok().as_deref(), Some("knowledge/a.md"));
+        for bad in ["../x", "/etc/passwd", ".git/config", "a/../../b", "", "C:/x"] {
+            assert!(check_relative(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! `capture_memory`, `consolidate_memory`, `delete_memory`, `correct_memory`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+
+use super::{Caller, Engram, EngramError, Result, limits};
+use crate::memlog::{CategoryLog, FullIndex, category_path, same_meta_rank};
+use crate::memory::{Block, EntryMeta, IndexEntry, single_line};
+use crate::store::{Changes, CommitMessage, Edit};
+
+/// Seconds within which the same capture is a duplicate.
+pub const THROTTLE_SECONDS: i64 = 30;
+
+/// Arguments of `capture_memory`.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureRequest {
+    /// Pack name (may be empty/unknown when `is_global`).
+    pub name: String,
+    /// Memory text.
+    pub content: String,
+    /// Category (file stem under `memory/`).
+    pub category: String,
+    /// One-line summary for the index.
+    pub summary: String,
+    /// Memory type (`general` when not given).
+    pub memory_type: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Conversation id.
+    pub conversation_id: Option<String>,
+    /// Expiry date `YYYY-MM-DD`.
+    pub expires: Option<String>,
+    /// Write to the global memory shared by all packs.
+    pub is_global: bool,
+}
+
+/// Arguments of `correct_memory`.
+#[derive(Debug, Clone, Default)]
+pub struct CorrectRequest {
+    /// Pack name.
+    pub name: String,
+    /// Category.
+    pub category: String,
+    /// Summary of the entry to correct (exact, or a unique substring).
+    pub old_summary: String,
+    /// New memory text.
+    pub new_content: String,
+    /// New summary.
+    pub new_summary: String,
+    /// New type (keeps the old one when not given).
+    pub memory_type: Option<String>,
+    /// New tags (keeps the old ones when not given).
+    pub tags: Option<Vec<String>>,
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> EngramError {
+    EngramError::Invalid { field, reason: reason.into() }
+}
+
+/// Validates a category: one plain file stem.
+pub fn check_category(category: &str) -> Result<String> {
+    let c = category.trim();
+    let reason = if c.is_empty() {
+        Some("must not be empty")
+    } else if c.chars().count() > limits::MAX_LABEL_CHARS {
+        Some("too long (at most 100 characters)")
+    } else if c.contains('/') || c.contains('\\') {
+        Some("must not contain `/` or `\\` (a category is a file name under memory/)")
+    } else if c.contains("..") || c.starts_with('.') {
+        Some("must not start with `.` or contain `..`")
+    } else if c.starts_with('_') {
+        Some("names starting with `_` are reserved (_index, _log, …)")
+    } else if c.chars().any(|ch| ch.is_control() || ch == '`') {
+        Some("must not contain control characters or backticks")
+    } else if c.ends_with("-archive") || c.ends_with("-expired") {
+        Some("`-archive` and `-expired` are reserved suffixes")
+    } else if c.ends_with(".md") {
+        Some("give the name without `.md`")
+    } else {
+        None
+    };
+    match reason {
+        Some(r) => Err(invalid("category", format!("{r}; e.g. `preferences`, `user-profile`"))),
+        None => Ok(c.to_owned()),
+    }
+}
+
+fn check_summary(field: &'static str, s: &str) -> Result<String> {
+    let s = single_line(s);
+    if s.chars().count() > limits::MAX_SUMMARY_CHARS {
+        return Err(invalid(field, format!("too long (at most {} characters)", limits::MAX_SUMMARY_CHARS)));
+    }
+    Ok(s)
+}
+
+fn check_content(field: &'static str, s: &str) -> Result<()> {
+    if s.trim().is_empty() {
+        return Err(invalid(field, "must not be empty"));
+    }
+    if s.len() > limits::MAX_CONTENT_BYTES {
+        return Err(invalid(
+            field,
+            format!(
+                "is {} bytes; the limit is {} bytes — split it or store a file with add_knowledge",
+                s.len(),
+                limits::MAX_CONTENT_BYTES
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_type(t: Option<&str>) -> Result<String> {
+    let t = t.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("general");
+    if t.chars().count() > 40 || !t.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        return Err(invalid(
+            "memory_type",
+            "letters, digits, `_` and `-` only; usual values: preference, fact, decision, history, general, inferred, stated",
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+fn check_tags(tags: &[String]) -> Result<Vec<String>> {
+    if tags.len() > limits::MAX_TAGS {
+        return Err(invalid("tags", format!("at most {} tags", limits::MAX_TAGS)));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let t = single_line(t);
+        if t.is_empty() {
+            continue;
+        }
+        if t.contains([',', '[', ']', '`']) || t.chars().count() > limits::MAX_LABEL_CHARS {
+            return Err(invalid(
+                "tags",
+                format!("tag {t:?} must not contain `,`, `[`, `]` or backticks (and at most 100 characters)"),
+            ));
+        }
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+fn check_expires(e: Option<&str>) -> Result<Option<String>> {
+    let Some(e) = e.map(str::trim).filter(|e| !e.is_empty()) else { return Ok(None) };
+    if !crate::memory::is_date(e) || NaiveDate::parse_from_str(e, "%Y-%m-%d").is_err() {
+        return Err(invalid("expires", format!("{e:?} is not a date; use YYYY-MM-DD, e.g. 2026-12-31")));
+    }
+    Ok(Some(e.to_owned()))
+}
+
+fn fnv1a(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The reference's throttle key: pack, category and the first 120 characters of the raw content.
+fn dedup_key(name: &str, category: &str, content: &str) -> String {
+    let head: String = content.chars().take(120).collect();
+    fnv1a(&format!("{name}:{category}:{head}"))
+}
+
+fn message(subject: String, caller: &Caller, conversation: Option<&str>, now: i64) -> CommitMessage {
+    CommitMessage::new(subject)
+        .at(now)
+        .trailer("Engram-Tool", caller.tool.clone())
+        .trailer("Engram-Client", caller.client.clone().unwrap_or_default())
+        .trailer("Engram-Conversation", conversation.unwrap_or_default().to_owned())
+}
+
+fn short(s: &str) -> String {
+    let s = single_line(s);
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// Finds exactly one entry of `category`: an exact summary match first, then a unique substring.
+fn find_one(
+    entries: &[(crate::memlog::LinePos, IndexEntry)],
+    category: &str,
+    summary: &str,
+) -> Result<usize> {
+    let wanted = summary.trim();
+    let in_cat: Vec<usize> =
+        entries.iter().enumerate().filter(|(_, (_, e))| e.category == category).map(|(i, _)| i).collect();
+    let candidates = || in_cat.iter().map(|&i| entries[i].1.summary.clone()).collect::<Vec<_>>();
+    let no_match = || EngramError::NoMatch {
+        category: category.to_owned(),
+        summary: summary.to_owned(),
+        candidates: candidates(),
+    };
+    if wanted.is_empty() {
+        return Err(no_match());
+    }
+    let exact: Vec<usize> = in_cat.iter().copied().filter(|&i| entries[i].1.summary == wanted).collect();
+    let pick = if exact.is_empty() {
+        in_cat.iter().copied().filter(|&i| entries[i].1.summary.contains(wanted)).collect()
+    } else {
+        exact
+    };
+    match pick.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(no_match()),
+        many => Err(EngramError::Ambiguous {
+            category: category.to_owned(),
+            summary: summary.to_owned(),
+            candidates: many
+                .iter()
+                .map(|&i| format!("[{}] {}", entries[i].1.ts, entries[i].1.summary))
+                .collect(),
+        }),
+    }
+}
+
+impl Engram {
+    fn memory_root(&self, name: &str, is_global: bool) -> Result<PathBuf> {
+        if is_global {
+            let dir = self.packs().global_dir();
+            std::fs::create_dir_all(dir.join("memory")).map_err(|e| crate::store::StoreError::Io {
+                step: "create directory",
+                path: dir.clone(),
+                source: e,
+            })?;
+            return Ok(dir);
+        }
+        Ok(self.resolve(name)?.dir)
+    }
+
+    /// `capture_memory`. Returns the reference's text plus the commit id (or the earlier commit of a duplicate).
+    pub fn capture_memory(&self, req: &CaptureRequest, caller: &Caller) -> Result<String> {
+        let category = check_category(&req.category)?;
+        check_content("content", &req.content)?;
+        let summary = check_summary("summary", &req.summary)?;
+        let memory_type = check_type(req.memory_type.as_deref())?;
+        let tags = check_tags(&req.tags)?;
+        let expires = check_expires(req.expires.as_deref())?;
+        let conversation_id = req.conversation_id.as_deref().map(single_line).filter(|c| !c.is_empty());
+        if conversation_id.as_deref().is_some_and(|c| c.contains(' ') || c.chars().count() > 200) {
+            return Err(invalid(
+                "conversation_id",
+                "must be one word without spaces (at most 200 characters)",
+            ));
+        }
+        let root = self.memory_root(&req.name, req.is_global)?;
+        let now = self.now();
+        let ts = now.format("%Y-%m-%d %H:%M").to_string();
+        let key = dedup_key(&req.name, &category, &req.content);
+        let throttle = if memory_type == "tool_trace" { 5 } else { THROTTLE_SECONDS };
+        let meta = EntryMeta {
+            ts,
+            memory_type: memory_type.clone(),
+            expires: expires.clone(),
+            tags: tags.clone(),
+            conversation_id: conversation_id.clone(),
+        };
+        let entry = IndexEntry {
+            category: category.clone(),
+            ts: meta.ts.clone(),
+            memory_type: memory_type.clone(),
+            expires: expires.clone(),
+            tags: tags.clone(),
+            summary: summary.clone(),
+        };
+        let subject = format!(
+            "capture: {category} — {}",
+            short(if summary.is_empty() { &req.content } else { &summary })
+        );
+        let msg = message(subject, caller, conversation_id.as_deref(), now.timestamp())
+            .trailer("Engram-Dedup", key.clone());
+        let is_global = req.is_global;
+        let repo = self.repo(&root)?;
+        let repo = repo.lock().unwrap_or_else(|p| p.into_inner());
+        let old_head = repo.head_id().unwrap_or_default();
+        let (commit, duplicate_of) = repo.write(|snap| {
+            if let Some(earlier) =
+                snap.recent_commit_with_trailer("Engram-Dedup", &key, now.timestamp() - throttle)?
+            {
+                return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
+            }
+            let mut changes = Changes::default();
+            let mut log = CategoryLog::load(snap, &category)?;
+            log.append(&meta, &req.content);
+            log.write(&mut changes);
+            if !is_global && !snap.exists("memory/_onboarded") {
+                changes.put("memory/_onboarded", Vec::new());
+            }
+            let mut index = FullIndex::load(snap)?;
+            index.append(entry.render());
+            index.write(&mut changes, true);
+            Ok(Edit::Commit { changes, message: msg.clone(), value: None })
+        })?;
+        let scope = if req.is_global { "[全局] " } else { "" };
+        let type_label = if memory_type == "general" { String::new() } else { format!("[{memory_type}] ") };
+        let expires_label = expires.as_ref().map(|e| format!(" (expires:{e})")).unwrap_or_default();
+        let text = format!("已记录: {scope}{type_label}[{category}] {}{expires_label}", req.summary);
+        match (commit, duplicate_of) {
+            (Some(c), _) => {
+                self.note_expiry_after_write(&root, &old_head, &c.id, expires.as_deref());
+                Ok(format!("{text}\ncommit: {}", c.short))
+            }
+            (None, Some(earlier)) => Ok(format!(
+                "{text}\n(重复：{THROTTLE_SECONDS} 秒内已记录过相同内容，未重复写入 / duplicate of commit {earlier}, not written again)"
+            )),
+            (None, None) => Ok(text),
+        }
+    }
+
+    /// `consolidate_memory`: the category's entries become one consolidated block; originals go to `-archive.md`.
+    pub fn consolidate_memory(
+        &self,
+        name: &str,
+        category: &str,
+        content: &str,
+        summary: &str,
+        caller: &Caller,
+    ) -> Result<String> {
+        let category = check_category(category)?;
+        check_content("consolidated_content", content)?;
+        let summary = check_summary("summary", summary)?;
+        let root = self.resolve(name)?.dir;
+        let ts = self.now().format("%Y-%m-%d %H:%M").to_string();
+        let subject = format!("consolidate: {category} — {}", short(&summary));
+        let msg = message(subject, caller, None, self.now().timestamp());
+        let (commit, ()) = self.with_repo(&root, |repo| {
+            Ok(repo.write(|snap| {
+                let mut changes = Changes::default();
+                let mut log = CategoryLog::load(snap, &category)?;
+                let old = log.concatenated_text();
+                if !old.is_empty() {
+                    let archive_path = format!("memory/{category}-archive.md");
+                    let archive = snap.read_text(&archive_path)?.unwrap_or_default();
+                    changes.put(archive_path, format!("{archive}\n\n# 归档于 {ts}\n{old}"));
+                }
+                log.replace_all(format!("[{ts}] type:consolidated\n{}", content.trim()));
+                log.write(&mut changes);
+                let mut index = FullIndex::load(snap)?;
+                index.remove_containing(&format!("`{}`", category_path(&category)));
+                let entry = IndexEntry {
+                    category: category.clone(),
+                    ts: ts.clone(),
+                    memory_type: "consolidated".into(),
+                    expires: None,
+                    tags: Vec::new(),
+                    summary: summary.clone(),
+                };
+                index.append(entry.render());
+                index.write(&mut changes, false);
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg.clone(), value: () })
+            })?)
+        })?;
+        self.forget_expiry(&root);
+        let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        Ok(format!("已压缩: [{category}] 原始条目已归档至 memory/{category}-archive.md{id}"))
+    }
+
+    /// `delete_memory`: removes exactly one entry (index line and block).
+    pub fn delete_memory(
+        &self,
+        name: &str,
+        category: &str,
+        summary: &str,
+        caller: &Caller,
+    ) -> Result<String> {
+        let category = check_category(category)?;
+        let root = self.resolve(name)?.dir;
+        let now = self.now().timestamp();
+        let (commit, deleted) = self.with_repo(&root, |repo| {
+            Ok(repo.write(|snap| {
+                let mut index = FullIndex::load(snap)?;
+                let entries = index.entries();
+                let i = find_one(&entries, &category, summary)?;
+                let rank = same_meta_rank(&entries, i);
+                let (pos, entry) = entries[i].clone();
+                let mut changes = Changes::default();
+                let mut log = CategoryLog::load(snap, &category)?;
+                if let Some(bp) = log.find(&entry, rank) {
+                    log.remove(bp);
+                    log.write(&mut changes);
+                }
+                index.remove(pos);
+                index.write(&mut changes, false);
+                let msg =
+                    message(format!("delete: {category} — {}", short(&entry.summary)), caller, None, now);
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry.summary })
+            })?)
+        })?;
+        self.forget_expiry(&root);
+        let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        Ok(format!("已删除: [{category}] {deleted}{id}"))
+    }
+
+    /// `correct_memory`: replaces exactly one entry, keeping its time, expiry and conversation.
+    pub fn correct_memory(&self, req: &CorrectRequest, caller: &Caller) -> Result<String> {
+        let category = check_category(&req.category)?;
+        check_content("new_content", &req.new_content)?;
+        let new_summary = check_summary("new_summary", &req.new_summary)?;
+        let new_type = req.memory_type.as_deref().map(|t| check_type(Some(t))).transpose()?;
+        let new_tags = req.tags.as_deref().map(check_tags).transpose()?;
+        let root = self.resolve(&req.name)?.dir;
+        let now = self.now().timestamp();
+        let (commit, new_entry) = self.with_repo(&root, |repo| {
+            Ok(repo.write(|snap| {
+                let mut index = FullIndex::load(snap)?;
+                let entries = index.entries();
+                let i = find_one(&entries, &category, &req.old_summary)?;
+                let rank = same_meta_rank(&entries, i);
+                let (pos, old) = entries[i].clone();
+                let mut changes = Changes::default();
+                let mut log = CategoryLog::load(snap, &category)?;
+                let found = log.find(&old, rank);
+                let old_meta = found.and_then(|bp| log.block(bp).meta.clone());
+                let meta = EntryMeta {
+                    ts: old.ts.clone(),
+                    memory_type: new_type.clone().unwrap_or_else(|| old.memory_type.clone()),
+                    expires: old.expires.clone(),
+                    tags: new_tags.clone().unwrap_or_else(|| old.tags.clone()),
+                    conversation_id: old_meta.and_then(|m| m.conversation_id),
+                };
+                let block = Block {
+                    text: format!("{}\n{}", meta.render_line(), req.new_content.trim()),
+                    meta: Some(meta.clone()),
+                };
+                match found {
+                    Some(bp) => log.replace(bp, block),
+                    None => log.append(&meta, &req.new_content),
+                }
+                log.write(&mut changes);
+                let entry = IndexEntry {
+                    category: category.clone(),
+                    ts: meta.ts.clone(),
+                    memory_type: meta.memory_type.clone(),
+                    expires: meta.expires.clone(),
+                    tags: meta.tags.clone(),
+                    summary: new_summary.clone(),
+                };
+                index.replace(pos, entry.render());
+                index.write(&mut changes, false);
+                let msg = message(
+                    format!("correct: {category} — {} → {}", short(&old.summary), short(&new_summary)),
+                    caller,
+                    None,
+                    now,
+                );
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry })
+            })?)
+        })?;
+        self.forget_expiry(&root);
+        let type_label = if new_entry.memory_type == "general" {
+            String::new()
+        } else {
+            format!("[{}] ", new_entry.memory_type)
+        };
+        let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        Ok(format!("已修正: {type_label}[{category}] {}{id}", req.new_summary))
+    }
+
+    fn forget_expiry(&self, root: &Path) {
+        self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner()).remove(root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_are_validated() {
+        assert!(check_category("preferences").is_ok());
+        assert!(check_category("用户画像").is_ok());
+        for bad in ["", "../role", "/etc/x", "a/b", "_index", "x-archive", ".hidden", "a`b", "a.md"] {
+            assert!(check_category(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tags_are_deduplicated_and_checked() {
+        assert_eq!(
+            check_tags(&["a".into(), " a ".into(), "b".into()]).ok(),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert!(check_tags(&["a,b".into()]).is_err());
+    }
+
+    #[test]
+    fn expiry_must_be_a_real_date() {
+        assert!(check_expires(Some("2026-02-30")).is_err());
+        assert!(check_expires(Some("2026-6-1")).is_err());
+        assert_eq!(check_expires(Some("2026-12-31")).ok().flatten().as_deref(), Some("2026-12-31"));
+    }
+}

@@ -1,0 +1,253 @@
+//! Finding packs: the packs directory, the optional project root, pack names and `meta.json`.
+//!
+//! A *packs root* is a directory whose child directories are packs; a child
+//! counts as a pack when its `meta.json` parses as a JSON object. Lookup goes
+//! by directory name first and then by `meta.name`, root by root (the project
+//! root `<cwd>/.claude/engram` first, when it exists).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// Name of the directory holding memory shared by every pack.
+pub const GLOBAL_DIR: &str = "_global";
+
+/// Errors about finding or reading a pack.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// No pack has that name.
+    #[error("未找到 Engram: {name}")]
+    NotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// The name cannot be a pack name.
+    #[error("未找到 Engram: {name} (invalid pack name: {reason})")]
+    InvalidName {
+        /// The name asked for.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// meta.json is missing or broken.
+    #[error("Engram {name}: meta.json {problem}")]
+    BadMeta {
+        /// Pack directory name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// A resolved pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackDir {
+    /// Absolute directory.
+    pub dir: PathBuf,
+    /// Directory name (what tools are called with).
+    pub dir_name: String,
+}
+
+/// One line of `list_engrams`.
+#[derive(Debug, Clone)]
+pub struct PackSummary {
+    /// The pack's directory.
+    pub dir: PathBuf,
+    /// `meta.name` (or the directory name when the key is absent).
+    pub name: String,
+    /// The whole meta object, in file key order.
+    pub meta: Map<String, Value>,
+}
+
+/// The places packs live.
+#[derive(Debug, Clone)]
+pub struct Packs {
+    roots: Vec<PathBuf>,
+    packs_dir: PathBuf,
+}
+
+/// Checks a pack name: one plain path segment.
+pub fn validate_name(name: &str) -> Result<(), PackError> {
+    let reason = if name.is_empty() {
+        Some("empty")
+    } else if name != name.trim() {
+        Some("surrounding whitespace")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` are not packs")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("contains a path separator")
+    } else if name.starts_with('.') {
+        Some("starts with a dot")
+    } else if name.chars().any(char::is_control) {
+        Some("contains control characters")
+    } else if name.chars().count() > 128 {
+        Some("longer than 128 characters")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(PackError::InvalidName { name: name.to_owned(), reason }),
+        None => Ok(()),
+    }
+}
+
+/// Reads `meta.json` as an object, keeping key order.
+pub fn read_meta(dir: &Path) -> Result<Map<String, Value>, String> {
+    let path = dir.join("meta.json");
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("is missing".into()),
+        Err(e) => return Err(format!("cannot be read: {e}")),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| "is not valid UTF-8".to_owned())?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("is not a JSON object".into()),
+        Err(e) => Err(format!("is not valid JSON ({e})")),
+    }
+}
+
+/// Renders a JSON value like Python's `str()` would in the reference's list output.
+pub fn python_str(v: Option<&Value>, default: &str) -> String {
+    match v {
+        None => default.to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) => "None".into(),
+        Some(Value::Bool(b)) => if *b { "True" } else { "False" }.into(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Array(a)) => {
+            let items: Vec<String> = a.iter().map(python_repr).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Some(other @ Value::Object(_)) => python_repr(other),
+    }
+}
+
+fn python_repr(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        Value::Object(m) => {
+            let items: Vec<String> = m.iter().map(|(k, v)| format!("'{k}': {}", python_repr(v))).collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        other => python_str(Some(other), ""),
+    }
+}
+
+impl Packs {
+    /// Packs under `packs_dir`, with `project_root` searched first when it is a directory.
+    pub fn new(packs_dir: PathBuf, project_root: Option<PathBuf>) -> Self {
+        let mut roots = Vec::new();
+        if let Some(p) = project_root.filter(|p| p.is_dir()) {
+            roots.push(p.canonicalize().unwrap_or(p));
+        }
+        let packs_dir = packs_dir.canonicalize().unwrap_or(packs_dir);
+        if !roots.contains(&packs_dir) {
+            roots.push(packs_dir.clone());
+        }
+        Self { roots, packs_dir }
+    }
+
+    /// The packs directory (where installs and `init` go, and where global memory lives).
+    pub fn packs_dir(&self) -> &Path {
+        &self.packs_dir
+    }
+
+    /// The roots, in lookup order.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// The directory of the memory shared by all packs.
+    pub fn global_dir(&self) -> PathBuf {
+        self.packs_dir.join(GLOBAL_DIR)
+    }
+
+    /// Every pack with a parsable meta, deduplicated by name (first root wins), sorted by directory.
+    pub fn list(&self) -> Vec<PackSummary> {
+        let mut out: Vec<PackSummary> = Vec::new();
+        for root in &self.roots {
+            let Ok(entries) = fs::read_dir(root) else { continue };
+            let mut dirs: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.')))
+                .collect();
+            dirs.sort();
+            for dir in dirs {
+                let Ok(meta) = read_meta(&dir) else { continue };
+                let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+                let name = python_str(meta.get("name"), &dir_name);
+                if out.iter().any(|p| p.name == name) {
+                    continue;
+                }
+                out.push(PackSummary { dir, name, meta });
+            }
+        }
+        out
+    }
+
+    /// Finds a pack by directory name, then by `meta.name`.
+    pub fn resolve(&self, name: &str) -> Result<PackDir, PackError> {
+        validate_name(name)?;
+        for root in &self.roots {
+            let candidate = root.join(name);
+            if candidate.is_dir() && read_meta(&candidate).is_ok() && contained(root, &candidate) {
+                return Ok(PackDir { dir: candidate, dir_name: name.to_owned() });
+            }
+        }
+        for pack in self.list() {
+            if pack.name == name {
+                let dir_name = pack.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+                return Ok(PackDir { dir: pack.dir, dir_name });
+            }
+        }
+        // A directory that exists but whose meta is broken deserves a precise message.
+        for root in &self.roots {
+            let candidate = root.join(name);
+            if candidate.is_dir() && candidate.join("meta.json").exists() {
+                if let Err(problem) = read_meta(&candidate) {
+                    return Err(PackError::BadMeta { name: name.to_owned(), problem });
+                }
+            }
+        }
+        Err(PackError::NotFound { name: name.to_owned() })
+    }
+
+    /// Finds a pack by directory name only across roots (used for `extends`).
+    pub fn resolve_dir_name(&self, name: &str) -> Option<PathBuf> {
+        validate_name(name).ok()?;
+        self.roots.iter().map(|r| r.join(name)).find(|c| c.is_dir())
+    }
+}
+
+/// True when `path` (resolved through symlinks) stays inside `root`.
+pub fn contained(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_single_segments() {
+        assert!(validate_name("fitness-coach").is_ok());
+        assert!(validate_name("健身教练").is_ok());
+        for bad in ["", ".", "..", "a/b", "..\\x", " a", ".git", "a\nb"] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn python_str_matches_the_reference() {
+        assert_eq!(python_str(Some(&Value::Null), ""), "None");
+        assert_eq!(python_str(Some(&serde_json::json!(["a", "b"])), ""), "['a', 'b']");
+        assert_eq!(python_str(None, "x"), "x");
+    }
+}

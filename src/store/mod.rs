@@ -1,0 +1,755 @@
+//! The pack store: every change to a pack is one git commit, made here.
+//!
+//! This is the only module that knows `git2`. A pack is a git repository
+//! with a working tree a person can read and edit. A write:
+//!
+//! 1. takes the pack's write lock (`flock` on `.git/engram.lock`, released by
+//!    the kernel if the process dies) so processes on one pack queue up;
+//! 2. finishes a write a crashed process left half-done (see [`recover`]);
+//! 3. commits uncommitted hand edits as their own `edit:` commit, so they are
+//!    never lost and never mixed into a tool's commit;
+//! 4. runs the caller's edit against the HEAD tree, builds the new tree with
+//!    a `TreeUpdateBuilder`, and moves the branch with a compare-and-swap; if
+//!    someone outside the lock (a person running `git commit`) moved it, the
+//!    edit is re-run on the new HEAD;
+//! 5. writes the changed files into the working tree and the git index.
+
+mod gc;
+mod history;
+mod recover;
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    ErrorCode, FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Status, StatusOptions,
+    build::TreeUpdateBuilder,
+};
+
+pub use gc::PackReport;
+pub use history::{CommitInfo, FileChange, LogQuery};
+
+/// Builds a [`LogQuery`].
+pub fn history_query(
+    limit: Option<usize>,
+    since: Option<i64>,
+    path: Option<String>,
+    with_files: bool,
+) -> LogQuery {
+    LogQuery { limit, since, path, with_files }
+}
+
+/// Errors of the store. Messages name the pack directory and the step that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Opening or creating the repository failed.
+    #[error("cannot open the git repository of {dir}: {source}")]
+    Open {
+        /// Pack directory.
+        dir: PathBuf,
+        /// Cause.
+        source: git2::Error,
+    },
+    /// A git operation failed.
+    #[error("git failed while {step} in {dir}: {source}")]
+    Git {
+        /// What we were doing.
+        step: &'static str,
+        /// Pack directory.
+        dir: PathBuf,
+        /// Cause.
+        source: git2::Error,
+    },
+    /// A filesystem operation failed.
+    #[error("cannot {step} {path}: {source}")]
+    Io {
+        /// What we were doing.
+        step: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The branch kept moving under us.
+    #[error("the branch of {dir} kept changing during the write (gave up after {attempts} attempts)")]
+    Contention {
+        /// Pack directory.
+        dir: PathBuf,
+        /// How often we tried.
+        attempts: u32,
+    },
+    /// A path in a change is not a plain relative path inside the pack.
+    #[error("refusing to write {path:?}: not a plain relative path inside the pack")]
+    BadPath {
+        /// The offending path.
+        path: String,
+    },
+    /// Cloning a pack failed.
+    #[error("git clone failed: {message}")]
+    Clone {
+        /// libgit2's message.
+        message: String,
+    },
+    /// Something other than a file sits where a file is expected.
+    #[error("{path} is not a regular file")]
+    NotAFile {
+        /// Path in the pack.
+        path: String,
+    },
+}
+
+/// Result alias for the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Who commits, and how hard to try to keep data on disk.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Commit author and committer name.
+    pub author_name: String,
+    /// Commit author and committer e-mail.
+    pub author_email: String,
+    /// fsync objects, refs and working-tree files before acknowledging a write.
+    pub durable: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { author_name: "engram".to_owned(), author_email: "engram@localhost".to_owned(), durable: false }
+    }
+}
+
+/// The message of a commit: a subject for `git log --oneline`, an optional body and trailers.
+#[derive(Debug, Clone, Default)]
+pub struct CommitMessage {
+    /// One line, e.g. `capture: preferences — 喜欢早上训练`.
+    pub subject: String,
+    /// Optional free text.
+    pub body: Option<String>,
+    /// `Key: value` trailers (`Engram-Tool`, `Engram-Client`, …).
+    pub trailers: Vec<(String, String)>,
+    /// Commit time (seconds since the epoch); the system clock when `None`.
+    pub time: Option<i64>,
+}
+
+impl CommitMessage {
+    /// A message with a subject only.
+    pub fn new(subject: impl Into<String>) -> Self {
+        Self { subject: subject.into(), ..Self::default() }
+    }
+
+    /// Sets the commit time (seconds since the epoch).
+    pub fn at(mut self, time: i64) -> Self {
+        self.time = Some(time);
+        self
+    }
+
+    /// Adds a trailer.
+    pub fn trailer(mut self, key: &str, value: impl Into<String>) -> Self {
+        let value: String = value.into();
+        if !value.trim().is_empty() {
+            self.trailers.push((key.to_owned(), crate::memory::single_line(&value)));
+        }
+        self
+    }
+
+    fn render(&self) -> String {
+        let mut out = truncate_chars(&crate::memory::single_line(&self.subject), 120);
+        out.push('\n');
+        if let Some(body) = &self.body {
+            out.push('\n');
+            out.push_str(body.trim_end());
+            out.push('\n');
+        }
+        if !self.trailers.is_empty() {
+            out.push('\n');
+            for (k, v) in &self.trailers {
+                out.push_str(&format!("{k}: {v}\n"));
+            }
+        }
+        out
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// Changes to commit: path → new content, or `None` to delete.
+#[derive(Debug, Default, Clone)]
+pub struct Changes {
+    files: BTreeMap<String, Option<Vec<u8>>>,
+}
+
+impl Changes {
+    /// Writes (creates or replaces) a file.
+    pub fn put(&mut self, path: impl Into<String>, content: impl Into<Vec<u8>>) {
+        self.files.insert(path.into(), Some(content.into()));
+    }
+    /// Deletes a file (a no-op if it does not exist).
+    pub fn remove(&mut self, path: impl Into<String>) {
+        self.files.insert(path.into(), None);
+    }
+    /// True when nothing changes.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+    /// The paths touched, sorted.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+}
+
+/// Read access to the tree a write starts from.
+pub struct Snapshot<'r> {
+    repo: &'r Repository,
+    tree: Option<git2::Tree<'r>>,
+    head: Option<Oid>,
+    dir: &'r Path,
+}
+
+impl Snapshot<'_> {
+    /// Reads a file of the HEAD tree; `None` if absent.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let Some(tree) = &self.tree else { return Ok(None) };
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(git_err("reading the tree", self.dir, e)),
+        };
+        if entry.kind() != Some(ObjectType::Blob) {
+            return Err(StoreError::NotAFile { path: path.to_owned() });
+        }
+        let blob = self.repo.find_blob(entry.id()).map_err(|e| git_err("reading a blob", self.dir, e))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// Reads a file as UTF-8 text (lossy for invalid bytes); `None` if absent.
+    pub fn read_text(&self, path: &str) -> Result<Option<String>> {
+        Ok(self.read(path)?.map(|b| String::from_utf8_lossy(&b).replace("\r\n", "\n")))
+    }
+
+    /// True when the path exists (file or directory).
+    pub fn exists(&self, path: &str) -> bool {
+        self.tree.as_ref().is_some_and(|t| t.get_path(Path::new(path)).is_ok())
+    }
+
+    /// Lists the entries (files and directories) directly under `dir` (`""` for the root).
+    pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let Some(tree) = &self.tree else { return Ok(Vec::new()) };
+        let sub = if dir.is_empty() {
+            tree.clone()
+        } else {
+            match tree.get_path(Path::new(dir)) {
+                Ok(e) if e.kind() == Some(ObjectType::Tree) => {
+                    self.repo.find_tree(e.id()).map_err(|e| git_err("reading a tree", self.dir, e))?
+                }
+                Ok(_) => return Ok(Vec::new()),
+                Err(e) if e.code() == ErrorCode::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(git_err("reading the tree", self.dir, e)),
+            }
+        };
+        Ok(sub.iter().filter_map(|e| e.name().ok().map(str::to_owned)).collect())
+    }
+
+    /// The commit this snapshot is of (`None` for an empty repository).
+    pub fn head(&self) -> Option<String> {
+        self.head.map(|h| h.to_string())
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// Full id of the new commit.
+    pub id: String,
+    /// Short (7-hex) id.
+    pub short: String,
+}
+
+/// What an edit passed to [`PackRepo::write`] decides.
+pub enum Edit<T> {
+    /// Commit these changes with this message, and hand back `value`.
+    Commit {
+        /// Files to write or delete.
+        changes: Changes,
+        /// The commit message.
+        message: CommitMessage,
+        /// Handed back to the caller of `write`.
+        value: T,
+    },
+    /// Commit nothing (a duplicate, a no-op, a refusal) and hand back the value.
+    Nothing(T),
+}
+
+enum CommitOutcome {
+    Committed(Committed),
+    Unchanged,
+    Retry,
+}
+
+/// One pack's repository.
+pub struct PackRepo {
+    dir: PathBuf,
+    repo: Repository,
+    options: StoreOptions,
+}
+
+const LOCK_FILE: &str = "engram.lock";
+const MAX_ATTEMPTS: u32 = 50;
+
+fn git_err(step: &'static str, dir: &Path, source: git2::Error) -> StoreError {
+    StoreError::Git { step, dir: dir.to_owned(), source }
+}
+
+fn io_err(step: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io { step, path: path.to_owned(), source }
+}
+
+/// Checks that a path is a plain relative path with no `.`/`..`/empty parts and not under `.git`.
+pub fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && !path.contains('\0')
+        && path.split('/').all(|p| !p.is_empty() && p != "." && p != "..")
+        && !path.split('/').any(|p| p.eq_ignore_ascii_case(".git"))
+}
+
+impl PackRepo {
+    /// Opens the repository of a pack directory, creating it (and an `adopt`
+    /// commit of the files already there) when the directory has no `.git`.
+    pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
+        if dir.join(".git").exists() {
+            return Self::open(dir, options);
+        }
+        let repo =
+            Repository::init(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        let this = Self { dir: dir.to_owned(), repo, options };
+        this.configure()?;
+        {
+            let _lock = this.lock()?;
+            this.commit_working_tree_edits(
+                &CommitMessage::new("adopt: existing pack files").trailer("Engram-Tool", "adopt"),
+            )?;
+        }
+        Ok(this)
+    }
+
+    /// Opens an existing pack repository.
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Self> {
+        let repo =
+            Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        let this = Self { dir: dir.to_owned(), repo, options };
+        if this.options.durable {
+            this.configure()?;
+        }
+        Ok(this)
+    }
+
+    /// True when the directory already is a git repository.
+    pub fn is_repository(dir: &Path) -> bool {
+        dir.join(".git").exists()
+    }
+
+    fn configure(&self) -> Result<()> {
+        let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
+        // Packs are written by engram and read by people: keep line endings as written.
+        cfg.set_bool("core.autocrlf", false).map_err(|e| git_err("writing config", &self.dir, e))?;
+        if self.options.durable {
+            // libgit2 honours this key for objects, packs and refs (git itself now prefers core.fsync).
+            cfg.set_bool("core.fsyncObjectFiles", true)
+                .map_err(|e| git_err("writing config", &self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// The pack directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn git_dir(&self) -> PathBuf {
+        self.repo.path().to_owned()
+    }
+
+    fn lock(&self) -> Result<File> {
+        let path = self.git_dir().join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_err("open the write lock", &path, e))?;
+        fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the write lock", &path, e))?;
+        Ok(file)
+    }
+
+    /// The id of HEAD, if any.
+    pub fn head_id(&self) -> Option<String> {
+        self.repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string())
+    }
+
+    /// Runs `edit` against HEAD and commits what it returns, as one commit.
+    ///
+    /// `edit` may be called more than once (when the branch moves under us), so
+    /// it must be a pure function of the snapshot. It returns `Ok(None)` to
+    /// commit nothing, or the changes, the message and a value handed back.
+    pub fn write<T, E>(
+        &self,
+        mut edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
+    ) -> Result<(Option<Committed>, T), E>
+    where
+        E: From<StoreError>,
+    {
+        let _lock = self.lock()?;
+        recover::finish_pending(self)?;
+        self.commit_hand_edits()?;
+        for _attempt in 0..MAX_ATTEMPTS {
+            let head = self.head_commit()?;
+            let tree = head
+                .as_ref()
+                .map(|c| c.tree())
+                .transpose()
+                .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+            let snapshot =
+                Snapshot { repo: &self.repo, tree, head: head.as_ref().map(|c| c.id()), dir: &self.dir };
+            let (changes, message, value) = match edit(&snapshot)? {
+                Edit::Commit { changes, message, value } => (changes, message, value),
+                Edit::Nothing(value) => return Ok((None, value)),
+            };
+            if changes.is_empty() {
+                return Ok((None, value));
+            }
+            match self.commit_changes(head.as_ref(), snapshot.tree.as_ref(), &changes, &message)? {
+                CommitOutcome::Committed(committed) => {
+                    gc::maybe_pack(self);
+                    return Ok((Some(committed), value));
+                }
+                CommitOutcome::Unchanged => return Ok((None, value)),
+                CommitOutcome::Retry => continue,
+            }
+        }
+        Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS }.into())
+    }
+
+    fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
+        match self.repo.head() {
+            Ok(h) => h.peel_to_commit().map(Some).map_err(|e| git_err("reading HEAD", &self.dir, e)),
+            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
+            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
+        }
+    }
+
+    fn signature(&self, time: Option<i64>) -> Result<Signature<'static>> {
+        let res = match time {
+            Some(t) => {
+                Signature::new(&self.options.author_name, &self.options.author_email, &git2::Time::new(t, 0))
+            }
+            None => Signature::now(&self.options.author_name, &self.options.author_email),
+        };
+        res.map_err(|e| git_err("building the signature", &self.dir, e))
+    }
+
+    /// Builds the tree, moves the branch (CAS) and syncs the working tree.
+    /// Returns `None` when the branch moved and the edit must be re-run.
+    fn commit_changes(
+        &self,
+        head: Option<&git2::Commit<'_>>,
+        base: Option<&git2::Tree<'_>>,
+        changes: &Changes,
+        message: &CommitMessage,
+    ) -> Result<CommitOutcome> {
+        let dir = &self.dir;
+        let mut update = TreeUpdateBuilder::new();
+        for (path, content) in &changes.files {
+            if !is_plain_relative(path) || self.crosses_symlink(path) {
+                return Err(StoreError::BadPath { path: path.clone() });
+            }
+            match content {
+                Some(bytes) => {
+                    let blob = self.repo.blob(bytes).map_err(|e| git_err("writing a blob", dir, e))?;
+                    update.upsert(path, blob, FileMode::Blob);
+                }
+                None => {
+                    update.remove(path);
+                }
+            }
+        }
+        let empty;
+        let base_tree = match base {
+            Some(t) => t,
+            None => {
+                let id = self
+                    .repo
+                    .treebuilder(None)
+                    .and_then(|b| b.write())
+                    .map_err(|e| git_err("writing an empty tree", dir, e))?;
+                empty = self.repo.find_tree(id).map_err(|e| git_err("reading a tree", dir, e))?;
+                &empty
+            }
+        };
+        let tree_id =
+            update.create_updated(&self.repo, base_tree).map_err(|e| git_err("building the tree", dir, e))?;
+        if head.is_some() && tree_id == base_tree.id() {
+            // Nothing actually changed (same bytes): no empty commits.
+            return Ok(CommitOutcome::Unchanged);
+        }
+        let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the new tree", dir, e))?;
+        let sig = self.signature(message.time)?;
+        let parents: Vec<&git2::Commit<'_>> = head.into_iter().collect();
+        let commit_id = self
+            .repo
+            .commit(None, &sig, &sig, &message.render(), &tree, &parents)
+            .map_err(|e| git_err("writing the commit", dir, e))?;
+        let old = head.map(|h| h.id());
+        recover::write_pending(self, old, commit_id, changes)?;
+        if !self.move_branch(old, commit_id, &message.subject)? {
+            recover::clear_pending(self)?;
+            return Ok(CommitOutcome::Retry);
+        }
+        self.sync_working_tree(changes)?;
+        recover::clear_pending(self)?;
+        let id = commit_id.to_string();
+        Ok(CommitOutcome::Committed(Committed { short: short_id(&id), id }))
+    }
+
+    /// True when a directory on the way to `path` in the working tree is a
+    /// symbolic link (writing there could leave the pack).
+    fn crosses_symlink(&self, path: &str) -> bool {
+        let mut cur = self.dir.clone();
+        let parts: Vec<&str> = path.split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            cur.push(part);
+            match fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// Compare-and-swap of the current branch from `old` to `new`.
+    fn move_branch(&self, old: Option<Oid>, new: Oid, subject: &str) -> Result<bool> {
+        let branch = self.branch_ref()?;
+        let log = format!("engram: {}", truncate_chars(subject, 60));
+        let res = match old {
+            Some(old) => self.repo.reference_matching(&branch, new, true, old, &log).map(|_| ()),
+            None => self.repo.reference(&branch, new, false, &log).map(|_| ()),
+        };
+        match res {
+            Ok(()) => Ok(true),
+            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Locked | ErrorCode::Exists) => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                Ok(false)
+            }
+            Err(e) => Err(git_err("moving the branch", &self.dir, e)),
+        }
+    }
+
+    /// The full name of the branch HEAD points at (`refs/heads/main` for a new repository).
+    fn branch_ref(&self) -> Result<String> {
+        match self.repo.find_reference("HEAD") {
+            Ok(r) => match r.symbolic_target() {
+                Ok(Some(t)) => Ok(t.to_owned()),
+                _ => Ok("HEAD".to_owned()),
+            },
+            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
+        }
+    }
+
+    /// Writes changed files into the working tree and the index.
+    fn sync_working_tree(&self, changes: &Changes) -> Result<()> {
+        let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
+        index.read(true).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        for (path, content) in &changes.files {
+            let full = self.dir.join(path);
+            match content {
+                Some(bytes) => {
+                    write_file_atomic(&full, bytes, self.options.durable)?;
+                    index
+                        .add_path(Path::new(path))
+                        .map_err(|e| git_err("updating the index", &self.dir, e))?;
+                }
+                None => {
+                    match fs::remove_file(&full) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io_err("remove", &full, e)),
+                    }
+                    remove_empty_parents(&self.dir, &full);
+                    let _ = index.remove_path(Path::new(path));
+                }
+            }
+        }
+        index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
+        Ok(())
+    }
+
+    /// Commits uncommitted changes of the working tree as an `edit:` commit.
+    fn commit_hand_edits(&self) -> Result<()> {
+        let paths = self.dirty_paths()?;
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
+        let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };
+        let message = CommitMessage {
+            subject: format!("edit: {}{more}", listed.join(", ")),
+            body: Some(
+                "Changes made by hand in the working tree, committed by engram before its next write.".into(),
+            ),
+            trailers: vec![("Engram-Tool".into(), "hand-edit".into())],
+            time: None,
+        };
+        self.commit_working_tree_edits(&message)
+    }
+
+    /// Paths whose working-tree state differs from HEAD (untracked included, ignored excluded).
+    pub fn dirty_paths(&self) -> Result<Vec<String>> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(true);
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| git_err("reading the working tree status", &self.dir, e))?;
+        Ok(statuses
+            .iter()
+            .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
+            .filter_map(|s| s.path().ok().map(str::to_owned))
+            .collect())
+    }
+
+    fn commit_working_tree_edits(&self, message: &CommitMessage) -> Result<()> {
+        let dir = &self.dir;
+        let mut index = self.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
+        index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .map_err(|e| git_err("staging hand edits", dir, e))?;
+        index.update_all(["*"], None).map_err(|e| git_err("staging hand edits", dir, e))?;
+        let tree_id = index.write_tree().map_err(|e| git_err("writing the tree", dir, e))?;
+        let head = self.head_commit()?;
+        if let Some(h) = &head
+            && h.tree_id() == tree_id
+        {
+            index.write().map_err(|e| git_err("writing the index", dir, e))?;
+            return Ok(());
+        }
+        let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the tree", dir, e))?;
+        let sig = self.signature(message.time)?;
+        let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
+        let id = self
+            .repo
+            .commit(None, &sig, &sig, &message.render(), &tree, &parents)
+            .map_err(|e| git_err("writing the commit", dir, e))?;
+        if !self.move_branch(head.as_ref().map(|h| h.id()), id, &message.subject)? {
+            return Err(StoreError::Contention { dir: dir.clone(), attempts: 1 });
+        }
+        index.write().map_err(|e| git_err("writing the index", dir, e))?;
+        Ok(())
+    }
+
+    /// Runs `git fsck`-like connectivity checks the library offers: every
+    /// commit reachable from HEAD and its trees and blobs can be read.
+    pub fn verify(&self) -> Result<usize> {
+        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
+        if self.head_commit()?.is_none() {
+            return Ok(0);
+        }
+        walk.push_head().map_err(|e| git_err("walking history", &self.dir, e))?;
+        let mut n = 0;
+        for id in walk {
+            let id = id.map_err(|e| git_err("walking history", &self.dir, e))?;
+            let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+            let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
+            let mut err = None;
+            tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+                if entry.kind() == Some(ObjectType::Blob)
+                    && let Err(e) = self.repo.find_blob(entry.id())
+                {
+                    err = Some(e);
+                    return git2::TreeWalkResult::Abort;
+                }
+                git2::TreeWalkResult::Ok
+            })
+            .ok();
+            if let Some(e) = err {
+                return Err(git_err("reading a blob", &self.dir, e));
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Packs loose objects now (see `gc`).
+    pub fn pack_objects(&self) -> Result<PackReport> {
+        let _lock = self.lock()?;
+        gc::pack_now(self)
+    }
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(7).collect()
+}
+
+/// Writes a file through a temporary file and a rename, so readers never see half a file.
+pub fn write_file_atomic(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(|e| io_err("create directory", parent, e))?;
+    if path.is_dir() {
+        return Err(StoreError::NotAFile { path: path.display().to_string() });
+    }
+    let tmp = parent.join(format!(
+        ".{}.engram-tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    {
+        let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+        f.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?;
+        if durable {
+            f.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+        }
+    }
+    fs::rename(&tmp, path).map_err(|e| io_err("rename into place", path, e))?;
+    Ok(())
+}
+
+fn remove_empty_parents(root: &Path, file: &Path) {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(root) {
+            break;
+        }
+        if fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Clones a pack repository from a URL or a local path into `target`.
+///
+/// `progress` is called with (received objects, total objects).
+pub fn clone_pack(source: &str, target: &Path, progress: &mut dyn FnMut(usize, usize)) -> Result<()> {
+    let mut callbacks = git2::RemoteCallbacks::new();
+    callbacks.transfer_progress(|p| {
+        progress(p.received_objects(), p.total_objects());
+        true
+    });
+    let mut fetch = git2::FetchOptions::new();
+    fetch.remote_callbacks(callbacks);
+    let mut builder = git2::build::RepoBuilder::new();
+    builder.fetch_options(fetch);
+    builder.clone(source, target).map_err(|e| StoreError::Clone { message: e.message().to_owned() })?;
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! Packs bundled in the binary: the `init` template and the demo pack.
+
+use std::fs;
+use std::path::Path;
+
+use include_dir::{Dir, include_dir};
+use serde_json::Value;
+
+static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
+
+/// A bundled file: path relative to the pack, and bytes.
+pub type BundledFile = (String, &'static [u8]);
+
+fn collect(dir: &'static Dir<'static>, prefix: &Path, out: &mut Vec<BundledFile>) {
+    for f in dir.files() {
+        if let Ok(rel) = f.path().strip_prefix(prefix) {
+            out.push((rel.to_string_lossy().replace('\\', "/"), f.contents()));
+        }
+    }
+    for d in dir.dirs() {
+        collect(d, prefix, out);
+    }
+}
+
+fn files_of(name: &str) -> Option<Vec<BundledFile>> {
+    let dir = TEMPLATES.get_dir(name)?;
+    let mut out = Vec::new();
+    collect(dir, Path::new(name), &mut out);
+    out.sort();
+    Some(out)
+}
+
+/// The `init` template (`templates/pack`).
+pub fn pack_template() -> Vec<BundledFile> {
+    files_of("pack").unwrap_or_default()
+}
+
+/// A bundled ready pack other than the template (`templates/<name>`).
+pub fn builtin_pack(name: &str) -> Option<Vec<BundledFile>> {
+    if name == "pack" || crate::pack::validate_name(name).is_err() {
+        return None;
+    }
+    files_of(name)
+}
+
+/// Writes bundled files under `target` (which must not exist yet).
+pub fn write_files(target: &Path, files: Vec<BundledFile>) -> std::io::Result<()> {
+    fs::create_dir_all(target)?;
+    for (rel, bytes) in files {
+        let path = target.join(&rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(path, bytes)?;
+    }
+    Ok(())
+}
+
+/// Sets `name` (and an empty `description`) in a template meta.json, keeping key order,
+/// rendered like Python's `json.dumps(meta, ensure_ascii=False, indent=2) + "\n"`.
+pub fn finalize_meta(meta_json: &str, name: &str) -> Result<String, String> {
+    let mut meta = match serde_json::from_str::<Value>(meta_json) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => return Err("not a JSON object".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    meta.insert("name".into(), Value::String(name.to_owned()));
+    let empty = meta.get("description").and_then(Value::as_str).is_none_or(str::is_empty);
+    if empty {
+        meta.insert("description".into(), Value::String(format!("{name} 专家记忆包")));
+    }
+    Ok(format!("{}\n", crate::jsonfmt::python_pretty(&Value::Object(meta))))
+}
