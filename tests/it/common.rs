@@ -1,0 +1,148 @@
+//! Test environment: a temporary packs directory and helpers to run the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub use engram::mcp::client::{StdioClient, ToolReply};
+use serde_json::Value;
+
+/// The binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_engram"))
+}
+
+/// A pinned "now" so expiry and timestamps are reproducible.
+pub const NOW: &str = "2026-11-22T10:00:00Z";
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub packs: PathBuf,
+    pub now: Option<String>,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let packs = dir.path().join("packs");
+        std::fs::create_dir_all(&packs).expect("mkdir");
+        Self { dir, packs, now: Some(NOW.to_owned()) }
+    }
+
+    /// Same, with the real clock.
+    pub fn with_real_clock() -> Self {
+        let mut env = Self::new();
+        env.now = None;
+        env
+    }
+
+    fn envs(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![("HOME", self.dir.path().display().to_string())];
+        if let Some(n) = &self.now {
+            v.push(("ENGRAM_NOW", n.clone()));
+        }
+        v
+    }
+
+    pub async fn client(&self) -> StdioClient {
+        self.client_with(&[]).await
+    }
+
+    pub async fn client_with(&self, extra: &[&str]) -> StdioClient {
+        let packs = self.packs.display().to_string();
+        let mut args = vec!["serve", "--packs-dir", packs.as_str()];
+        args.extend_from_slice(extra);
+        let envs = self.envs();
+        let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        StdioClient::spawn(&bin(), &args, &envs).await.expect("spawn engram serve")
+    }
+
+    /// Runs the CLI with `--packs-dir`.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.args(args).arg("--packs-dir").arg(&self.packs).current_dir(self.dir.path());
+        for (k, v) in self.envs() {
+            cmd.env(k, v);
+        }
+        cmd.env_remove("ENGRAM_PACKS_DIR");
+        cmd.output().expect("run engram")
+    }
+
+    pub fn pack(&self, name: &str) -> PathBuf {
+        self.packs.join(name)
+    }
+
+    pub fn read(&self, pack: &str, rel: &str) -> String {
+        std::fs::read_to_string(self.pack(pack).join(rel)).unwrap_or_default()
+    }
+
+    /// `engram init <name>` through the CLI.
+    pub fn init(&self, name: &str) {
+        let out = self.cli(&["init", name]);
+        assert!(out.status.success(), "init failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// Runs git (the real CLI) in a directory and returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("run git");
+    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Number of commits on HEAD.
+pub fn commit_count(dir: &Path) -> usize {
+    git(dir, &["rev-list", "--count", "HEAD"]).trim().parse().expect("count")
+}
+
+/// `git fsck --strict` succeeds.
+pub fn assert_fsck(dir: &Path) {
+    let out = Command::new("git").arg("-C").arg(dir).args(["fsck", "--strict", "--no-progress"]).output().expect("git fsck");
+    assert!(out.status.success(), "git fsck failed in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+}
+
+/// `git status --porcelain` is empty (working tree agrees with HEAD).
+pub fn assert_clean(dir: &Path) {
+    let s = git(dir, &["status", "--porcelain"]);
+    assert!(s.trim().is_empty(), "working tree not clean in {}:\n{s}", dir.display());
+}
+
+pub async fn call(client: &StdioClient, tool: &str, args: Value) -> ToolReply {
+    client.call(tool, args).await.unwrap_or_else(|e| panic!("{tool} call failed: {e}"))
+}
+
+/// Calls a tool and asserts it succeeded; returns the text.
+pub async fn ok(client: &StdioClient, tool: &str, args: Value) -> String {
+    let r = call(client, tool, args).await;
+    assert!(!r.is_error, "{tool} returned an error: {}", r.text);
+    r.text
+}
+
+/// Calls a tool and asserts it failed; returns the text.
+pub async fn err(client: &StdioClient, tool: &str, args: Value) -> String {
+    let r = call(client, tool, args).await;
+    assert!(r.is_error, "{tool} unexpectedly succeeded: {}", r.text);
+    r.text
+}
+
+/// The shared reference material, when present (tests that need it skip otherwise).
+pub fn shared_dir() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("ENGRAM_SHARED_DIR").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.join("engram-packs").is_dir())
+}
+
+/// Copies a directory tree (files and dirs only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        let t = to.join(e.file_name());
+        if p.is_dir() {
+            copy_tree(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).expect("copy");
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Compatibility with the reference packs.

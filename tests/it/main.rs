@@ -1,0 +1,6 @@
+//! Integration tests: the real `engram` binary driven over stdio by a real MCP client.
+
+mod common;
+mod compat;
+mod concurrency;
+mod engram_tools;
