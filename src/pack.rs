@@ -207,10 +207,11 @@ impl Packs {
         // A directory that exists but whose meta is broken deserves a precise message.
         for root in &self.roots {
             let candidate = root.join(name);
-            if candidate.is_dir() && candidate.join("meta.json").exists() {
-                if let Err(problem) = read_meta(&candidate) {
-                    return Err(PackError::BadMeta { name: name.to_owned(), problem });
-                }
+            if candidate.is_dir()
+                && candidate.join("meta.json").exists()
+                && let Err(problem) = read_meta(&candidate)
+            {
+                return Err(PackError::BadMeta { name: name.to_owned(), problem });
             }
         }
         Err(PackError::NotFound { name: name.to_owned() })

@@ -4,7 +4,6 @@ use std::fs;
 use std::path::Path;
 
 use include_dir::{Dir, include_dir};
-use serde_json::Value;
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
@@ -56,18 +55,7 @@ pub fn write_files(target: &Path, files: Vec<BundledFile>) -> std::io::Result<()
     Ok(())
 }
 
-/// Sets `name` (and an empty `description`) in a template meta.json, keeping key order,
-/// rendered like Python's `json.dumps(meta, ensure_ascii=False, indent=2) + "\n"`.
+/// Sets `name` (and an empty `description`) in a template meta.json, as the reference's init does.
 pub fn finalize_meta(meta_json: &str, name: &str) -> Result<String, String> {
-    let mut meta = match serde_json::from_str::<Value>(meta_json) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return Err("not a JSON object".into()),
-        Err(e) => return Err(e.to_string()),
-    };
-    meta.insert("name".into(), Value::String(name.to_owned()));
-    let empty = meta.get("description").and_then(Value::as_str).is_none_or(str::is_empty);
-    if empty {
-        meta.insert("description".into(), Value::String(format!("{name} 专家记忆包")));
-    }
-    Ok(format!("{}\n", crate::jsonfmt::python_pretty(&Value::Object(meta))))
+    crate::lint::finalize_template_meta(meta_json, name).map_err(|e| e.to_string())
 }

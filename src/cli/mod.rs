@@ -96,7 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let e = engram(&cli, false)?;
             let mut last = 0;
             let res = e.install_engram(source, &mut |got, total| {
-                if total > 0 && (got == total || got >= last + total / 20 + 1) {
+                if total > 0 && (got == total || got > last + total / 20) {
                     last = got;
                     eprint!("\rreceiving objects: {got}/{total}");
                     if got == total {

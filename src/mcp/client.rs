@@ -11,6 +11,7 @@ use rmcp::{RoleClient, ServiceExt};
 /// A running `engram serve` child and the client talking to it.
 pub struct StdioClient {
     service: RunningService<RoleClient, ()>,
+    pid: Option<u32>,
 }
 
 /// What a tool call returned.
@@ -34,8 +35,14 @@ impl StdioClient {
         }
         let (transport, _stderr) =
             TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn()?;
+        let pid = transport.id();
         let service = ().serve(transport).await?;
-        Ok(Self { service })
+        Ok(Self { service, pid })
+    }
+
+    /// The server process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// Calls a tool with JSON arguments (an object).

@@ -6,21 +6,21 @@
 //! text the model can act on.
 
 pub mod client;
+mod engram_tools;
 mod params;
 
 use std::sync::Arc;
 
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     PaginatedRequestParams, Prompt, PromptMessage, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
-use crate::ops::{Caller, CaptureRequest, CorrectRequest, Engram, EngramError};
+use crate::ops::{Caller, Engram, EngramError};
 pub use params::*;
 
 /// Name of the system prompt.
@@ -82,7 +82,7 @@ impl EngramServer {
         self.tool_router.list_all().into_iter().map(|t| t.name.to_string()).collect()
     }
 
-    async fn run<F>(&self, tool: &str, peer: &Peer<RoleServer>, f: F) -> Result<String, String>
+    pub(crate) async fn run<F>(&self, tool: &str, peer: &Peer<RoleServer>, f: F) -> Result<String, String>
     where
         F: FnOnce(&Engram, &Caller) -> Result<String, EngramError> + Send + 'static,
     {
@@ -100,171 +100,6 @@ impl EngramServer {
         let service = self.serve(rmcp::transport::stdio()).await?;
         service.waiting().await?;
         Ok(())
-    }
-}
-
-#[tool_router(router = engram_tools)]
-impl EngramServer {
-    /// Health check.
-    #[tool(description = "Health check. Returns `pong`.", annotations(read_only_hint = true))]
-    async fn ping(&self) -> String {
-        self.engram.ping()
-    }
-
-    #[tool(
-        description = "列出所有可用的 Engram 专家记忆包（名称、描述、知识与案例数量）。List the available Engram packs. Use load_engram(name, query) to load one.",
-        annotations(read_only_hint = true)
-    )]
-    async fn list_engrams(&self, peer: Peer<RoleServer>) -> Result<String, String> {
-        self.run("list_engrams", &peer, |e, _| Ok(e.list_engrams())).await
-    }
-
-    #[tool(
-        description = "查看某个 Engram 的 meta.json 元信息。Show a pack's meta.json.",
-        annotations(read_only_hint = true)
-    )]
-    async fn get_engram_info(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<NameParams>,
-    ) -> Result<String, String> {
-        self.run("get_engram_info", &peer, move |e, _| e.get_engram_info(&p.name)).await
-    }
-
-    #[tool(
-        description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory)."
-    )]
-    async fn load_engram(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<LoadParams>,
-    ) -> Result<String, String> {
-        self.run("load_engram", &peer, move |e, c| e.load_engram(&p.name, &p.query, c)).await
-    }
-
-    #[tool(
-        description = "读取 Engram 内的文件（如 knowledge/xxx.md、examples/xxx.md），路径相对于包根目录。Read a file of a pack by its path relative to the pack.",
-        annotations(read_only_hint = true)
-    )]
-    async fn read_engram_file(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<ReadFileParams>,
-    ) -> Result<String, String> {
-        self.run("read_engram_file", &peer, move |e, _| e.read_engram_file(&p.name, &p.path)).await
-    }
-
-    #[tool(
-        description = "写入 Engram 内的文件（mode=overwrite 覆盖 / append 追加）。每次写入是一次 git 提交。memory/ 由记忆工具维护，不能直接写。Write a file of a pack (one git commit)."
-    )]
-    async fn write_engram_file(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<WriteFileParams>,
-    ) -> Result<String, String> {
-        self.run("write_engram_file", &peer, move |e, c| {
-            e.write_engram_file(&p.name, &p.path, &p.content, p.mode.as_deref().unwrap_or("overwrite"), c)
-        })
-        .await
-    }
-
-    #[tool(
-        description = "记录一条记忆到 Engram 的 memory/<category>.md，并更新记忆索引（一次 git 提交）。memory_type: preference/fact/decision/history/general/inferred/stated；expires 为 YYYY-MM-DD；is_global=true 记录到所有印记共享的全局记忆。30 秒内重复记录相同内容会被识别为重复而不再写入。Capture a memory (one git commit). Duplicate content captured within 30 seconds is not written twice."
-    )]
-    async fn capture_memory(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<CaptureParams>,
-    ) -> Result<String, String> {
-        self.run("capture_memory", &peer, move |e, c| {
-            let req = CaptureRequest {
-                name: p.name,
-                content: p.content,
-                category: p.category,
-                summary: p.summary,
-                memory_type: p.memory_type,
-                tags: p.tags.unwrap_or_default(),
-                conversation_id: p.conversation_id,
-                expires: p.expires,
-                is_global: p.is_global.unwrap_or(false),
-            };
-            e.capture_memory(&req, c)
-        })
-        .await
-    }
-
-    #[tool(
-        description = "把某个 category 的全部记忆压缩成一条综合记忆；原始条目归档到 memory/<category>-archive.md。Consolidate a category into one entry; originals are archived."
-    )]
-    async fn consolidate_memory(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<ConsolidateParams>,
-    ) -> Result<String, String> {
-        self.run("consolidate_memory", &peer, move |e, c| {
-            e.consolidate_memory(&p.name, &p.category, &p.consolidated_content, &p.summary, c)
-        })
-        .await
-    }
-
-    #[tool(
-        description = "删除一条记忆：先按摘要精确匹配，否则按唯一的子串匹配；匹配不到或不唯一时返回候选列表。Delete exactly one memory entry, found by its summary."
-    )]
-    async fn delete_memory(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<DeleteParams>,
-    ) -> Result<String, String> {
-        self.run("delete_memory", &peer, move |e, c| e.delete_memory(&p.name, &p.category, &p.summary, c))
-            .await
-    }
-
-    #[tool(
-        description = "修正一条记忆：按 old_summary 找到唯一一条，替换内容与摘要（保留原时间、过期日与会话）。Correct exactly one memory entry, found by its summary."
-    )]
-    async fn correct_memory(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<CorrectParams>,
-    ) -> Result<String, String> {
-        self.run("correct_memory", &peer, move |e, c| {
-            let req = CorrectRequest {
-                name: p.name,
-                category: p.category,
-                old_summary: p.old_summary,
-                new_content: p.new_content,
-                new_summary: p.new_summary,
-                memory_type: p.memory_type,
-                tags: p.tags,
-            };
-            e.correct_memory(&req, c)
-        })
-        .await
-    }
-
-    #[tool(
-        description = "向 Engram 添加一个知识文件 knowledge/<filename>（自动补 .md），并在知识索引中登记摘要。Add a knowledge file and list it in the knowledge index."
-    )]
-    async fn add_knowledge(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<AddKnowledgeParams>,
-    ) -> Result<String, String> {
-        self.run("add_knowledge", &peer, move |e, c| {
-            e.add_knowledge(&p.name, &p.filename, &p.content, &p.summary, c)
-        })
-        .await
-    }
-
-    #[tool(
-        description = "安装 Engram：git URL、本地路径或 registry 中的名称。Install a pack from a git URL, a local path or a registry name."
-    )]
-    async fn install_engram(
-        &self,
-        peer: Peer<RoleServer>,
-        Parameters(p): Parameters<InstallParams>,
-    ) -> Result<String, String> {
-        self.run("install_engram", &peer, move |e, _| e.install_engram(&p.source, &mut |_, _| {})).await
     }
 }
 

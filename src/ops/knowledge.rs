@@ -99,7 +99,7 @@ impl Engram {
         self.check_target_in_tree(&pack.dir, &rel, path)?;
         let now = self.now().timestamp();
         let (commit, ()) = self.with_repo(&pack.dir, |repo| {
-            Ok(repo.write(|snap| {
+            repo.write(|snap| {
                 let new = match mode {
                     WriteMode::Overwrite => content.to_owned(),
                     WriteMode::Append => format!("{}{content}", snap.read_text(&rel)?.unwrap_or_default()),
@@ -112,7 +112,7 @@ impl Engram {
                     .trailer("Engram-Tool", caller.tool.clone())
                     .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
                 Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
-            })?)
+            })
         })?;
         let word = if mode == WriteMode::Append { "已追加" } else { "已写入" };
         let id = commit
@@ -153,7 +153,7 @@ impl Engram {
         let now = self.now().timestamp();
         let shown_fn = if filename.ends_with(".md") { filename.to_owned() } else { format!("{filename}.md") };
         let (commit, ()) = self.with_repo(&pack.dir, |repo| {
-            Ok(repo.write(|snap| {
+            repo.write(|snap| {
                 let parent = target.rsplit_once('/').map(|(p, _)| p).unwrap_or("knowledge");
                 let sub_index = format!("{parent}/_index.md");
                 let index_path = if parent != "knowledge" && snap.read(&sub_index)?.is_some() {
@@ -178,7 +178,7 @@ impl Engram {
                     .trailer("Engram-Tool", caller.tool.clone())
                     .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
                 Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
-            })?)
+            })
         })?;
         let id = commit
             .map(|c| format!("\ncommit: {}", c.short))

@@ -86,76 +86,70 @@ impl Engram {
             return Ok(());
         }
         let now = self.now();
-        let (_, new_state) = self
-            .with_repo(memory_root, |repo| {
-                Ok(repo.write(|snap| {
-                    let mut index = FullIndex::load(snap)?;
-                    let entries = index.entries();
-                    let expired: Vec<usize> = entries
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, (pos, _))| memory::is_expired(index.line(*pos), today))
-                        .map(|(i, _)| i)
-                        .collect();
-                    if expired.is_empty() && !index.migrated {
-                        return Ok::<_, EngramError>(Edit::Nothing(earliest_expiry(&index)));
+        let (_, new_state) = self.with_repo(memory_root, |repo| {
+            repo.write(|snap| {
+                let mut index = FullIndex::load(snap)?;
+                let entries = index.entries();
+                let expired: Vec<usize> = entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (pos, _))| memory::is_expired(index.line(*pos), today))
+                    .map(|(i, _)| i)
+                    .collect();
+                if expired.is_empty() && !index.migrated {
+                    return Ok::<_, EngramError>(Edit::Nothing(earliest_expiry(&index)));
+                }
+                let mut changes = Changes::default();
+                let mut by_category: std::collections::BTreeMap<String, CategoryLog> = Default::default();
+                let mut moved: std::collections::BTreeMap<String, String> = Default::default();
+                for &i in &expired {
+                    let (pos, entry) = &entries[i];
+                    let rank = same_meta_rank(&entries, i);
+                    if !by_category.contains_key(&entry.category) {
+                        by_category.insert(entry.category.clone(), CategoryLog::load(snap, &entry.category)?);
                     }
-                    let mut changes = Changes::default();
-                    let mut by_category: std::collections::BTreeMap<String, CategoryLog> = Default::default();
-                    let mut moved: std::collections::BTreeMap<String, String> = Default::default();
-                    for &i in &expired {
-                        let (pos, entry) = &entries[i];
-                        let rank = same_meta_rank(&entries, i);
-                        if !by_category.contains_key(&entry.category) {
-                            by_category
-                                .insert(entry.category.clone(), CategoryLog::load(snap, &entry.category)?);
-                        }
-                        let log = by_category.get_mut(&entry.category).expect("inserted above");
-                        let text = match log.find(entry, rank) {
-                            Some(bp) => log.block(bp).text.clone(),
-                            None => format!("[index-only] {}", index.line(*pos).trim()),
-                        };
-                        moved
-                            .entry(entry.category.clone())
-                            .or_default()
-                            .push_str(&format!("\n---\n{text}\n"));
-                    }
-                    // Remove blocks after all lookups (ranks refer to the original order).
-                    for &i in expired.iter().rev() {
-                        let (_, entry) = &entries[i];
-                        let rank = same_meta_rank(&entries, i);
-                        if let Some(log) = by_category.get_mut(&entry.category)
-                            && let Some(bp) = log.find(entry, rank)
-                        {
-                            log.remove(bp);
-                        }
-                    }
-                    for &i in expired.iter().rev() {
-                        index.remove(entries[i].0);
-                    }
-                    for log in by_category.values() {
-                        log.write(&mut changes);
-                    }
-                    for (category, text) in &moved {
-                        let path = format!("memory/{category}-expired.md");
-                        let old = snap.read_text(&path)?.unwrap_or_default();
-                        changes.put(path, format!("{old}{text}"));
-                    }
-                    index.write(&mut changes, false);
-                    let subject = if expired.is_empty() {
-                        "index: migrate memory/_index.md to _index_full.md".to_owned()
-                    } else {
-                        format!("expire: {} entries moved to -expired.md", expired.len())
+                    let log = by_category.get_mut(&entry.category).expect("inserted above");
+                    let text = match log.find(entry, rank) {
+                        Some(bp) => log.block(bp).text.clone(),
+                        None => format!("[index-only] {}", index.line(*pos).trim()),
                     };
-                    let message = CommitMessage::new(subject)
-                        .at(now.timestamp())
-                        .trailer("Engram-Tool", caller.tool.clone())
-                        .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
-                    let earliest = earliest_expiry(&index);
-                    Ok(Edit::Commit { changes, message, value: earliest })
-                })?)
+                    moved.entry(entry.category.clone()).or_default().push_str(&format!("\n---\n{text}\n"));
+                }
+                // Remove blocks after all lookups (ranks refer to the original order).
+                for &i in expired.iter().rev() {
+                    let (_, entry) = &entries[i];
+                    let rank = same_meta_rank(&entries, i);
+                    if let Some(log) = by_category.get_mut(&entry.category)
+                        && let Some(bp) = log.find(entry, rank)
+                    {
+                        log.remove(bp);
+                    }
+                }
+                for &i in expired.iter().rev() {
+                    index.remove(entries[i].0);
+                }
+                for log in by_category.values() {
+                    log.write(&mut changes);
+                }
+                for (category, text) in &moved {
+                    let path = format!("memory/{category}-expired.md");
+                    let old = snap.read_text(&path)?.unwrap_or_default();
+                    changes.put(path, format!("{old}{text}"));
+                }
+                index.write(&mut changes, false);
+                let subject = if expired.is_empty() {
+                    "index: migrate memory/_index.md to _index_full.md".to_owned()
+                } else {
+                    format!("expire: {} entries moved to -expired.md", expired.len())
+                };
+                let message = CommitMessage::new(subject)
+                    .at(now.timestamp())
+                    .trailer("Engram-Tool", caller.tool.clone())
+                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                let earliest = earliest_expiry(&index);
+                Ok(Edit::Commit { changes, message, value: earliest })
             })
-            .map(|(c, earliest)| (c, earliest))?;
+        })?;
         let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
         self.expiry_cache
             .lock()
@@ -281,7 +275,13 @@ impl Engram {
     /// `read_engram_file`.
     pub fn read_engram_file(&self, name: &str, path: &str) -> Result<String> {
         let pack = self.resolve(name)?;
-        let full = contained_file(&pack.dir, path)?;
+        // The reference answers every unreachable path with 未找到文件; keep that, and say why.
+        let full = contained_file(&pack.dir, path).map_err(|e| match e {
+            EngramError::BadPath { path, reason } => {
+                EngramError::FileNotFound { path: format!("{path} ({reason})") }
+            }
+            other => other,
+        })?;
         let Some(full) = full else {
             return Err(EngramError::FileNotFound { path: path.to_owned() });
         };
@@ -346,7 +346,7 @@ pub(super) fn check_relative(path: &str) -> Result<String> {
         return Err(bad("control characters are not allowed"));
     }
     let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
-    if parts.iter().any(|s| *s == "..") {
+    if parts.contains(&"..") {
         return Err(bad("`..` is not allowed; paths stay inside the pack"));
     }
     if parts.iter().any(|s| s.eq_ignore_ascii_case(".git")) {

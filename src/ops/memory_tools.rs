@@ -332,7 +332,7 @@ impl Engram {
         let subject = format!("consolidate: {category} — {}", short(&summary));
         let msg = message(subject, caller, None, self.now().timestamp());
         let (commit, ()) = self.with_repo(&root, |repo| {
-            Ok(repo.write(|snap| {
+            repo.write(|snap| {
                 let mut changes = Changes::default();
                 let mut log = CategoryLog::load(snap, &category)?;
                 let old = log.concatenated_text();
@@ -356,7 +356,7 @@ impl Engram {
                 index.append(entry.render());
                 index.write(&mut changes, false);
                 Ok::<_, EngramError>(Edit::Commit { changes, message: msg.clone(), value: () })
-            })?)
+            })
         })?;
         self.forget_expiry(&root);
         let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
@@ -375,7 +375,7 @@ impl Engram {
         let root = self.resolve(name)?.dir;
         let now = self.now().timestamp();
         let (commit, deleted) = self.with_repo(&root, |repo| {
-            Ok(repo.write(|snap| {
+            repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
                 let entries = index.entries();
                 let i = find_one(&entries, &category, summary)?;
@@ -392,7 +392,7 @@ impl Engram {
                 let msg =
                     message(format!("delete: {category} — {}", short(&entry.summary)), caller, None, now);
                 Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry.summary })
-            })?)
+            })
         })?;
         self.forget_expiry(&root);
         let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
@@ -409,7 +409,7 @@ impl Engram {
         let root = self.resolve(&req.name)?.dir;
         let now = self.now().timestamp();
         let (commit, new_entry) = self.with_repo(&root, |repo| {
-            Ok(repo.write(|snap| {
+            repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
                 let entries = index.entries();
                 let i = find_one(&entries, &category, &req.old_summary)?;
@@ -452,7 +452,7 @@ impl Engram {
                     now,
                 );
                 Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry })
-            })?)
+            })
         })?;
         self.forget_expiry(&root);
         let type_label = if new_entry.memory_type == "general" {

@@ -327,6 +327,12 @@ impl PackRepo {
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
+        // Two processes may adopt the same pack at once: serialise on the directory itself.
+        let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
+        fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
+        if dir.join(".git").exists() {
+            return Self::open(dir, options);
+        }
         let repo =
             Repository::init(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
         let this = Self { dir: dir.to_owned(), repo, options };
@@ -571,7 +577,7 @@ impl PackRepo {
             let full = self.dir.join(path);
             match content {
                 Some(bytes) => {
-                    write_file_atomic(&full, bytes, self.options.durable)?;
+                    write_file_atomic_via(&full, bytes, self.options.durable, &self.git_dir())?;
                     index
                         .add_path(Path::new(path))
                         .map_err(|e| git_err("updating the index", &self.dir, e))?;
@@ -704,11 +710,18 @@ fn short_id(id: &str) -> String {
 /// Writes a file through a temporary file and a rename, so readers never see half a file.
 pub fn write_file_atomic(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
+    write_file_atomic_via(path, bytes, durable, parent)
+}
+
+/// Like [`write_file_atomic`], with the temporary file in `tmp_dir` (same
+/// filesystem), so a crash never leaves a stray file in a pack's working tree.
+fn write_file_atomic_via(path: &Path, bytes: &[u8], durable: bool, tmp_dir: &Path) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(parent).map_err(|e| io_err("create directory", parent, e))?;
     if path.is_dir() {
         return Err(StoreError::NotAFile { path: path.display().to_string() });
     }
-    let tmp = parent.join(format!(
+    let tmp = tmp_dir.join(format!(
         ".{}.engram-tmp-{}",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
         std::process::id()

@@ -96,8 +96,18 @@ pub fn commit_count(dir: &Path) -> usize {
 
 /// `git fsck --strict` succeeds.
 pub fn assert_fsck(dir: &Path) {
-    let out = Command::new("git").arg("-C").arg(dir).args(["fsck", "--strict", "--no-progress"]).output().expect("git fsck");
-    assert!(out.status.success(), "git fsck failed in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["fsck", "--strict", "--no-progress"])
+        .output()
+        .expect("git fsck");
+    assert!(
+        out.status.success(),
+        "git fsck failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `git status --porcelain` is empty (working tree agrees with HEAD).

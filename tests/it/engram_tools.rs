@@ -18,7 +18,8 @@ pub fn make_pack(env: &TestEnv, name: &str) {
     fs::write(d.join("meta.json"), meta).expect("write");
     fs::write(d.join("role.md"), "# 角色\n你是一名耐心的健身教练。\n").expect("write");
     fs::write(d.join("workflow.md"), "1. 先问目标\n2. 再给计划\n").expect("write");
-    fs::write(d.join("rules.md"), "# 规则\n不夸大效果。\n\n## Onboarding\n- 训练目标\n- 每周可训练天数\n").expect("write");
+    fs::write(d.join("rules.md"), "# 规则\n不夸大效果。\n\n## Onboarding\n- 训练目标\n- 每周可训练天数\n")
+        .expect("write");
     fs::write(
         d.join("knowledge/_index.md"),
         "## 知识索引\n\n### 基础\n- `knowledge/深蹲.md` - 深蹲要点。\n  摘要：膝盖与脚尖同向。\n- `knowledge/分组/_index.md` - 分组索引。\n",
@@ -27,8 +28,13 @@ pub fn make_pack(env: &TestEnv, name: &str) {
     fs::write(d.join("knowledge/深蹲.md"), "# 深蹲\n膝盖与脚尖同向，核心收紧。\n").expect("write");
     fs::write(d.join("knowledge/分组/_index.md"), "- `knowledge/分组/拉伸.md` - 拉伸。\n").expect("write");
     fs::write(d.join("knowledge/分组/拉伸.md"), "# 拉伸\n训练后拉伸。\n").expect("write");
-    fs::write(d.join("examples/_index.md"), "## 案例索引\n- `examples/膝盖.md` - 膝盖疼。\n  uses: knowledge/深蹲.md\n").expect("write");
-    fs::write(d.join("examples/膝盖.md"), "---\nid: knee\nuses:\n  - knowledge/深蹲.md\n---\n# 膝盖疼\n").expect("write");
+    fs::write(
+        d.join("examples/_index.md"),
+        "## 案例索引\n- `examples/膝盖.md` - 膝盖疼。\n  uses: knowledge/深蹲.md\n",
+    )
+    .expect("write");
+    fs::write(d.join("examples/膝盖.md"), "---\nid: knee\nuses:\n  - knowledge/深蹲.md\n---\n# 膝盖疼\n")
+        .expect("write");
     fs::write(d.join("memory/_index.md"), "").expect("write");
 }
 
@@ -42,20 +48,37 @@ async fn read_only_tools_answer_like_the_reference() {
     make_pack(&env, "coach");
     let c = env.client().await;
     assert_eq!(ok(&c, "ping", json!({})).await, "pong");
-    assert_eq!(ok(&c, "list_engrams", json!({})).await, "- coach: 测试包 test pack (knowledge=2, examples=1)");
+    assert_eq!(
+        ok(&c, "list_engrams", json!({})).await,
+        "- coach: 测试包 test pack (knowledge=2, examples=1)"
+    );
     let info = ok(&c, "get_engram_info", json!({"name": "coach"})).await;
     assert!(info.starts_with("{\n  \"name\": \"coach\",\n  \"author\": \"tests\""), "{info}");
     assert_eq!(err(&c, "get_engram_info", json!({"name": "nope"})).await, "未找到 Engram: nope");
 
     let load = ok(&c, "load_engram", json!({"name": "coach", "query": "膝盖疼能做深蹲吗"})).await;
-    assert!(load.starts_with("# 已加载 Engram: coach\n\n## 用户关注方向\n膝盖疼能做深蹲吗\n\n## 角色\n# 角色"), "{load}");
-    for section in ["## 工作流程\n", "## 规则\n", "## 知识索引\n## 知识索引", "## 案例索引\n", "## 首次引导\n> 这是用户首次使用此专家"] {
+    assert!(
+        load.starts_with("# 已加载 Engram: coach\n\n## 用户关注方向\n膝盖疼能做深蹲吗\n\n## 角色\n# 角色"),
+        "{load}"
+    );
+    for section in [
+        "## 工作流程\n",
+        "## 规则\n",
+        "## 知识索引\n## 知识索引",
+        "## 案例索引\n",
+        "## 首次引导\n> 这是用户首次使用此专家",
+    ] {
         assert!(load.contains(section), "missing {section:?} in {load}");
     }
-    assert!(load.ends_with("## 下一步\n请查看知识索引中的摘要，按需调用 read_engram_file(name, path) 读取完整知识或案例。"));
+    assert!(load.ends_with(
+        "## 下一步\n请查看知识索引中的摘要，按需调用 read_engram_file(name, path) 读取完整知识或案例。"
+    ));
     assert!(!load.contains("## 动态记忆"), "empty memory is not shown");
 
-    assert_eq!(ok(&c, "read_engram_file", json!({"name": "coach", "path": "knowledge/深蹲.md"})).await, "## knowledge/深蹲.md\n# 深蹲\n膝盖与脚尖同向，核心收紧。");
+    assert_eq!(
+        ok(&c, "read_engram_file", json!({"name": "coach", "path": "knowledge/深蹲.md"})).await,
+        "## knowledge/深蹲.md\n# 深蹲\n膝盖与脚尖同向，核心收紧。"
+    );
     for bad in ["../coach/meta.json", "/etc/passwd", ".git/config", "knowledge/不存在.md"] {
         let e = err(&c, "read_engram_file", json!({"name": "coach", "path": bad})).await;
         assert!(e.starts_with("未找到文件") || e.starts_with("非法路径"), "{bad}: {e}");
@@ -135,18 +158,29 @@ async fn bad_capture_arguments_write_nothing() {
         (capture("coach", "/etc/x", "x", "x"), "category"),
         (capture("coach", "_index", "x", "x"), "category"),
         (capture("coach", "prefs", "   ", "x"), "content"),
-        (json!({"name": "coach", "category": "p", "content": "x", "summary": "s", "expires": "2026-6-1"}), "expires"),
+        (
+            json!({"name": "coach", "category": "p", "content": "x", "summary": "s", "expires": "2026-6-1"}),
+            "expires",
+        ),
         (json!({"name": "coach", "category": "p", "content": "x", "summary": "s", "tags": ["a,b"]}), "tags"),
         (capture("nope", "p", "x", "x"), "未找到 Engram: nope"),
-        (json!({"name": "coach", "category": "p", "content": "x".repeat(300 * 1024), "summary": "s"}), "limit"),
+        (
+            json!({"name": "coach", "category": "p", "content": "x".repeat(300 * 1024), "summary": "s"}),
+            "limit",
+        ),
     ] {
         let e = err(&c, "capture_memory", args).await;
         assert!(e.contains(needle), "{needle}: {e}");
     }
     // Wrong JSON types are an in-band error, not a crash.
-    let e = err(&c, "capture_memory", json!({"name": "coach", "category": 3, "content": "x", "summary": "s"})).await;
+    let e =
+        err(&c, "capture_memory", json!({"name": "coach", "category": 3, "content": "x", "summary": "s"}))
+            .await;
     assert!(e.contains("deserialize"), "{e}");
-    assert!(!env.pack("coach").join(".git").exists(), "nothing was written, so the pack was not even adopted");
+    assert!(
+        !env.pack("coach").join(".git").exists(),
+        "nothing was written, so the pack was not even adopted"
+    );
     assert!(!env.dir.path().join("role.md").exists());
     assert_eq!(ok(&c, "ping", json!({})).await, "pong");
     c.close().await.expect("close");
@@ -158,22 +192,41 @@ async fn delete_and_correct_touch_exactly_one_same_minute_entry() {
     make_pack(&env, "coach");
     let c = env.client().await;
     // Same minute, same type: the reference would delete/overwrite all three.
-    for (content, summary) in [("体重 80kg", "体重 80kg"), ("身高 180cm", "身高 180cm"), ("体重目标 75kg", "体重目标 75kg")] {
+    for (content, summary) in
+        [("体重 80kg", "体重 80kg"), ("身高 180cm", "身高 180cm"), ("体重目标 75kg", "体重目标 75kg")]
+    {
         ok(&c, "capture_memory", capture("coach", "profile", content, summary)).await;
     }
     // Ambiguous substring → candidates, nothing changed.
-    let e = err(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "体重"})).await;
-    assert!(e.contains("匹配到多条记忆条目") && e.contains("体重 80kg") && e.contains("体重目标 75kg"), "{e}");
-    let e = err(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "血压"})).await;
+    let e =
+        err(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "体重"})).await;
+    assert!(
+        e.contains("匹配到多条记忆条目") && e.contains("体重 80kg") && e.contains("体重目标 75kg"),
+        "{e}"
+    );
+    let e =
+        err(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "血压"})).await;
     assert!(e.starts_with("未找到匹配的记忆条目: [profile] 血压\n候选"), "{e}");
 
-    let r = ok(&c, "correct_memory", json!({"name": "coach", "category": "profile", "old_summary": "体重 80kg",
-        "new_content": "体重 75kg", "new_summary": "体重 75kg"})).await;
+    let r = ok(
+        &c,
+        "correct_memory",
+        json!({"name": "coach", "category": "profile", "old_summary": "体重 80kg",
+        "new_content": "体重 75kg", "new_summary": "体重 75kg"}),
+    )
+    .await;
     assert!(r.starts_with("已修正: [profile] 体重 75kg"), "{r}");
     let raw = env.read("coach", "memory/profile.md");
-    assert!(raw.contains("体重 75kg") && raw.contains("身高 180cm") && raw.contains("体重目标 75kg") && !raw.contains("80kg"), "{raw}");
+    assert!(
+        raw.contains("体重 75kg")
+            && raw.contains("身高 180cm")
+            && raw.contains("体重目标 75kg")
+            && !raw.contains("80kg"),
+        "{raw}"
+    );
 
-    let r = ok(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "身高 180cm"})).await;
+    let r = ok(&c, "delete_memory", json!({"name": "coach", "category": "profile", "summary": "身高 180cm"}))
+        .await;
     assert!(r.starts_with("已删除: [profile] 身高 180cm"), "{r}");
     let raw = env.read("coach", "memory/profile.md");
     assert!(!raw.contains("身高") && raw.contains("体重 75kg") && raw.contains("体重目标 75kg"), "{raw}");
@@ -182,7 +235,10 @@ async fn delete_and_correct_touch_exactly_one_same_minute_entry() {
     assert!(full.contains("] 体重 75kg") && full.contains("] 体重目标 75kg"));
     let pack = env.pack("coach");
     let subjects = git(&pack, &["log", "--format=%s"]);
-    assert!(subjects.starts_with("delete: profile — 身高 180cm\ncorrect: profile — 体重 80kg → 体重 75kg\n"), "{subjects}");
+    assert!(
+        subjects.starts_with("delete: profile — 身高 180cm\ncorrect: profile — 体重 80kg → 体重 75kg\n"),
+        "{subjects}"
+    );
     // The delete commit's diff shows exactly the removed entry.
     let diff = git(&pack, &["show", "--format=", "HEAD", "--", "memory/profile.md"]);
     assert!(diff.contains("-身高 180cm") && !diff.contains("-体重"), "{diff}");
@@ -201,7 +257,12 @@ async fn consolidate_archives_originals() {
     let r = ok(&c, "consolidate_memory", json!({"name": "coach", "category": "preferences", "consolidated_content": "早上训练，喜欢杠铃", "summary": "训练偏好摘要"})).await;
     assert!(r.starts_with("已压缩: [preferences] 原始条目已归档至 memory/preferences-archive.md"), "{r}");
     let archive = env.read("coach", "memory/preferences-archive.md");
-    assert!(archive.starts_with("\n\n# 归档于 2026-11-22 10:00\n") && archive.contains("内容A") && archive.contains("内容B"), "{archive}");
+    assert!(
+        archive.starts_with("\n\n# 归档于 2026-11-22 10:00\n")
+            && archive.contains("内容A")
+            && archive.contains("内容B"),
+        "{archive}"
+    );
     let cat = env.read("coach", "memory/preferences.md");
     assert_eq!(cat, "\n---\n[2026-11-22 10:00] type:consolidated\n早上训练，喜欢杠铃\n");
     let hot = env.read("coach", "memory/_index.md");
@@ -250,7 +311,10 @@ async fn hint_appears_at_thirty_entries() {
     assert!(!load.contains("💡"));
     ok(&c, "capture_memory", capture("coach", "log", "第29条", "第29条")).await;
     let load = ok(&c, "load_engram", json!({"name": "coach", "query": ""})).await;
-    assert!(load.contains("💡 当前共 30 条记忆，建议对条目较多的 category 调用 consolidate_memory 压缩。"), "{load}");
+    assert!(
+        load.contains("💡 当前共 30 条记忆，建议对条目较多的 category 调用 consolidate_memory 压缩。"),
+        "{load}"
+    );
     c.close().await.expect("close");
 }
 
@@ -274,21 +338,52 @@ async fn write_and_add_knowledge_are_commits_and_contained() {
     let env = TestEnv::new();
     make_pack(&env, "coach");
     let c = env.client().await;
-    let r = ok(&c, "write_engram_file", json!({"name": "coach", "path": "notes/a.md", "content": "第一行\n"})).await;
+    let r =
+        ok(&c, "write_engram_file", json!({"name": "coach", "path": "notes/a.md", "content": "第一行\n"}))
+            .await;
     assert!(r.starts_with("已写入: notes/a.md\ncommit: "), "{r}");
-    let r = ok(&c, "write_engram_file", json!({"name": "coach", "path": "notes/a.md", "content": "第二行\n", "mode": "append"})).await;
+    let r = ok(
+        &c,
+        "write_engram_file",
+        json!({"name": "coach", "path": "notes/a.md", "content": "第二行\n", "mode": "append"}),
+    )
+    .await;
     assert!(r.starts_with("已追加: notes/a.md"));
-    assert_eq!(ok(&c, "read_engram_file", json!({"name": "coach", "path": "notes/a.md"})).await, "## notes/a.md\n第一行\n第二行");
-    for (path, mode) in [("../x.md", "overwrite"), ("/tmp/x.md", "overwrite"), (".git/hooks/pre-commit", "overwrite"), ("memory/_index.md", "overwrite"), ("notes/a.md", "Append")] {
-        err(&c, "write_engram_file", json!({"name": "coach", "path": path, "content": "x", "mode": mode})).await;
+    assert_eq!(
+        ok(&c, "read_engram_file", json!({"name": "coach", "path": "notes/a.md"})).await,
+        "## notes/a.md\n第一行\n第二行"
+    );
+    for (path, mode) in [
+        ("../x.md", "overwrite"),
+        ("/tmp/x.md", "overwrite"),
+        (".git/hooks/pre-commit", "overwrite"),
+        ("memory/_index.md", "overwrite"),
+        ("notes/a.md", "Append"),
+    ] {
+        err(&c, "write_engram_file", json!({"name": "coach", "path": path, "content": "x", "mode": mode}))
+            .await;
     }
-    let r = ok(&c, "add_knowledge", json!({"name": "coach", "filename": "分组/跑步", "content": "# 跑步\n", "summary": "跑步入门"})).await;
+    let r = ok(
+        &c,
+        "add_knowledge",
+        json!({"name": "coach", "filename": "分组/跑步", "content": "# 跑步\n", "summary": "跑步入门"}),
+    )
+    .await;
     assert!(r.starts_with("已添加知识: knowledge/分组/跑步.md — 跑步入门"), "{r}");
-    assert!(env.read("coach", "knowledge/分组/_index.md").ends_with("- `knowledge/分组/跑步.md` - 跑步入门\n"), "nested index preferred");
-    ok(&c, "add_knowledge", json!({"name": "coach", "filename": "卧推.md", "content": "# 卧推\n", "summary": "卧推"})).await;
+    assert!(
+        env.read("coach", "knowledge/分组/_index.md").ends_with("- `knowledge/分组/跑步.md` - 跑步入门\n"),
+        "nested index preferred"
+    );
+    ok(
+        &c,
+        "add_knowledge",
+        json!({"name": "coach", "filename": "卧推.md", "content": "# 卧推\n", "summary": "卧推"}),
+    )
+    .await;
     assert!(env.read("coach", "knowledge/_index.md").ends_with("- `knowledge/卧推.md` - 卧推\n"));
     for bad in ["../x", "/abs", "a/../../b", ""] {
-        err(&c, "add_knowledge", json!({"name": "coach", "filename": bad, "content": "x", "summary": "s"})).await;
+        err(&c, "add_knowledge", json!({"name": "coach", "filename": bad, "content": "x", "summary": "s"}))
+            .await;
     }
     let pack = env.pack("coach");
     assert_clean(&pack);
@@ -321,7 +416,10 @@ async fn hand_edits_are_committed_before_a_tool_write() {
 async fn system_prompt_lists_packs() {
     let env = TestEnv::new();
     let c = env.client().await;
-    assert_eq!(c.prompt("engram-system-prompt").await.expect("prompt"), "# Engram 记忆印记\n\n暂无可用记忆印记。请使用 install_engram 工具安装专家记忆包。");
+    assert_eq!(
+        c.prompt("engram-system-prompt").await.expect("prompt"),
+        "# Engram 记忆印记\n\n暂无可用记忆印记。请使用 install_engram 工具安装专家记忆包。"
+    );
     make_pack(&env, "coach");
     let p = c.prompt("engram-system-prompt").await.expect("prompt");
     assert!(p.contains("<engrams>\n  <engram>\n    <name>coach</name>\n    <description>测试包 test pack</description>\n  </engram>\n</engrams>"), "{p}");

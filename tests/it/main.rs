@@ -4,3 +4,4 @@ mod common;
 mod compat;
 mod concurrency;
 mod engram_tools;
+mod lint;
