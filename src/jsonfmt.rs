@@ -141,6 +141,11 @@ pub(crate) fn python_float_repr(f: f64) -> String {
     format!("{sign}{body}")
 }
 
+/// Alias of [`dumps_indent2`]: how the reference prints `meta.json` (`get_engram_info`).
+pub fn python_pretty(value: &Value) -> String {
+    dumps_indent2(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,9 +183,4 @@ mod tests {
             "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    [\n      2,\n      []\n    ]\n  ],\n  \"d\": 1e+16,\n  \"e\": 1e-05,\n  \"f\": \"x\\u0001\u{7f}\u{2028}\\\"\",\n  \"g\": \"中文\"\n}"
         );
     }
-}
-
-/// Alias of [`dumps_indent2`]: how the reference prints `meta.json` (`get_engram_info`).
-pub fn python_pretty(value: &Value) -> String {
-    dumps_indent2(value)
 }
