@@ -26,7 +26,7 @@ pub use params::*;
 /// Name of the system prompt.
 pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
 
-/// The toolsets a server can expose.
+/// The toolsets a server can expose (`--tools engram,graph,…` or `all`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Toolset {
     /// The Engram tools (default).
@@ -34,19 +34,44 @@ pub enum Toolset {
 }
 
 impl Toolset {
+    /// Every toolset, in the order `all` enables them.
+    pub const ALL: &'static [Self] = &[Self::Engram];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Engram => "engram",
+        }
+    }
+
     /// Parses a `--tools` list: comma-separated names, or `all`.
     pub fn parse_list(s: &str) -> Result<Vec<Self>, String> {
-        let mut out = Vec::new();
+        let mut out: Vec<Self> = Vec::new();
         for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            match name {
-                "engram" | "all" => out.push(Self::Engram),
-                other => return Err(format!("unknown toolset {other:?}; available: engram, all")),
+            if name == "all" {
+                out.extend_from_slice(Self::ALL);
+                continue;
+            }
+            match Self::ALL.iter().find(|t| t.name() == name) {
+                Some(t) => out.push(*t),
+                None => {
+                    let names: Vec<&str> = Self::ALL.iter().map(|t| t.name()).collect();
+                    return Err(format!("unknown toolset {name:?}; available: {}, all", names.join(", ")));
+                }
             }
         }
         if out.is_empty() {
             out.push(Self::Engram);
         }
-        out.dedup();
+        let mut seen = Vec::new();
+        out.retain(|t| {
+            if seen.contains(t) {
+                false
+            } else {
+                seen.push(*t);
+                true
+            }
+        });
         Ok(out)
     }
 }
