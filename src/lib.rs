@@ -9,13 +9,17 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod frontmatter;
 pub mod jsonfmt;
 pub mod lint;
+pub mod llm;
 pub mod mcp;
 pub mod memlog;
 pub mod memory;
 pub mod ops;
 pub mod pack;
+#[rustfmt::skip] // copied unchanged from the search engine module; formatted by its own rules
+pub mod search;
 pub mod settings;
 pub mod store;
 pub mod templates;

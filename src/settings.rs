@@ -63,3 +63,29 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
     Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new() })
 }
+
+/// The Anthropic API key (the standard variable; read here only, never stored).
+pub const ENV_ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// Overrides the Anthropic API base URL (tests point it at a local stand-in).
+pub const ENV_ANTHROPIC_BASE_URL: &str = "ENGRAM_ANTHROPIC_BASE_URL";
+/// Overrides the model `engram_summarize` asks.
+pub const ENV_ANTHROPIC_MODEL: &str = "ENGRAM_ANTHROPIC_MODEL";
+
+/// How to reach the Anthropic API, from the environment.
+pub fn anthropic() -> crate::llm::AnthropicSettings {
+    let mut s = crate::llm::AnthropicSettings {
+        api_key: std::env::var(ENV_ANTHROPIC_API_KEY).ok().and_then(|k| crate::llm::ApiKey::new(&k)),
+        ..Default::default()
+    };
+    if let Ok(url) = std::env::var(ENV_ANTHROPIC_BASE_URL)
+        && !url.trim().is_empty()
+    {
+        s.base_url = url.trim().to_owned();
+    }
+    if let Ok(model) = std::env::var(ENV_ANTHROPIC_MODEL)
+        && !model.trim().is_empty()
+    {
+        s.model = model.trim().to_owned();
+    }
+    s
+}

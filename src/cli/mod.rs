@@ -4,6 +4,7 @@
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
 mod demo;
+mod ingest;
 mod log;
 
 use std::path::PathBuf;
@@ -54,16 +55,20 @@ enum Command {
     Log(log::LogArgs),
     /// Install the demo pack, check it over a real MCP round trip and print the client config
     Demo,
+    /// Store a dated summary of a workspace's recent git history (e.g. from a git hook)
+    IngestGit(ingest::IngestArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), all
+    /// Toolsets to expose, comma-separated: engram (default), notes, workspace, all
     #[arg(long, default_value = "engram")]
     tools: String,
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
     #[arg(long)]
     durable: bool,
+    #[command(flatten)]
+    toolsets: ingest::ToolsetArgs,
 }
 
 /// Entry point of the binary.
@@ -109,6 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
+        Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
     }
 }
 
@@ -159,6 +165,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(EngramServer::new(engram, &toolsets).serve_stdio())?;
+    let server = EngramServer::new(engram, &toolsets).with_options(args.toolsets.options()?);
+    runtime.block_on(server.serve_stdio())?;
     Ok(ExitCode::SUCCESS)
 }

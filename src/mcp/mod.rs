@@ -7,7 +7,10 @@
 
 pub mod client;
 mod engram_tools;
+mod notes_tools;
 mod params;
+mod tool_json;
+mod workspace_tools;
 
 use std::sync::Arc;
 
@@ -22,6 +25,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool_handler}
 
 use crate::ops::{Caller, Engram, EngramError};
 pub use params::*;
+pub use tool_json::{ToolOptions, dotted_name};
 
 /// Name of the system prompt.
 pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
@@ -31,16 +35,22 @@ pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
 pub enum Toolset {
     /// The Engram tools (default).
     Engram,
+    /// store / recall / forget notes (`notes_tools.rs`).
+    Notes,
+    /// Memory for a code workspace (`workspace_tools.rs`).
+    Workspace,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram];
+    pub const ALL: &'static [Self] = &[Self::Engram, Self::Notes, Self::Workspace];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Self::Engram => "engram",
+            Self::Notes => "notes",
+            Self::Workspace => "workspace",
         }
     }
 
@@ -81,6 +91,7 @@ impl Toolset {
 pub struct EngramServer {
     engram: Arc<Engram>,
     tool_router: ToolRouter<Self>,
+    options: Arc<ToolOptions>,
 }
 
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -97,9 +108,20 @@ impl EngramServer {
         for t in toolsets {
             match t {
                 Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Notes => tool_router.merge(Self::notes_tools()),
+                Toolset::Workspace => tool_router.merge(Self::workspace_tools()),
             }
         }
-        Self { engram, tool_router }
+        Self { engram, tool_router, options: Arc::default() }
+    }
+
+    /// Sets the options of the notes and workspace toolsets (`--dotted-names` renames tools here).
+    pub fn with_options(mut self, options: ToolOptions) -> Self {
+        if options.dotted_names {
+            self.tool_router = tool_json::rename_dotted(std::mem::take(&mut self.tool_router));
+        }
+        self.options = Arc::new(options);
+        self
     }
 
     /// The names of the tools this server lists.

@@ -5,11 +5,15 @@
 //! reference server would return. Failures are [`EngramError`]s whose
 //! messages start with the reference's text and then say what to do.
 
+mod files;
 mod install;
 mod knowledge;
 mod load;
 mod memory_tools;
+mod notes;
+mod own_pack;
 mod prompt;
+mod workspace;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +26,10 @@ use crate::store::{PackRepo, StoreError, StoreOptions};
 
 pub use install::Registry;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
+pub use notes::{
+    Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
+};
+pub use workspace::*;
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {

@@ -17,6 +17,7 @@
 mod gc;
 mod history;
 mod recover;
+mod workspace_git;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -30,6 +31,9 @@ use git2::{
 
 pub use gc::PackReport;
 pub use history::{CommitInfo, FileChange, LogQuery};
+pub use workspace_git::{
+    MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
+};
 
 /// Builds a [`LogQuery`].
 pub fn history_query(

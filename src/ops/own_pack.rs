@@ -1,0 +1,70 @@
+//! Packs engram creates for itself on first use (the notes pack, the workspace pack).
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::{Engram, EngramError, Result};
+use crate::pack::{PackError, validate_name};
+use crate::store::StoreError;
+
+/// What a self-created pack says about itself.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackSeed {
+    /// `meta.description`.
+    pub description: &'static str,
+    /// `meta.tags`.
+    pub tags: &'static [&'static str],
+    /// Content of `role.md`.
+    pub role: &'static str,
+}
+
+impl Engram {
+    /// The directory of pack `name`, or `None` when it does not exist yet.
+    pub(crate) fn existing_pack(&self, name: &str) -> Result<Option<PathBuf>> {
+        match self.packs().resolve(name) {
+            Ok(p) => Ok(Some(p.dir)),
+            Err(PackError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The directory of pack `name`, created under the packs directory (a
+    /// valid `meta.json` and `role.md`, adopted as the pack's first commit)
+    /// when it does not exist.
+    pub(crate) fn ensure_pack(&self, name: &str, seed: &PackSeed) -> Result<PathBuf> {
+        if let Some(dir) = self.existing_pack(name)? {
+            return Ok(dir);
+        }
+        validate_name(name)?;
+        let dir = self.config.packs_dir.join(name);
+        fs::create_dir_all(&dir).map_err(|e| io("create the pack directory", &dir, e))?;
+        let meta = serde_json::json!({
+            "name": name,
+            "description": seed.description,
+            "author": "engram",
+            "version": "1.0.0",
+            "tags": seed.tags,
+            "knowledge_count": 0,
+            "examples_count": 0,
+        });
+        let meta = format!("{}\n", crate::jsonfmt::python_pretty(&meta));
+        create_new(&dir.join("meta.json"), &meta)?;
+        create_new(&dir.join("role.md"), seed.role)?;
+        self.repo(&dir)?;
+        Ok(dir)
+    }
+}
+
+fn io(step: &'static str, path: &Path, source: std::io::Error) -> EngramError {
+    StoreError::Io { step, path: path.to_owned(), source }.into()
+}
+
+/// Writes a file unless it already exists (another process may be creating the same pack).
+fn create_new(path: &Path, content: &str) -> Result<()> {
+    match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(mut f) => f.write_all(content.as_bytes()).map_err(|e| io("write", path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io("create", path, e)),
+    }
+}
