@@ -51,6 +51,12 @@ impl Engram {
         let meta = format!("{}\n", crate::jsonfmt::python_pretty(&meta));
         create_new(&dir.join("meta.json"), &meta)?;
         create_new(&dir.join("role.md"), seed.role)?;
+        // The sections every pack has (so `engram lint` finds nothing missing).
+        for (section, heading) in [("knowledge", "## 知识索引\n"), ("examples", "## 案例索引\n")] {
+            let sub = dir.join(section);
+            fs::create_dir_all(&sub).map_err(|e| io("create the pack directory", &sub, e))?;
+            create_new(&sub.join("_index.md"), heading)?;
+        }
         self.repo(&dir)?;
         Ok(dir)
     }

@@ -558,7 +558,9 @@ impl Workspace<'_> {
             None => 10,
             Some(n @ 1..=100) => n as usize,
             Some(n) => {
-                return Err(WorkspaceError::Invalid { field: "limit", reason: format!("{n}: use 1 … 100") });
+                return Err(WorkspaceError::Invalid {
+                    field: "limit", reason: format!("{n}: use 1 … 100")
+                });
             }
         };
         let memories = self.memories()?;

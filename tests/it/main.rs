@@ -5,3 +5,5 @@ mod compat;
 mod concurrency;
 mod engram_tools;
 mod lint;
+mod notes_tools;
+mod workspace_tools;
