@@ -18,7 +18,8 @@ pub mod memlog;
 pub mod memory;
 pub mod ops;
 pub mod pack;
-#[rustfmt::skip] // copied unchanged from the search engine module; formatted by its own rules
+// Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
+#[rustfmt::skip]
 pub mod search;
 pub mod settings;
 pub mod store;
