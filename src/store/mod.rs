@@ -15,6 +15,7 @@
 //! 5. writes the changed files into the working tree and the git index.
 
 mod gc;
+pub mod floor;
 mod history;
 mod recover;
 
