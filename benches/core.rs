@@ -51,8 +51,18 @@ fn engram_for(packs: &Path) -> Engram {
     .expect("engram")
 }
 
-const CATEGORIES: [&str; 10] =
-    ["preferences", "user-profile", "projects", "health", "work", "travel", "diet", "family", "reading", "habits"];
+const CATEGORIES: [&str; 10] = [
+    "preferences",
+    "user-profile",
+    "projects",
+    "health",
+    "work",
+    "travel",
+    "diet",
+    "family",
+    "reading",
+    "habits",
+];
 
 fn sentence(i: usize) -> String {
     format!(
@@ -85,7 +95,15 @@ fn prefill(engram: &Engram, n: usize) {
 
 fn read_always_loaded(pack: &Path, global: &Path) -> usize {
     let mut n = 0;
-    for f in ["meta.json", "role.md", "workflow.md", "rules.md", "knowledge/_index.md", "examples/_index.md", "memory/_index.md"] {
+    for f in [
+        "meta.json",
+        "role.md",
+        "workflow.md",
+        "rules.md",
+        "knowledge/_index.md",
+        "examples/_index.md",
+        "memory/_index.md",
+    ] {
         n += std::fs::read(pack.join(f)).map(|b| b.len()).unwrap_or(0);
     }
     n + std::fs::read(global.join("memory/_index.md")).map(|b| b.len()).unwrap_or(0)
@@ -97,6 +115,7 @@ struct Row {
     capture_p95: f64,
     floor_p50: f64,
     load_p50: f64,
+    ping_p50: f64,
     read_floor_p50: f64,
     start_p50: f64,
     repo_bytes: u64,
@@ -128,6 +147,12 @@ async fn measure(bin: &Path, size: usize) -> Row {
     }
 
     let client = StdioClient::spawn(bin, &["serve", "--packs-dir", &packs_s], &[]).await.expect("spawn");
+    let mut pings = Vec::new();
+    for _ in 0..SAMPLES {
+        let t = Instant::now();
+        client.call("ping", json!({})).await.expect("ping");
+        pings.push(t.elapsed());
+    }
     let mut loads = Vec::new();
     for _ in 0..SAMPLES {
         let t = Instant::now();
@@ -161,9 +186,15 @@ async fn measure(bin: &Path, size: usize) -> Row {
         reads.push(t.elapsed());
     }
     let copy: PathBuf = tmp.path().join("floor.git");
-    let st = Command::new("git").args(["clone", "-q", "--bare"]).arg(&pack).arg(&copy).status().expect("git clone");
+    let st = Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(&pack)
+        .arg(&copy)
+        .status()
+        .expect("git clone");
     assert!(st.success());
-    let mut floor = engram::store::floor::time_bare_commits(&copy, "memory/preferences.md", SAMPLES).expect("floor");
+    let mut floor =
+        engram::store::floor::time_bare_commits(&copy, "memory/preferences.md", SAMPLES).expect("floor");
 
     Row {
         size,
@@ -171,6 +202,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
         capture_p95: percentile(&mut captures, 0.95),
         floor_p50: percentile(&mut floor, 0.5),
         load_p50: percentile(&mut loads, 0.5),
+        ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
         start_p50: percentile(&mut starts, 0.5),
         repo_bytes,
@@ -187,13 +219,16 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![100, 1_000, 10_000]);
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_engram"));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let rows: Vec<Row> = sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).collect();
-    println!("\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 | read always-loaded files p50 | load / read | start → tools/list p50 | .git size | text in pack | .git / text |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 | read always-loaded files p50 | load / read | ping round trip p50 | load / (read + ping) | start → tools/list p50 | .git size | text in pack | .git / text |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.1}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.2}× |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.1}× | {:.3} ms | {:.2}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.2}× |",
             r.size,
             r.capture_p50,
             r.capture_p95,
@@ -202,6 +237,8 @@ fn main() {
             r.load_p50,
             r.read_floor_p50,
             r.load_p50 / r.read_floor_p50,
+            r.ping_p50,
+            r.load_p50 / (r.read_floor_p50 + r.ping_p50),
             r.start_p50,
             r.repo_bytes as f64 / 1024.0,
             r.text_bytes as f64 / 1024.0,

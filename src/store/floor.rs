@@ -17,7 +17,8 @@ pub fn time_bare_commits(dir: &Path, path: &str, n: usize) -> Result<Vec<Duratio
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
         let start = Instant::now();
-        let head = repo.head().and_then(|h| h.peel_to_commit()).map_err(|e| git_err("reading HEAD", dir, e))?;
+        let head =
+            repo.head().and_then(|h| h.peel_to_commit()).map_err(|e| git_err("reading HEAD", dir, e))?;
         let tree = head.tree().map_err(|e| git_err("reading the tree", dir, e))?;
         let mut content = match tree.get_path(Path::new(path)) {
             Ok(entry) => repo.find_blob(entry.id()).map(|b| b.content().to_vec()).unwrap_or_default(),
@@ -27,7 +28,8 @@ pub fn time_bare_commits(dir: &Path, path: &str, n: usize) -> Result<Vec<Duratio
         let blob = repo.blob(&content).map_err(|e| git_err("writing a blob", dir, e))?;
         let mut update = TreeUpdateBuilder::new();
         update.upsert(path, blob, FileMode::Blob);
-        let new_tree = update.create_updated(&repo, &tree).map_err(|e| git_err("building the tree", dir, e))?;
+        let new_tree =
+            update.create_updated(&repo, &tree).map_err(|e| git_err("building the tree", dir, e))?;
         let new_tree = repo.find_tree(new_tree).map_err(|e| git_err("reading the tree", dir, e))?;
         repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head])
             .map_err(|e| git_err("committing", dir, e))?;
