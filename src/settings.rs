@@ -13,6 +13,8 @@ pub const ENV_PACKS_DIR: &str = "ENGRAM_PACKS_DIR";
 pub const ENV_NOW: &str = "ENGRAM_NOW";
 /// `1`/`true`: fsync every write before acknowledging it.
 pub const ENV_DURABLE: &str = "ENGRAM_DURABLE";
+/// `1`: print the time of each phase of every write to stderr.
+pub const ENV_TRACE_WRITES: &str = "ENGRAM_TRACE_WRITES";
 /// Commit author name.
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
 /// Commit author e-mail.
@@ -49,7 +51,11 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         }
         _ => Clock::system(),
     };
-    let mut store = StoreOptions { durable: durable || env_flag(ENV_DURABLE), ..StoreOptions::default() };
+    let mut store = StoreOptions {
+        durable: durable || env_flag(ENV_DURABLE),
+        trace_timing: env_flag(ENV_TRACE_WRITES),
+        ..StoreOptions::default()
+    };
     if let Ok(n) = std::env::var(ENV_AUTHOR_NAME)
         && !n.trim().is_empty()
     {

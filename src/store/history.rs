@@ -160,13 +160,18 @@ impl PackRepo {
     }
 }
 
+/// How many commits the duplicate check walks back at most.
+const MAX_DEDUP_WALK: usize = 200;
+
 impl super::Snapshot<'_> {
     /// The short id of the newest commit at or after `since` (seconds) whose
     /// trailer `key` has `value`, walking back from this snapshot's HEAD.
     pub fn recent_commit_with_trailer(&self, key: &str, value: &str, since: i64) -> Result<Option<String>> {
         let Some(head) = self.head else { return Ok(None) };
         let mut id = head;
-        loop {
+        // A duplicate is looked for among the newest commits only: a pack taking more
+        // than this many writes in the throttle window is not slowed down by the check.
+        for _ in 0..MAX_DEDUP_WALK {
             let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", self.dir, e))?;
             if commit.time().seconds() < since {
                 return Ok(None);
@@ -180,6 +185,7 @@ impl super::Snapshot<'_> {
                 Err(_) => return Ok(None),
             }
         }
+        Ok(None)
     }
 }
 

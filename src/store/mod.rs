@@ -14,6 +14,7 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 
+pub mod floor;
 mod gc;
 mod history;
 mod recover;
@@ -116,11 +117,18 @@ pub struct StoreOptions {
     pub author_email: String,
     /// fsync objects, refs and working-tree files before acknowledging a write.
     pub durable: bool,
+    /// Print the time of each phase of every write to stderr (diagnostics).
+    pub trace_timing: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { author_name: "engram".to_owned(), author_email: "engram@localhost".to_owned(), durable: false }
+        Self {
+            author_name: "engram".to_owned(),
+            author_email: "engram@localhost".to_owned(),
+            durable: false,
+            trace_timing: false,
+        }
     }
 }
 
@@ -416,9 +424,13 @@ impl PackRepo {
     where
         E: From<StoreError>,
     {
+        let mut trace = PhaseTimer::new(self.options.trace_timing);
         let _lock = self.lock()?;
+        trace.mark("lock");
         recover::finish_pending(self)?;
+        trace.mark("recover");
         self.commit_hand_edits()?;
+        trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
             let head = self.head_commit()?;
             let tree = head
@@ -432,12 +444,21 @@ impl PackRepo {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
             };
+            trace.mark("edit");
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            match self.commit_changes(head.as_ref(), snapshot.tree.as_ref(), &changes, &message)? {
+            match self.commit_changes(
+                head.as_ref(),
+                snapshot.tree.as_ref(),
+                &changes,
+                &message,
+                &mut trace,
+            )? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
+                    trace.mark("gc-check");
+                    trace.report(&self.dir);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
@@ -473,6 +494,7 @@ impl PackRepo {
         base: Option<&git2::Tree<'_>>,
         changes: &Changes,
         message: &CommitMessage,
+        trace: &mut PhaseTimer,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
         let mut update = TreeUpdateBuilder::new();
@@ -512,18 +534,24 @@ impl PackRepo {
         let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the new tree", dir, e))?;
         let sig = self.signature(message.time)?;
         let parents: Vec<&git2::Commit<'_>> = head.into_iter().collect();
+        trace.mark("objects");
         let commit_id = self
             .repo
             .commit(None, &sig, &sig, &message.render(), &tree, &parents)
             .map_err(|e| git_err("writing the commit", dir, e))?;
         let old = head.map(|h| h.id());
+        trace.mark("commit-object");
         recover::write_pending(self, old, commit_id, changes)?;
+        trace.mark("pending");
         if !self.move_branch(old, commit_id, &message.subject)? {
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
         }
+        trace.mark("branch-cas");
         self.sync_working_tree(changes)?;
+        trace.mark("worktree+index");
         recover::clear_pending(self)?;
+        trace.mark("clear-pending");
         let id = commit_id.to_string();
         Ok(CommitOutcome::Committed(Committed { short: short_id(&id), id }))
     }
@@ -704,6 +732,33 @@ impl PackRepo {
     pub fn pack_objects(&self) -> Result<PackReport> {
         let _lock = self.lock()?;
         gc::pack_now(self)
+    }
+}
+
+/// Optional timing of the phases of a write, printed to stderr.
+struct PhaseTimer {
+    on: bool,
+    last: std::time::Instant,
+    phases: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl PhaseTimer {
+    fn new(on: bool) -> Self {
+        Self { on, last: std::time::Instant::now(), phases: Vec::new() }
+    }
+    fn mark(&mut self, phase: &'static str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            self.phases.push((phase, now - self.last));
+            self.last = now;
+        }
+    }
+    fn report(&self, dir: &Path) {
+        if self.on {
+            let parts: Vec<String> =
+                self.phases.iter().map(|(p, d)| format!("{p}={:.3}ms", d.as_secs_f64() * 1000.0)).collect();
+            eprintln!("engram: write {}: {}", dir.display(), parts.join(" "));
+        }
     }
 }
 
