@@ -13,6 +13,7 @@ pub mod jsonfmt;
 pub mod lint;
 pub mod mcp;
 pub mod memlog;
+pub mod memmerge;
 pub mod memory;
 pub mod ops;
 pub mod pack;

@@ -5,6 +5,7 @@
 
 mod demo;
 mod log;
+mod sync;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,11 @@ enum Command {
     Log(log::LogArgs),
     /// Install the demo pack, check it over a real MCP round trip and print the client config
     Demo,
+    /// Configure the git remote a pack syncs with
+    #[command(subcommand)]
+    Remote(sync::RemoteCommand),
+    /// Sync packs with their git remote: fetch, merge (memory-aware), push (never forced)
+    Sync(sync::SyncArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -64,6 +70,12 @@ struct ServeArgs {
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
     #[arg(long)]
     durable: bool,
+    /// Sync every pack that has a remote when the server starts (in the background)
+    #[arg(long)]
+    sync_on_start: bool,
+    /// Also sync every SECS seconds, and push soon after each write (in the background)
+    #[arg(long, value_name = "SECS")]
+    sync_interval: Option<u64>,
 }
 
 /// Entry point of the binary.
@@ -109,6 +121,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
+        Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),
+        Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
     }
 }
 
@@ -159,6 +173,12 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(EngramServer::new(engram, &toolsets).serve_stdio())?;
+    let mut server = EngramServer::new(engram.clone(), &toolsets);
+    if args.sync_on_start || args.sync_interval.is_some() {
+        let interval = args.sync_interval.filter(|s| *s > 0).map(std::time::Duration::from_secs);
+        let worker = crate::ops::SyncWorker::start(engram, args.sync_on_start, interval);
+        server = server.with_after_call(Arc::new(move || worker.poke()));
+    }
+    runtime.block_on(server.serve_stdio())?;
     Ok(ExitCode::SUCCESS)
 }

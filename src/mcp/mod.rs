@@ -8,6 +8,7 @@
 pub mod client;
 mod engram_tools;
 mod params;
+mod sync_tools;
 
 use std::sync::Arc;
 
@@ -31,16 +32,19 @@ pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
 pub enum Toolset {
     /// The Engram tools (default).
     Engram,
+    /// Sync status of packs shared through a git remote.
+    Sync,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram];
+    pub const ALL: &'static [Self] = &[Self::Engram, Self::Sync];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Self::Engram => "engram",
+            Self::Sync => "sync",
         }
     }
 
@@ -81,6 +85,7 @@ impl Toolset {
 pub struct EngramServer {
     engram: Arc<Engram>,
     tool_router: ToolRouter<Self>,
+    after_call: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -97,9 +102,17 @@ impl EngramServer {
         for t in toolsets {
             match t {
                 Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Sync => tool_router.merge(Self::sync_tools()),
             }
         }
-        Self { engram, tool_router }
+        Self { engram, tool_router, after_call: None }
+    }
+
+    /// Calls `hook` after every tool call that succeeded (e.g. to push new commits in the background).
+    /// The hook must return at once.
+    pub fn with_after_call(mut self, hook: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.after_call = Some(hook);
+        self
     }
 
     /// The names of the tools this server lists.
@@ -114,7 +127,12 @@ impl EngramServer {
         let engram = self.engram.clone();
         let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
         match tokio::task::spawn_blocking(move || f(&engram, &caller)).await {
-            Ok(Ok(text)) => Ok(text),
+            Ok(Ok(text)) => {
+                if let Some(hook) = &self.after_call {
+                    hook();
+                }
+                Ok(text)
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(e) => Err(format!("internal error: the tool task failed: {e}")),
         }

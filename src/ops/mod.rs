@@ -10,6 +10,8 @@ mod knowledge;
 mod load;
 mod memory_tools;
 mod prompt;
+mod sync;
+mod sync_worker;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,8 @@ use crate::store::{PackRepo, StoreError, StoreOptions};
 
 pub use install::Registry;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
+pub use sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
+pub use sync_worker::SyncWorker;
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -107,6 +111,17 @@ pub enum EngramError {
     /// Initialising a pack failed (message in the reference's form).
     #[error("{0}")]
     Init(String),
+    /// The pack has no remote to sync with.
+    #[error(
+        "同步失败：{name} 没有配置远端 (no remote) — add one with `engram remote add {name} <url>` (a git URL or a local path)"
+    )]
+    NoRemote {
+        /// Pack name.
+        name: String,
+    },
+    /// A sync step failed.
+    #[error("同步失败 (sync failed): {0}")]
+    Sync(String),
 }
 
 fn candidates_text(c: &[String]) -> String {
@@ -170,6 +185,8 @@ pub struct Config {
     pub clock: Clock,
     /// Extra registry files, in override order (later wins).
     pub registry_files: Vec<PathBuf>,
+    /// Credentials and device name for `engram sync`.
+    pub sync: SyncSettings,
 }
 
 /// The Engram tools over a packs directory.
