@@ -51,7 +51,11 @@ impl Entry {
         if let Some(e) = self.line.as_deref().and_then(parse_index_line) {
             return e.summary;
         }
-        let content = self.block.as_deref().map(|b| b.lines().skip(1).collect::<Vec<_>>().join(" ")).unwrap_or_default();
+        let content = self
+            .block
+            .as_deref()
+            .map(|b| b.lines().skip(1).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
         crate::memory::single_line(&content).chars().take(80).collect()
     }
 
@@ -206,11 +210,9 @@ fn merge_seq(base: &[Entry], ours: &[Entry], theirs: &[Entry]) -> Vec<Entry> {
             continue;
         }
         let pos = match x.ts() {
-            Some(ts) => result
-                .iter()
-                .rposition(|r| r.ts().is_some_and(|rt| rt <= ts))
-                .map(|i| i + 1)
-                .unwrap_or(0),
+            Some(ts) => {
+                result.iter().rposition(|r| r.ts().is_some_and(|rt| rt <= ts)).map(|i| i + 1).unwrap_or(0)
+            }
             None => result.len(),
         };
         result.insert(pos, x.clone());
@@ -227,7 +229,10 @@ fn describe(e: &Entry) -> String {
 fn find_conflicts(base: &[Entry], ours: &[Entry], theirs: &[Entry]) -> Vec<MemoryConflict> {
     let (cb, co, ct) = (counts(base), counts(ours), counts(theirs));
     let added = |side: &HashMap<&Entry, i64>| -> Vec<Entry> {
-        side.iter().filter(|(x, n)| **n > cb.get(**x).copied().unwrap_or(0)).map(|(x, _)| (*x).clone()).collect()
+        side.iter()
+            .filter(|(x, n)| **n > cb.get(**x).copied().unwrap_or(0))
+            .map(|(x, _)| (*x).clone())
+            .collect()
     };
     let (ours_added, theirs_added) = (added(&co), added(&ct));
     let mut out = Vec::new();
@@ -270,7 +275,8 @@ pub fn merge(base: &MemorySide, ours: &MemorySide, theirs: &MemorySide) -> Merge
         let cr = counts(&index);
         cr.iter().map(|(x, n)| (n - co.get(x).copied().unwrap_or(0)).max(0)).sum::<i64>() as usize
     };
-    let names: BTreeSet<&String> = b.categories.keys().chain(o.categories.keys()).chain(t.categories.keys()).collect();
+    let names: BTreeSet<&String> =
+        b.categories.keys().chain(o.categories.keys()).chain(t.categories.keys()).collect();
     let empty = Vec::new();
     let mut categories = BTreeMap::new();
     for name in names {
@@ -293,6 +299,9 @@ pub fn merge(base: &MemorySide, ours: &MemorySide, theirs: &MemorySide) -> Merge
     }
 }
 
+/// Segment files (path → items, `None`: delete) and the head file's items.
+pub type Layout = (Vec<(String, Option<Vec<String>>)>, Vec<String>);
+
 /// Cuts a log (a category's blocks or the index's lines, rendered one string
 /// per item) into rolled segments and a head file, keeping our existing
 /// segments that are still an exact prefix. `existing` lists our segment paths
@@ -301,7 +310,7 @@ pub fn layout(
     segment_dir_name: &str,
     items: &[String],
     existing: &[(String, Vec<String>)],
-) -> (Vec<(String, Option<Vec<String>>)>, Vec<String>) {
+) -> Layout {
     let mut files = Vec::new();
     let mut pos = 0;
     let mut kept = 0;
@@ -360,7 +369,8 @@ pub fn render_files(
     let mut head_lines: Vec<String> = merged.header.clone();
     head_lines.extend(head);
     out.push((FULL_INDEX.to_owned(), Some(join_lines(&head_lines))));
-    let entry_lines: Vec<&str> = merged.index.iter().map(String::as_str).filter(|l| is_entry_line(l)).collect();
+    let entry_lines: Vec<&str> =
+        merged.index.iter().map(String::as_str).filter(|l| is_entry_line(l)).collect();
     out.push((
         crate::memlog::HOT_INDEX.to_owned(),
         Some(crate::memory::render_hot_index(&entry_lines, &BTreeMap::new())),
@@ -411,7 +421,10 @@ pub fn count_conflicts(text: &str) -> usize {
 mod tests {
     use super::*;
 
-    fn side(cats: &[(&str, &[(&str, &str, &str)])]) -> MemorySide {
+    /// (time, summary, content)
+    type Item<'a> = (&'a str, &'a str, &'a str);
+
+    fn side(cats: &[(&str, &[Item<'_>])]) -> MemorySide {
         // (ts, summary, content)
         let mut s = MemorySide::default();
         for (cat, entries) in cats {
@@ -438,7 +451,8 @@ mod tests {
         let ours = side(&[("p", &[("2026-01-01 10:00", "a", "A"), ("2026-01-02 10:00", "o", "O")])]);
         let theirs = side(&[("p", &[("2026-01-01 10:00", "a", "A"), ("2026-01-01 12:00", "t", "T")])]);
         let m = merge(&base, &ours, &theirs);
-        let summaries: Vec<String> = m.index.iter().filter_map(|l| parse_index_line(l)).map(|e| e.summary).collect();
+        let summaries: Vec<String> =
+            m.index.iter().filter_map(|l| parse_index_line(l)).map(|e| e.summary).collect();
         assert_eq!(summaries, ["a", "t", "o"]);
         assert_eq!(m.categories["p"].len(), 3);
         assert_eq!(m.categories["p"][1].content(), "T");
@@ -450,7 +464,10 @@ mod tests {
     fn a_deletion_on_one_side_is_kept() {
         let base = side(&[("p", &[("2026-01-01 10:00", "a", "A"), ("2026-01-01 11:00", "b", "B")])]);
         let ours = side(&[("p", &[("2026-01-01 11:00", "b", "B")])]);
-        let theirs = side(&[("p", &[("2026-01-01 10:00", "a", "A"), ("2026-01-01 11:00", "b", "B"), ("2026-01-01 12:00", "c", "C")])]);
+        let theirs = side(&[(
+            "p",
+            &[("2026-01-01 10:00", "a", "A"), ("2026-01-01 11:00", "b", "B"), ("2026-01-01 12:00", "c", "C")],
+        )]);
         let m = merge(&base, &ours, &theirs);
         assert_eq!(m.index.len(), 2);
         assert_eq!(m.categories["p"].len(), 2);

@@ -90,7 +90,10 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
     }
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
     let sync = SyncSettings {
-        credentials: Credentials { token: non_empty_env(ENV_GIT_TOKEN), username: non_empty_env(ENV_GIT_USERNAME) },
+        credentials: Credentials {
+            token: non_empty_env(ENV_GIT_TOKEN),
+            username: non_empty_env(ENV_GIT_USERNAME),
+        },
         host: host_name(),
     };
     Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync })

@@ -28,8 +28,8 @@ use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR};
 use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
 use crate::memory::{is_entry_line, parse_blocks};
 use crate::store::{
-    ChangeKind, Changes, CommitMessage, Credentials, Integrated, Integration, MergeView, PackRepo, PushOutcome,
-    RemoteInfo, Side, Snapshot, StoreError,
+    ChangeKind, Changes, CommitMessage, Credentials, Integrated, Integration, MergeView, PackRepo,
+    PushOutcome, RemoteInfo, Side, Snapshot, StoreError,
 };
 
 /// The remote a pack syncs with when none is named.
@@ -137,12 +137,15 @@ impl SyncReport {
 
     /// The report as text (Chinese first line, English details).
     pub fn render(&self) -> String {
-        let head = if self.is_success() { "同步完成 (synced)" } else { "同步未完成 (sync incomplete)" };
+        let head =
+            if self.is_success() { "同步完成 (synced)" } else { "同步未完成 (sync incomplete)" };
         let mut s = format!("{head}: {} ↔ {} ({})\n", self.pack, self.remote, self.url);
         let incoming = match &self.incoming {
             Incoming::RemoteEmpty => "the remote has no commits on this branch yet".to_owned(),
             Incoming::UpToDate => "nothing new on the remote".to_owned(),
-            Incoming::FastForward { commits } => format!("fast-forwarded {commits} commit(s) from the remote"),
+            Incoming::FastForward { commits } => {
+                format!("fast-forwarded {commits} commit(s) from the remote")
+            }
             Incoming::Merged { commit, commits, memories } => format!(
                 "merged {commits} commit(s) from the remote ({memories} new memories) in commit {commit}"
             ),
@@ -190,9 +193,7 @@ fn is_memory_log(path: &str) -> bool {
     if path == FULL_INDEX || path == HOT_INDEX || path.starts_with(&format!("{LOG_DIR}/")) {
         return true;
     }
-    path.strip_prefix("memory/")
-        .and_then(|p| p.strip_suffix(".md"))
-        .is_some_and(is_category_name)
+    path.strip_prefix("memory/").and_then(|p| p.strip_suffix(".md")).is_some_and(is_category_name)
 }
 
 fn is_category_name(stem: &str) -> bool {
@@ -249,7 +250,11 @@ fn load_memory(snap: &Snapshot<'_>) -> std::result::Result<MemorySide, StoreErro
     Ok(side)
 }
 
-fn segments_of(snap: &Snapshot<'_>, name: &str, blocks: bool) -> std::result::Result<Vec<(String, Vec<String>)>, StoreError> {
+fn segments_of(
+    snap: &Snapshot<'_>,
+    name: &str,
+    blocks: bool,
+) -> std::result::Result<Vec<(String, Vec<String>)>, StoreError> {
     let dir = format!("{LOG_DIR}/{name}");
     let mut files: Vec<String> = snap.list(&dir)?.into_iter().filter(|n| n.ends_with(".md")).collect();
     files.sort();
@@ -287,7 +292,8 @@ fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<Me
     let mut changes = Changes::default();
     let mut notes = MergeNotes { commits: view.incoming_commits, ..MergeNotes::default() };
     let mut memory_touched = false;
-    let exists_in_result = |p: &str, changes: &Changes| changes.paths().any(|c| c == p) || view.ours.exists(p);
+    let exists_in_result =
+        |p: &str, changes: &Changes| changes.paths().any(|c| c == p) || view.ours.exists(p);
     for cp in view.changed() {
         let path = cp.path.as_str();
         if is_memory_log(path) {
@@ -323,7 +329,8 @@ fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<Me
                             changes.put(path, bytes);
                             notes.file_conflicts.push(FileConflict {
                                 path: path.to_owned(),
-                                resolution: "both sides changed the same lines; kept the lines of both".into(),
+                                resolution: "both sides changed the same lines; kept the lines of both"
+                                    .into(),
                             });
                         } else {
                             let theirs = view.theirs.read(path)?.unwrap_or_default();
@@ -343,14 +350,19 @@ fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<Me
                         }
                         notes.file_conflicts.push(FileConflict {
                             path: path.to_owned(),
-                            resolution: "deleted on this device, changed on the remote: kept the remote's version"
-                                .into(),
+                            resolution:
+                                "deleted on this device, changed on the remote: kept the remote's version"
+                                    .into(),
                         });
                     }
-                    (true, false) => notes.file_conflicts.push(FileConflict {
-                        path: path.to_owned(),
-                        resolution: "changed on this device, deleted on the remote: kept this device's version".into(),
-                    }),
+                    (true, false) => {
+                        notes.file_conflicts.push(FileConflict {
+                            path: path.to_owned(),
+                            resolution:
+                                "changed on this device, deleted on the remote: kept this device's version"
+                                    .into(),
+                        })
+                    }
                     (false, false) => {}
                 }
             }
@@ -392,7 +404,8 @@ fn merge_memory(
     changes: &mut Changes,
     notes: &mut MergeNotes,
 ) -> Result<()> {
-    let (base, ours, theirs) = (load_memory(&view.base)?, load_memory(&view.ours)?, load_memory(&view.theirs)?);
+    let (base, ours, theirs) =
+        (load_memory(&view.base)?, load_memory(&view.ours)?, load_memory(&view.theirs)?);
     let merged = memmerge::merge(&base, &ours, &theirs);
     let mut category_segments = BTreeMap::new();
     for cat in merged.categories.keys() {
@@ -538,7 +551,13 @@ impl Engram {
         result
     }
 
-    fn sync_with(&self, name: &str, repo: &PackRepo, remote: &RemoteInfo, caller: &Caller) -> Result<SyncReport> {
+    fn sync_with(
+        &self,
+        name: &str,
+        repo: &PackRepo,
+        remote: &RemoteInfo,
+        caller: &Caller,
+    ) -> Result<SyncReport> {
         let settings = self.sync_settings();
         let creds = &settings.credentials;
         let mut report = SyncReport {
@@ -560,7 +579,11 @@ impl Engram {
                 Integrated::Merged { commit, value } => {
                     report.memory_conflicts = value.memory_conflicts;
                     report.file_conflicts = value.file_conflicts;
-                    Incoming::Merged { commit: commit.short, commits: value.commits, memories: value.memories }
+                    Incoming::Merged {
+                        commit: commit.short,
+                        commits: value.commits,
+                        memories: value.memories,
+                    }
                 }
                 Integrated::Unresolvable { reason, .. } => {
                     let branch = repo.save_head_as_branch(&format!("conflict/{}", settings.host))?;
@@ -630,7 +653,8 @@ impl Engram {
         let pack = self.resolve(name)?;
         let repo = self.sync_repo(&pack.dir)?;
         let remote = self.pick_remote(name, &repo)?;
-        let mut s = format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
+        let mut s =
+            format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
         let branch = repo.branch_name()?;
         match repo.ahead_behind(&remote.name)? {
             Some((ahead, behind)) => s.push_str(&format!(
@@ -652,7 +676,8 @@ impl Engram {
             None => s.push_str("- last sync: never\n"),
         }
         let conflicts_file = pack.dir.join(CONFLICTS_FILE);
-        let open = std::fs::read_to_string(&conflicts_file).map(|t| memmerge::count_conflicts(&t)).unwrap_or(0);
+        let open =
+            std::fs::read_to_string(&conflicts_file).map(|t| memmerge::count_conflicts(&t)).unwrap_or(0);
         if open > 0 {
             s.push_str(&format!(
                 "- memory conflicts: {open} listed in {CONFLICTS_FILE} (both versions kept; resolve with correct_memory/delete_memory, then remove the item)\n"

@@ -62,10 +62,9 @@ impl ChangedPath {
     /// True when the path is a regular file (or absent) on every side: not a
     /// symbolic link or a submodule, which engram does not merge.
     pub fn is_plain(&self) -> bool {
-        [self.base, self.ours, self.theirs]
-            .iter()
-            .flatten()
-            .all(|(_, mode)| *mode == i32::from(git2::FileMode::Blob) || *mode == i32::from(git2::FileMode::BlobExecutable))
+        [self.base, self.ours, self.theirs].iter().flatten().all(|(_, mode)| {
+            *mode == i32::from(git2::FileMode::Blob) || *mode == i32::from(git2::FileMode::BlobExecutable)
+        })
     }
 
     fn entry(&self, side: Side) -> Option<(Oid, i32)> {
@@ -213,12 +212,16 @@ impl PackRepo {
         E: From<StoreError>,
     {
         let dir = &self.dir;
-        let theirs_id = Oid::from_str(theirs).map_err(|e| git_err("reading the fetched commit id", dir, e))?;
+        let theirs_id =
+            Oid::from_str(theirs).map_err(|e| git_err("reading the fetched commit id", dir, e))?;
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         self.commit_hand_edits()?;
         for _ in 0..MAX_ATTEMPTS {
-            let theirs = self.repo.find_commit(theirs_id).map_err(|e| git_err("reading the fetched commit", dir, e))?;
+            let theirs = self
+                .repo
+                .find_commit(theirs_id)
+                .map_err(|e| git_err("reading the fetched commit", dir, e))?;
             let Some(ours) = self.head_commit()? else {
                 // An empty pack takes the remote's history as it is.
                 match self.fast_forward(None, &theirs)? {
@@ -227,7 +230,10 @@ impl PackRepo {
                 }
             };
             if ours.id() == theirs.id()
-                || self.repo.graph_descendant_of(ours.id(), theirs.id()).map_err(|e| git_err("comparing histories", dir, e))?
+                || self
+                    .repo
+                    .graph_descendant_of(ours.id(), theirs.id())
+                    .map_err(|e| git_err("comparing histories", dir, e))?
             {
                 return Ok(Integrated::UpToDate);
             }
@@ -235,7 +241,11 @@ impl PackRepo {
                 .repo
                 .graph_ahead_behind(ours.id(), theirs.id())
                 .map_err(|e| git_err("comparing histories", dir, e))?;
-            if self.repo.graph_descendant_of(theirs.id(), ours.id()).map_err(|e| git_err("comparing histories", dir, e))? {
+            if self
+                .repo
+                .graph_descendant_of(theirs.id(), ours.id())
+                .map_err(|e| git_err("comparing histories", dir, e))?
+            {
                 match self.fast_forward(Some(&ours), &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),
                     None => continue,
@@ -261,14 +271,26 @@ impl PackRepo {
             let view = MergeView {
                 repo: self,
                 base: Snapshot { repo: &self.repo, tree: base_tree.clone(), head: base_id, dir },
-                ours: Snapshot { repo: &self.repo, tree: Some(ours_tree.clone()), head: Some(ours.id()), dir },
-                theirs: Snapshot { repo: &self.repo, tree: Some(theirs_tree.clone()), head: Some(theirs.id()), dir },
+                ours: Snapshot {
+                    repo: &self.repo,
+                    tree: Some(ours_tree.clone()),
+                    head: Some(ours.id()),
+                    dir,
+                },
+                theirs: Snapshot {
+                    repo: &self.repo,
+                    tree: Some(theirs_tree.clone()),
+                    head: Some(theirs.id()),
+                    dir,
+                },
                 changed,
                 incoming_commits: behind,
             };
             let (changes, message, value) = match resolve(&view)? {
                 Integration::Merge { changes, message, value } => (changes, message, value),
-                Integration::Unresolvable { reason, value } => return Ok(Integrated::Unresolvable { reason, value }),
+                Integration::Unresolvable { reason, value } => {
+                    return Ok(Integrated::Unresolvable { reason, value });
+                }
             };
             let tree_id = match self.build_tree(&ours_tree, &changes) {
                 Ok(id) => id,
@@ -279,7 +301,8 @@ impl PackRepo {
                     });
                 }
             };
-            let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the merged tree", dir, e))?;
+            let tree =
+                self.repo.find_tree(tree_id).map_err(|e| git_err("reading the merged tree", dir, e))?;
             let sig = self.signature(message.time)?;
             let commit_id = self
                 .repo
@@ -343,10 +366,15 @@ impl PackRepo {
 
     /// Moves the branch from `ours` to `theirs` and updates the working tree.
     /// `None` when the branch moved under us.
-    fn fast_forward(&self, ours: Option<&git2::Commit<'_>>, theirs: &git2::Commit<'_>) -> Result<Option<Committed>> {
+    fn fast_forward(
+        &self,
+        ours: Option<&git2::Commit<'_>>,
+        theirs: &git2::Commit<'_>,
+    ) -> Result<Option<Committed>> {
         let dir = &self.dir;
         let new_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
-        let old_tree = ours.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
+        let old_tree =
+            ours.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
         let mut opts = DiffOptions::new();
         opts.include_typechange(true);
         let diff = self
@@ -363,7 +391,10 @@ impl PackRepo {
             if let Some(new) = delta.new_file().path().and_then(Path::to_str)
                 && !matches!(delta.status(), Delta::Deleted)
             {
-                let blob = self.repo.find_blob(delta.new_file().id()).map_err(|e| git_err("reading a blob", dir, e))?;
+                let blob = self
+                    .repo
+                    .find_blob(delta.new_file().id())
+                    .map_err(|e| git_err("reading a blob", dir, e))?;
                 changes.put(new, blob.content().to_vec());
             }
         }
@@ -400,7 +431,13 @@ impl PackRepo {
                     }
                     if self.repo.graph_descendant_of(head.id(), at).unwrap_or(false) {
                         self.repo
-                            .reference_matching(&full, head.id(), true, at, "engram sync: keep unmerged state")
+                            .reference_matching(
+                                &full,
+                                head.id(),
+                                true,
+                                at,
+                                "engram sync: keep unmerged state",
+                            )
                             .map_err(|e| git_err("updating a branch", dir, e))?;
                         return Ok(full);
                     }

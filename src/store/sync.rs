@@ -88,7 +88,8 @@ impl PackRepo {
         let names = self.repo.remotes().map_err(|e| git_err("listing remotes", &self.dir, e))?;
         let mut out = Vec::new();
         for name in names.iter().flatten().flatten() {
-            let remote = self.repo.find_remote(name).map_err(|e| git_err("reading a remote", &self.dir, e))?;
+            let remote =
+                self.repo.find_remote(name).map_err(|e| git_err("reading a remote", &self.dir, e))?;
             out.push(RemoteInfo { name: name.to_owned(), url: remote.url().unwrap_or_default().to_owned() });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -99,7 +100,9 @@ impl PackRepo {
     pub fn set_remote(&self, name: &str, url: &str) -> Result<bool> {
         match self.repo.find_remote(name) {
             Ok(_) => {
-                self.repo.remote_set_url(name, url).map_err(|e| git_err("setting a remote's URL", &self.dir, e))?;
+                self.repo
+                    .remote_set_url(name, url)
+                    .map_err(|e| git_err("setting a remote's URL", &self.dir, e))?;
                 Ok(true)
             }
             Err(e) if e.code() == ErrorCode::NotFound => {

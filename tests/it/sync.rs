@@ -192,7 +192,12 @@ async fn two_devices_offline_then_sync_keep_everything() {
     let (ca, cb) = tokio::join!(a.client(), b.client());
     let write_a = async {
         for i in 0..3 {
-            ok(&ca, "capture_memory", capture("coach", "preferences", &format!("A 偏好 {i}"), &format!("A pref {i}"))).await;
+            ok(
+                &ca,
+                "capture_memory",
+                capture("coach", "preferences", &format!("A 偏好 {i}"), &format!("A pref {i}")),
+            )
+            .await;
         }
         ok(&ca, "capture_memory", capture("coach", "facts", "A fact", "A fact")).await;
         ok(&ca, "correct_memory", json!({"name": "coach", "category": "preferences", "old_summary": "早上训练", "new_content": "喜欢清晨六点训练", "new_summary": "清晨六点训练"})).await;
@@ -200,7 +205,12 @@ async fn two_devices_offline_then_sync_keep_everything() {
     };
     let write_b = async {
         for i in 0..3 {
-            ok(&cb, "capture_memory", capture("coach", "preferences", &format!("B 偏好 {i}"), &format!("B pref {i}"))).await;
+            ok(
+                &cb,
+                "capture_memory",
+                capture("coach", "preferences", &format!("B 偏好 {i}"), &format!("B pref {i}")),
+            )
+            .await;
         }
         ok(&cb, "capture_memory", capture("coach", "facts", "B fact", "B fact")).await;
         ok(&cb, "correct_memory", json!({"name": "coach", "category": "preferences", "old_summary": "早上训练", "new_content": "喜欢晚上训练", "new_summary": "晚上训练"})).await;
@@ -242,7 +252,12 @@ async fn two_devices_offline_then_sync_keep_everything() {
         assert!(prefs.contains("喜欢清晨六点训练") && prefs.contains("喜欢晚上训练"), "{prefs}");
         assert!(!prefs.contains("喜欢早上训练\n"), "the old version is gone: {prefs}");
         let conflicts = env.read("coach", "memory/_conflicts.md");
-        assert!(conflicts.contains("早上训练") && conflicts.contains("清晨六点训练") && conflicts.contains("晚上训练"), "{conflicts}");
+        assert!(
+            conflicts.contains("早上训练")
+                && conflicts.contains("清晨六点训练")
+                && conflicts.contains("晚上训练"),
+            "{conflicts}"
+        );
         // The hot index agrees with the full index.
         let hot = env.read("coach", "memory/_index.md");
         for line in hot.lines().filter(|l| l.starts_with("- `memory/")) {
