@@ -306,11 +306,7 @@ pub type Layout = (Vec<(String, Option<Vec<String>>)>, Vec<String>);
 /// per item) into rolled segments and a head file, keeping our existing
 /// segments that are still an exact prefix. `existing` lists our segment paths
 /// with their items, oldest first. Returns path → new content (`None`: delete).
-pub fn layout(
-    segment_dir_name: &str,
-    items: &[String],
-    existing: &[(String, Vec<String>)],
-) -> Layout {
+pub fn layout(segment_dir_name: &str, items: &[String], existing: &[(String, Vec<String>)]) -> Layout {
     let mut files = Vec::new();
     let mut pos = 0;
     let mut kept = 0;
