@@ -43,7 +43,7 @@ impl GitDaemon {
                 &base.display().to_string(),
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("start git daemon");
         let deadline = Instant::now() + Duration::from_secs(20);
