@@ -15,6 +15,7 @@ pub mod lint;
 pub mod llm;
 pub mod mcp;
 pub mod memlog;
+pub mod memmerge;
 pub mod memory;
 pub mod ops;
 pub mod pack;

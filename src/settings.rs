@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 
-use crate::ops::{Clock, Config};
-use crate::store::StoreOptions;
+use crate::ops::{Clock, Config, SyncSettings};
+use crate::store::{Credentials, StoreOptions};
 
 /// Packs directory override.
 pub const ENV_PACKS_DIR: &str = "ENGRAM_PACKS_DIR";
@@ -19,6 +19,34 @@ pub const ENV_TRACE_WRITES: &str = "ENGRAM_TRACE_WRITES";
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
 /// Commit author e-mail.
 pub const ENV_AUTHOR_EMAIL: &str = "ENGRAM_AUTHOR_EMAIL";
+/// Token for https remotes (sent as the password; GitHub/GitLab/Gitea personal access tokens).
+pub const ENV_GIT_TOKEN: &str = "ENGRAM_GIT_TOKEN";
+/// User name sent with the token (default `x-access-token`).
+pub const ENV_GIT_USERNAME: &str = "ENGRAM_GIT_USERNAME";
+/// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
+pub const ENV_HOST: &str = "ENGRAM_HOST";
+
+/// This device's name: `ENGRAM_HOST`, `HOSTNAME`, `/etc/hostname`, else `device`;
+/// reduced to letters, digits, `-`, `_` and `.` so it fits branch and file names.
+pub fn host_name() -> String {
+    let raw = [std::env::var(ENV_HOST).ok(), std::env::var("HOSTNAME").ok()]
+        .into_iter()
+        .flatten()
+        .chain(std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .find(|h| !h.is_empty())
+        .unwrap_or_default();
+    let clean: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .collect();
+    let clean = clean.trim_matches(|c| c == '.' || c == '-').to_owned();
+    if clean.is_empty() { "device".into() } else { clean }
+}
+
+fn non_empty_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).map(|v| v.trim().to_owned())
+}
 
 /// `~/.engram`.
 pub fn default_packs_dir() -> PathBuf {
@@ -67,7 +95,14 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         store.author_email = e;
     }
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
-    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new() })
+    let sync = SyncSettings {
+        credentials: Credentials {
+            token: non_empty_env(ENV_GIT_TOKEN),
+            username: non_empty_env(ENV_GIT_USERNAME),
+        },
+        host: host_name(),
+    };
+    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync })
 }
 
 /// The Anthropic API key (the standard variable; read here only, never stored).

@@ -6,6 +6,7 @@
 mod demo;
 mod ingest;
 mod log;
+mod sync;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,11 @@ enum Command {
     Demo,
     /// Store a dated summary of a workspace's recent git history (e.g. from a git hook)
     IngestGit(ingest::IngestArgs),
+    /// Configure the git remote a pack syncs with
+    #[command(subcommand)]
+    Remote(sync::RemoteCommand),
+    /// Sync packs with their git remote: fetch, merge (memory-aware), push (never forced)
+    Sync(sync::SyncArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -69,6 +75,12 @@ struct ServeArgs {
     durable: bool,
     #[command(flatten)]
     toolsets: ingest::ToolsetArgs,
+    /// Sync every pack that has a remote when the server starts (in the background)
+    #[arg(long)]
+    sync_on_start: bool,
+    /// Also sync every SECS seconds, and push soon after each write (in the background)
+    #[arg(long, value_name = "SECS")]
+    sync_interval: Option<u64>,
 }
 
 /// Entry point of the binary.
@@ -115,6 +127,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
         Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
+        Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),
+        Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
     }
 }
 
@@ -165,7 +179,12 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let server = EngramServer::new(engram, &toolsets).with_options(args.toolsets.options()?);
+    let mut server = EngramServer::new(engram.clone(), &toolsets).with_options(args.toolsets.options()?);
+    if args.sync_on_start || args.sync_interval.is_some() {
+        let interval = args.sync_interval.filter(|s| *s > 0).map(std::time::Duration::from_secs);
+        let worker = crate::ops::SyncWorker::start(engram, args.sync_on_start, interval);
+        server = server.with_after_call(Arc::new(move || worker.poke()));
+    }
     runtime.block_on(server.serve_stdio())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ mod notes_tools;
 mod params;
 mod tool_json;
 mod workspace_tools;
+mod sync_tools;
 
 use std::sync::Arc;
 
@@ -39,11 +40,13 @@ pub enum Toolset {
     Notes,
     /// Memory for a code workspace (`workspace_tools.rs`).
     Workspace,
+    /// Sync status of packs shared through a git remote.
+    Sync,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram, Self::Notes, Self::Workspace];
+    pub const ALL: &'static [Self] = &[Self::Engram, Self::Notes, Self::Workspace, Self::Sync];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Toolset {
             Self::Engram => "engram",
             Self::Notes => "notes",
             Self::Workspace => "workspace",
+            Self::Sync => "sync",
         }
     }
 
@@ -92,6 +96,7 @@ pub struct EngramServer {
     engram: Arc<Engram>,
     tool_router: ToolRouter<Self>,
     options: Arc<ToolOptions>,
+    after_call: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -110,9 +115,10 @@ impl EngramServer {
                 Toolset::Engram => tool_router.merge(Self::engram_tools()),
                 Toolset::Notes => tool_router.merge(Self::notes_tools()),
                 Toolset::Workspace => tool_router.merge(Self::workspace_tools()),
+                Toolset::Sync => tool_router.merge(Self::sync_tools()),
             }
         }
-        Self { engram, tool_router, options: Arc::default() }
+        Self { engram, tool_router, options: Arc::default(), after_call: None }
     }
 
     /// Sets the options of the notes and workspace toolsets (`--dotted-names` renames tools here).
@@ -121,6 +127,13 @@ impl EngramServer {
             self.tool_router = tool_json::rename_dotted(std::mem::take(&mut self.tool_router));
         }
         self.options = Arc::new(options);
+        self
+    }
+
+    /// Calls `hook` after every tool call that succeeded (e.g. to push new commits in the background).
+    /// The hook must return at once.
+    pub fn with_after_call(mut self, hook: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.after_call = Some(hook);
         self
     }
 
@@ -136,7 +149,12 @@ impl EngramServer {
         let engram = self.engram.clone();
         let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
         match tokio::task::spawn_blocking(move || f(&engram, &caller)).await {
-            Ok(Ok(text)) => Ok(text),
+            Ok(Ok(text)) => {
+                if let Some(hook) = &self.after_call {
+                    hook();
+                }
+                Ok(text)
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(e) => Err(format!("internal error: the tool task failed: {e}")),
         }

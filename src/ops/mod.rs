@@ -14,6 +14,8 @@ mod notes;
 mod own_pack;
 mod prompt;
 mod workspace;
+mod sync;
+mod sync_worker;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
 };
 pub use workspace::*;
+pub use sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
+pub use sync_worker::SyncWorker;
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -115,6 +119,17 @@ pub enum EngramError {
     /// Initialising a pack failed (message in the reference's form).
     #[error("{0}")]
     Init(String),
+    /// The pack has no remote to sync with.
+    #[error(
+        "同步失败：{name} 没有配置远端 (no remote) — add one with `engram remote add {name} <url>` (a git URL or a local path)"
+    )]
+    NoRemote {
+        /// Pack name.
+        name: String,
+    },
+    /// A sync step failed.
+    #[error("同步失败 (sync failed): {0}")]
+    Sync(String),
 }
 
 fn candidates_text(c: &[String]) -> String {
@@ -178,6 +193,8 @@ pub struct Config {
     pub clock: Clock,
     /// Extra registry files, in override order (later wins).
     pub registry_files: Vec<PathBuf>,
+    /// Credentials and device name for `engram sync`.
+    pub sync: SyncSettings,
 }
 
 /// The Engram tools over a packs directory.

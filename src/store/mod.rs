@@ -17,8 +17,10 @@
 pub mod floor;
 mod gc;
 mod history;
+mod merge;
 mod recover;
 mod workspace_git;
+mod sync;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -35,6 +37,8 @@ pub use history::{CommitInfo, FileChange, LogQuery};
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
 };
+pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
+pub use sync::{Credentials, PushOutcome, RemoteInfo};
 
 /// Builds a [`LogQuery`].
 pub fn history_query(
@@ -94,6 +98,16 @@ pub enum StoreError {
     /// Cloning a pack failed.
     #[error("git clone failed: {message}")]
     Clone {
+        /// libgit2's message.
+        message: String,
+    },
+    /// Talking to a remote failed (network, authentication, missing repository).
+    #[error("git {step} {url} failed: {message}")]
+    Remote {
+        /// `fetching` or `pushing`.
+        step: &'static str,
+        /// The remote's URL.
+        url: String,
         /// libgit2's message.
         message: String,
     },
@@ -205,6 +219,10 @@ impl Changes {
     /// Deletes a file (a no-op if it does not exist).
     pub fn remove(&mut self, path: impl Into<String>) {
         self.files.insert(path.into(), None);
+    }
+    /// The pending content of a path: `Some(bytes)` to write, `None` when not written (or deleted).
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path).and_then(|c| c.as_deref())
     }
     /// True when nothing changes.
     pub fn is_empty(&self) -> bool {

@@ -18,6 +18,8 @@ pub struct TestEnv {
     pub dir: tempfile::TempDir,
     pub packs: PathBuf,
     pub now: Option<String>,
+    /// `ENGRAM_HOST` (the device name sync uses), when set.
+    pub host: Option<String>,
 }
 
 impl TestEnv {
@@ -25,7 +27,7 @@ impl TestEnv {
         let dir = tempfile::tempdir().expect("tempdir");
         let packs = dir.path().join("packs");
         std::fs::create_dir_all(&packs).expect("mkdir");
-        Self { dir, packs, now: Some(NOW.to_owned()) }
+        Self { dir, packs, now: Some(NOW.to_owned()), host: None }
     }
 
     /// Same, with the real clock.
@@ -39,6 +41,9 @@ impl TestEnv {
         let mut v = vec![("HOME", self.dir.path().display().to_string())];
         if let Some(n) = &self.now {
             v.push(("ENGRAM_NOW", n.clone()));
+        }
+        if let Some(h) = &self.host {
+            v.push(("ENGRAM_HOST", h.clone()));
         }
         v
     }

@@ -7,3 +7,4 @@ mod engram_tools;
 mod lint;
 mod notes_tools;
 mod workspace_tools;
+mod sync;

@@ -1,0 +1,92 @@
+//! `engram remote add|list|remove` and `engram sync [pack|--all]`.
+
+use std::process::ExitCode;
+
+use crate::ops::{Caller, Engram};
+
+/// `engram remote …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RemoteCommand {
+    /// Set the git remote a pack syncs with (a URL: https://, ssh://, git@host:path, git://, or a local path)
+    Add {
+        /// Pack name
+        pack: String,
+        /// Remote URL or path
+        url: String,
+        /// Remote name
+        #[arg(long, default_value = crate::ops::DEFAULT_REMOTE)]
+        name: String,
+    },
+    /// List a pack's remotes
+    List {
+        /// Pack name
+        pack: String,
+    },
+    /// Remove a pack's remote
+    Remove {
+        /// Pack name
+        pack: String,
+        /// Remote name
+        #[arg(long, default_value = crate::ops::DEFAULT_REMOTE)]
+        name: String,
+    },
+}
+
+/// Arguments of `engram sync`.
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// Pack name
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pack: Option<String>,
+    /// Sync every pack that has a remote
+    #[arg(long)]
+    all: bool,
+}
+
+fn caller() -> Caller {
+    Caller { tool: "sync".into(), client: Some("engram-cli".into()) }
+}
+
+/// Runs `engram remote …`.
+pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> {
+    let res = match cmd {
+        RemoteCommand::Add { pack, url, name } => engram.remote_add(pack, url, Some(name)),
+        RemoteCommand::Remove { pack, name } => engram.remote_remove(pack, Some(name)),
+        RemoteCommand::List { pack } => engram.remote_list(pack).map(|remotes| {
+            if remotes.is_empty() {
+                format!("{pack}: 没有远端 (no remote) — engram remote add {pack} <url>")
+            } else {
+                remotes.iter().map(|r| format!("{}\t{}", r.name, r.url)).collect::<Vec<_>>().join("\n")
+            }
+        }),
+    };
+    super::report(res)
+}
+
+/// Runs `engram sync`. Exit 1 when a pack could not be fully synced.
+pub fn run(engram: &Engram, args: &SyncArgs) -> anyhow::Result<ExitCode> {
+    let results = match &args.pack {
+        Some(pack) => vec![(pack.clone(), engram.sync_pack(pack, &caller()))],
+        None => {
+            let r = engram.sync_all(&caller());
+            if r.is_empty() {
+                println!("没有配置了远端的 Engram (no pack has a remote) — engram remote add <pack> <url>");
+            }
+            r
+        }
+    };
+    let mut failed = false;
+    for (pack, res) in results {
+        match res {
+            Ok(report) => {
+                failed |= !report.is_success();
+                println!("{}", report.render());
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("{pack}: {e}");
+            }
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,719 @@
+//! `engram remote …`, `engram sync` and `sync_status`: sharing a pack through any git remote.
+//!
+//! A sync is fetch → integrate → push. Integration is one commit through the
+//! store (lock + compare-and-swap): a fast-forward when only the remote moved,
+//! otherwise a merge whose content is decided here:
+//! - memory files (category logs, the full index, their segments) are merged
+//!   entry by entry ([`crate::memmerge`]) and the hot index is regenerated;
+//!   a memory changed differently on both sides keeps both versions and is
+//!   listed in `memory/_conflicts.md`;
+//! - other memory files (archives, expired logs, the conflicts file) are
+//!   append-only: a union of lines;
+//! - any other file changed on both sides gets a line-based 3-way merge; on a
+//!   real conflict our version stays and theirs is written next to it as
+//!   `<name>.conflict-<host>.<ext>`;
+//! - what cannot be combined at all (symbolic links, submodules, a file where
+//!   the other side has a directory) leaves the branch as it is, saves it on a
+//!   `conflict/<host>` branch pushed to the remote, and is reported.
+//!
+//! Nothing is ever force-pushed; a rejected push keeps the local commits.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+
+use super::{Caller, Engram, EngramError, Result};
+use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR};
+use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
+use crate::memory::{is_entry_line, parse_blocks};
+use crate::store::{
+    ChangeKind, Changes, CommitMessage, Credentials, Integrated, Integration, MergeView, PackRepo,
+    PushOutcome, RemoteInfo, Side, Snapshot, StoreError,
+};
+
+/// The remote a pack syncs with when none is named.
+pub const DEFAULT_REMOTE: &str = "origin";
+
+/// Settings of sync: credentials and this device's name.
+#[derive(Debug, Clone)]
+pub struct SyncSettings {
+    /// Credentials for https remotes.
+    pub credentials: Credentials,
+    /// This device's name, used in `conflict/<host>` branches and `.conflict-<host>` files.
+    pub host: String,
+}
+
+impl Default for SyncSettings {
+    fn default() -> Self {
+        Self { credentials: Credentials::default(), host: "device".into() }
+    }
+}
+
+/// How the fetched branch was brought in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// The remote has no commits on this branch yet.
+    RemoteEmpty,
+    /// Nothing new on the remote.
+    UpToDate,
+    /// Fast-forwarded to the remote.
+    FastForward {
+        /// Commits gained.
+        commits: usize,
+    },
+    /// A merge commit was made.
+    Merged {
+        /// Short id of the merge commit.
+        commit: String,
+        /// Commits gained from the remote.
+        commits: usize,
+        /// Memory entries gained from the remote.
+        memories: usize,
+    },
+    /// The two sides cannot be combined; local state saved on a branch.
+    Unresolvable {
+        /// Why.
+        reason: String,
+        /// The branch holding the local state.
+        branch: String,
+        /// Whether that branch reached the remote (and the error if not).
+        pushed: std::result::Result<(), String>,
+    },
+}
+
+/// What the push did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outgoing {
+    /// Nothing local to send.
+    NothingToPush,
+    /// Sent this many commits.
+    Pushed {
+        /// Commits sent.
+        commits: usize,
+    },
+    /// The remote refused (it moved, or a hook said no). Local commits are kept.
+    Rejected(String),
+    /// The push failed (network, authentication). Local commits are kept.
+    Failed(String),
+    /// Not attempted (the integration did not succeed).
+    Skipped,
+}
+
+/// A conflict on a file other than memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileConflict {
+    /// The file.
+    pub path: String,
+    /// What was done.
+    pub resolution: String,
+}
+
+/// The result of syncing one pack.
+#[derive(Debug, Clone)]
+pub struct SyncReport {
+    /// Pack name.
+    pub pack: String,
+    /// Remote name.
+    pub remote: String,
+    /// Remote URL.
+    pub url: String,
+    /// How the remote's commits came in.
+    pub incoming: Incoming,
+    /// What was pushed.
+    pub outgoing: Outgoing,
+    /// Memories changed differently on both sides (both kept; listed in `memory/_conflicts.md`).
+    pub memory_conflicts: Vec<memmerge::MemoryConflict>,
+    /// Other files changed on both sides.
+    pub file_conflicts: Vec<FileConflict>,
+}
+
+impl SyncReport {
+    /// True when everything reached the remote and nothing needs a person.
+    pub fn is_success(&self) -> bool {
+        !matches!(self.incoming, Incoming::Unresolvable { .. })
+            && matches!(self.outgoing, Outgoing::NothingToPush | Outgoing::Pushed { .. })
+    }
+
+    /// The report as text (Chinese first line, English details).
+    pub fn render(&self) -> String {
+        let head =
+            if self.is_success() { "同步完成 (synced)" } else { "同步未完成 (sync incomplete)" };
+        let mut s = format!("{head}: {} ↔ {} ({})\n", self.pack, self.remote, self.url);
+        let incoming = match &self.incoming {
+            Incoming::RemoteEmpty => "the remote has no commits on this branch yet".to_owned(),
+            Incoming::UpToDate => "nothing new on the remote".to_owned(),
+            Incoming::FastForward { commits } => {
+                format!("fast-forwarded {commits} commit(s) from the remote")
+            }
+            Incoming::Merged { commit, commits, memories } => format!(
+                "merged {commits} commit(s) from the remote ({memories} new memories) in commit {commit}"
+            ),
+            Incoming::Unresolvable { reason, branch, pushed } => format!(
+                "NOT merged: {reason}. Local state kept unchanged and saved on branch {branch}{}",
+                match pushed {
+                    Ok(()) => format!(" (pushed to {})", self.remote),
+                    Err(e) => format!(" (push of that branch failed: {e})"),
+                }
+            ),
+        };
+        s.push_str(&format!("- pull: {incoming}\n"));
+        let outgoing = match &self.outgoing {
+            Outgoing::NothingToPush => "nothing to push".to_owned(),
+            Outgoing::Pushed { commits } => format!("pushed {commits} commit(s)"),
+            Outgoing::Rejected(m) => {
+                format!("REJECTED by the remote ({m}); local commits are kept — run `engram sync` again")
+            }
+            Outgoing::Failed(m) => format!("FAILED ({m}); local commits are kept — run `engram sync` again"),
+            Outgoing::Skipped => "skipped".to_owned(),
+        };
+        s.push_str(&format!("- push: {outgoing}\n"));
+        if !self.memory_conflicts.is_empty() {
+            s.push_str(&format!(
+                "- memory conflicts: {} (both versions kept; see {CONFLICTS_FILE})\n",
+                self.memory_conflicts.len()
+            ));
+            for c in &self.memory_conflicts {
+                s.push_str(&format!("  - [{}] [{}] {}\n", c.category, c.ts, c.base_summary));
+            }
+        }
+        if !self.file_conflicts.is_empty() {
+            s.push_str(&format!("- file conflicts: {}\n", self.file_conflicts.len()));
+            for c in &self.file_conflicts {
+                s.push_str(&format!("  - {}: {}\n", c.path, c.resolution));
+            }
+        }
+        s.trim_end().to_owned()
+    }
+}
+
+/// True for the memory files merged entry by entry: category logs, the full
+/// index, their segments and the hot index.
+fn is_memory_log(path: &str) -> bool {
+    if path == FULL_INDEX || path == HOT_INDEX || path.starts_with(&format!("{LOG_DIR}/")) {
+        return true;
+    }
+    path.strip_prefix("memory/").and_then(|p| p.strip_suffix(".md")).is_some_and(is_category_name)
+}
+
+fn is_category_name(stem: &str) -> bool {
+    !stem.is_empty()
+        && !stem.contains('/')
+        && !stem.starts_with('_')
+        && !stem.ends_with("-archive")
+        && !stem.ends_with("-expired")
+}
+
+/// `knowledge/a.md` → `knowledge/a.conflict-<host>.md` (a free name).
+fn conflict_path(path: &str, host: &str, taken: &dyn Fn(&str) -> bool) -> String {
+    let (dir, file) = match path.rsplit_once('/') {
+        Some((d, f)) => (format!("{d}/"), f),
+        None => (String::new(), path),
+    };
+    let (stem, ext) = match file.rsplit_once('.') {
+        Some((s, e)) if !s.is_empty() => (s, format!(".{e}")),
+        _ => (file, String::new()),
+    };
+    for n in 1..1000 {
+        let suffix = if n == 1 { String::new() } else { format!("-{n}") };
+        let candidate = format!("{dir}{stem}.conflict-{host}{suffix}{ext}");
+        if !taken(&candidate) {
+            return candidate;
+        }
+    }
+    format!("{dir}{stem}.conflict-{host}-{}{ext}", std::process::id())
+}
+
+fn load_memory(snap: &Snapshot<'_>) -> std::result::Result<MemorySide, StoreError> {
+    let mut names: Vec<String> = snap
+        .list("memory")?
+        .into_iter()
+        .filter_map(|n| n.strip_suffix(".md").map(str::to_owned))
+        .filter(|n| is_category_name(n))
+        .collect();
+    names.extend(snap.list(LOG_DIR)?.into_iter().filter(|n| is_category_name(n)));
+    names.sort();
+    names.dedup();
+    let mut side = MemorySide::default();
+    for name in names {
+        let log = CategoryLog::load(snap, &name)?;
+        side.categories.insert(name, parse_blocks(&log.concatenated_text()));
+    }
+    let index = FullIndex::load(snap)?;
+    side.index = index.entry_lines().iter().map(|l| l.trim().to_owned()).collect();
+    if let Some(head) = snap.read_text(FULL_INDEX)? {
+        side.header = head.lines().filter(|l| !is_entry_line(l)).map(str::to_owned).collect();
+        while side.header.last().is_some_and(|l| l.trim().is_empty()) {
+            side.header.pop();
+        }
+    }
+    Ok(side)
+}
+
+fn segments_of(
+    snap: &Snapshot<'_>,
+    name: &str,
+    blocks: bool,
+) -> std::result::Result<Vec<(String, Vec<String>)>, StoreError> {
+    let dir = format!("{LOG_DIR}/{name}");
+    let mut files: Vec<String> = snap.list(&dir)?.into_iter().filter(|n| n.ends_with(".md")).collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let path = format!("{dir}/{f}");
+        let text = snap.read_text(&path)?.unwrap_or_default();
+        let items = if blocks {
+            parse_blocks(&text).into_iter().map(|b| b.text).collect()
+        } else {
+            text.lines().map(|l| l.trim().to_owned()).filter(|l| !l.is_empty()).collect()
+        };
+        out.push((path, items));
+    }
+    Ok(out)
+}
+
+/// Decisions of one merge, handed back through the store.
+#[derive(Debug, Default, Clone)]
+struct MergeNotes {
+    memory_conflicts: Vec<memmerge::MemoryConflict>,
+    file_conflicts: Vec<FileConflict>,
+    memories: usize,
+    commits: usize,
+}
+
+struct MergeContext<'a> {
+    host: &'a str,
+    remote: &'a str,
+    now: DateTime<Utc>,
+    caller: &'a Caller,
+}
+
+fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<MergeNotes>> {
+    let mut changes = Changes::default();
+    let mut notes = MergeNotes { commits: view.incoming_commits, ..MergeNotes::default() };
+    let mut memory_touched = false;
+    let exists_in_result =
+        |p: &str, changes: &Changes| changes.paths().any(|c| c == p) || view.ours.exists(p);
+    for cp in view.changed() {
+        let path = cp.path.as_str();
+        if is_memory_log(path) {
+            memory_touched |= matches!(cp.kind, ChangeKind::TheirsOnly | ChangeKind::BothDiffer);
+            continue;
+        }
+        match cp.kind {
+            ChangeKind::OursOnly | ChangeKind::BothSame => {}
+            ChangeKind::TheirsOnly => match view.theirs.read(path)? {
+                Some(bytes) if cp.is_plain() => changes.put(path, bytes),
+                None => changes.remove(path),
+                Some(_) => {
+                    return Ok(Integration::Unresolvable {
+                        reason: format!("{path} is a symbolic link or submodule on the remote"),
+                        value: notes,
+                    });
+                }
+            },
+            ChangeKind::BothDiffer => {
+                if !cp.is_plain() {
+                    return Ok(Integration::Unresolvable {
+                        reason: format!("{path} is a symbolic link or submodule changed on both sides"),
+                        value: notes,
+                    });
+                }
+                let append_only = path.starts_with("memory/");
+                let is_index = path.ends_with("/_index.md") || path == "_index.md";
+                match (cp.exists(Side::Ours), cp.exists(Side::Theirs)) {
+                    (true, true) => {
+                        if let Some(bytes) = view.merge_text(path, append_only)? {
+                            changes.put(path, bytes);
+                        } else if is_index && let Some(bytes) = view.merge_text(path, true)? {
+                            changes.put(path, bytes);
+                            notes.file_conflicts.push(FileConflict {
+                                path: path.to_owned(),
+                                resolution: "both sides changed the same lines; kept the lines of both"
+                                    .into(),
+                            });
+                        } else {
+                            let theirs = view.theirs.read(path)?.unwrap_or_default();
+                            let copy = conflict_path(path, cx.host, &|p| exists_in_result(p, &changes));
+                            changes.put(copy.clone(), theirs);
+                            notes.file_conflicts.push(FileConflict {
+                                path: path.to_owned(),
+                                resolution: format!(
+                                    "changed on both sides: kept this device's version; the remote's version is in {copy}"
+                                ),
+                            });
+                        }
+                    }
+                    (false, true) => {
+                        if let Some(bytes) = view.theirs.read(path)? {
+                            changes.put(path, bytes);
+                        }
+                        notes.file_conflicts.push(FileConflict {
+                            path: path.to_owned(),
+                            resolution:
+                                "deleted on this device, changed on the remote: kept the remote's version"
+                                    .into(),
+                        });
+                    }
+                    (true, false) => {
+                        notes.file_conflicts.push(FileConflict {
+                            path: path.to_owned(),
+                            resolution:
+                                "changed on this device, deleted on the remote: kept this device's version"
+                                    .into(),
+                        })
+                    }
+                    (false, false) => {}
+                }
+            }
+        }
+    }
+    if memory_touched {
+        merge_memory(view, cx, &mut changes, &mut notes)?;
+    }
+    let mut subject = format!("sync: merge {} ({} commits", cx.remote, view.incoming_commits);
+    if notes.memories > 0 {
+        subject.push_str(&format!(", {} memories", notes.memories));
+    }
+    let n_conflicts = notes.memory_conflicts.len() + notes.file_conflicts.len();
+    if n_conflicts > 0 {
+        subject.push_str(&format!(", {n_conflicts} conflicts"));
+    }
+    subject.push(')');
+    let mut body = String::new();
+    for c in &notes.memory_conflicts {
+        body.push_str(&format!("memory conflict: [{}] [{}] {}\n", c.category, c.ts, c.base_summary));
+    }
+    for c in &notes.file_conflicts {
+        body.push_str(&format!("file conflict: {}: {}\n", c.path, c.resolution));
+    }
+    let mut message = CommitMessage::new(subject)
+        .at(cx.now.timestamp())
+        .trailer("Engram-Tool", cx.caller.tool.clone())
+        .trailer("Engram-Client", cx.caller.client.clone().unwrap_or_default())
+        .trailer("Engram-Host", cx.host.to_owned());
+    if !body.is_empty() {
+        message.body = Some(body);
+    }
+    Ok(Integration::Merge { changes, message, value: notes })
+}
+
+fn merge_memory(
+    view: &MergeView<'_>,
+    cx: &MergeContext<'_>,
+    changes: &mut Changes,
+    notes: &mut MergeNotes,
+) -> Result<()> {
+    let (base, ours, theirs) =
+        (load_memory(&view.base)?, load_memory(&view.ours)?, load_memory(&view.theirs)?);
+    let merged = memmerge::merge(&base, &ours, &theirs);
+    let mut category_segments = BTreeMap::new();
+    for cat in merged.categories.keys() {
+        category_segments.insert(cat.clone(), segments_of(&view.ours, cat, true)?);
+    }
+    let index_segments = segments_of(&view.ours, "_index_full", false)?;
+    for (path, content) in memmerge::render_files(&merged, &category_segments, &index_segments) {
+        let current = view.ours.read_text(&path)?;
+        match content {
+            Some(text) if current.as_deref() != Some(text.as_str()) => {
+                if text.is_empty() && current.is_none() {
+                    continue;
+                }
+                changes.put(path, text);
+            }
+            None if current.is_some() => changes.remove(path),
+            _ => {}
+        }
+    }
+    if !merged.conflicts.is_empty() {
+        let existing = changes_text(changes, CONFLICTS_FILE).or(view.ours.read_text(CONFLICTS_FILE)?);
+        let mut text = existing.unwrap_or_else(|| CONFLICTS_HEADER.to_owned());
+        let when = cx.now.format("%Y-%m-%d %H:%M").to_string();
+        text.push_str(&memmerge::render_conflicts(&merged.conflicts, &when, cx.remote, cx.host));
+        changes.put(CONFLICTS_FILE, text);
+    }
+    notes.memories = merged.incoming;
+    notes.memory_conflicts = merged.conflicts;
+    Ok(())
+}
+
+fn changes_text(changes: &Changes, path: &str) -> Option<String> {
+    changes.get(path).map(|b| String::from_utf8_lossy(b).into_owned())
+}
+
+/// The state recorded after each sync, read by `sync_status`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct SyncRecord {
+    time: String,
+    ok: bool,
+    remote: String,
+    report: String,
+    memory_conflicts: usize,
+    file_conflicts: Vec<String>,
+}
+
+impl Engram {
+    fn sync_settings(&self) -> &SyncSettings {
+        &self.config.sync
+    }
+
+    /// A repository handle of its own for sync, so network work never holds
+    /// the in-process lock tool writes take.
+    fn sync_repo(&self, dir: &Path) -> Result<PackRepo> {
+        Ok(PackRepo::open_or_adopt(dir, self.config.store.clone())?)
+    }
+
+    /// `engram remote add`: sets the URL of a pack's remote (default `origin`).
+    pub fn remote_add(&self, name: &str, url: &str, remote: Option<&str>) -> Result<String> {
+        let pack = self.resolve(name)?;
+        let remote = remote.unwrap_or(DEFAULT_REMOTE);
+        if url.trim().is_empty() {
+            return Err(EngramError::Invalid { field: "url", reason: "must not be empty".into() });
+        }
+        let existed = self.sync_repo(&pack.dir)?.set_remote(remote, url.trim())?;
+        Ok(if existed {
+            format!("已更新远端 (remote updated): {name} {remote} → {url}")
+        } else {
+            format!("已添加远端 (remote added): {name} {remote} → {url}\nNext: engram sync {name}")
+        })
+    }
+
+    /// `engram remote remove`.
+    pub fn remote_remove(&self, name: &str, remote: Option<&str>) -> Result<String> {
+        let pack = self.resolve(name)?;
+        let remote = remote.unwrap_or(DEFAULT_REMOTE);
+        if self.sync_repo(&pack.dir)?.remove_remote(remote)? {
+            Ok(format!("已删除远端 (remote removed): {name} {remote}"))
+        } else {
+            Err(EngramError::Sync(format!("{name} has no remote named {remote:?}")))
+        }
+    }
+
+    /// `engram remote list`.
+    pub fn remote_list(&self, name: &str) -> Result<Vec<RemoteInfo>> {
+        let pack = self.resolve(name)?;
+        Ok(self.sync_repo(&pack.dir)?.remotes()?)
+    }
+
+    fn pick_remote(&self, name: &str, repo: &PackRepo) -> Result<RemoteInfo> {
+        let remotes = repo.remotes()?;
+        if let Some(r) = remotes.iter().find(|r| r.name == DEFAULT_REMOTE) {
+            return Ok(r.clone());
+        }
+        match remotes.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(EngramError::NoRemote { name: name.to_owned() }),
+            many => Err(EngramError::Sync(format!(
+                "{name} has several remotes ({}) and none is named origin; rename the one to sync with to origin",
+                many.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+
+    /// True when the pack has a remote.
+    pub fn has_remote(&self, name: &str) -> bool {
+        self.resolve(name)
+            .ok()
+            .filter(|p| PackRepo::is_repository(&p.dir))
+            .and_then(|p| self.sync_repo(&p.dir).ok())
+            .and_then(|r| r.remotes().ok())
+            .is_some_and(|r| !r.is_empty())
+    }
+
+    /// `engram sync <pack>`: fetch, integrate, push.
+    pub fn sync_pack(&self, name: &str, caller: &Caller) -> Result<SyncReport> {
+        let pack = self.resolve(name)?;
+        let repo = self.sync_repo(&pack.dir)?;
+        let remote = self.pick_remote(name, &repo)?;
+        let result = self.sync_with(name, &repo, &remote, caller);
+        let record = match &result {
+            Ok(report) => SyncRecord {
+                time: self.now().to_rfc3339(),
+                ok: report.is_success(),
+                remote: remote.name.clone(),
+                report: report.render(),
+                memory_conflicts: report.memory_conflicts.len(),
+                file_conflicts: report.file_conflicts.iter().map(|c| c.path.clone()).collect(),
+            },
+            Err(e) => SyncRecord {
+                time: self.now().to_rfc3339(),
+                ok: false,
+                remote: remote.name.clone(),
+                report: e.to_string(),
+                memory_conflicts: 0,
+                file_conflicts: Vec::new(),
+            },
+        };
+        if let Ok(text) = serde_json::to_string_pretty(&record) {
+            // The record is informational: a failure to write it must not fail the sync.
+            let _ = repo.write_sync_state(&text);
+        }
+        result
+    }
+
+    fn sync_with(
+        &self,
+        name: &str,
+        repo: &PackRepo,
+        remote: &RemoteInfo,
+        caller: &Caller,
+    ) -> Result<SyncReport> {
+        let settings = self.sync_settings();
+        let creds = &settings.credentials;
+        let mut report = SyncReport {
+            pack: name.to_owned(),
+            remote: remote.name.clone(),
+            url: remote.url.clone(),
+            incoming: Incoming::UpToDate,
+            outgoing: Outgoing::Skipped,
+            memory_conflicts: Vec::new(),
+            file_conflicts: Vec::new(),
+        };
+        let fetched = repo.fetch(&remote.name, creds)?;
+        if let Some(theirs) = fetched {
+            let cx = MergeContext { host: &settings.host, remote: &remote.name, now: self.now(), caller };
+            let outcome = repo.integrate(&theirs, |view| resolve(view, &cx))?;
+            report.incoming = match outcome {
+                Integrated::UpToDate => Incoming::UpToDate,
+                Integrated::FastForward { commits, .. } => Incoming::FastForward { commits },
+                Integrated::Merged { commit, value } => {
+                    report.memory_conflicts = value.memory_conflicts;
+                    report.file_conflicts = value.file_conflicts;
+                    Incoming::Merged {
+                        commit: commit.short,
+                        commits: value.commits,
+                        memories: value.memories,
+                    }
+                }
+                Integrated::Unresolvable { reason, .. } => {
+                    let branch = repo.save_head_as_branch(&format!("conflict/{}", settings.host))?;
+                    let pushed = match repo.push_ref(&remote.name, &branch, &branch, creds) {
+                        Ok(PushOutcome::Pushed) => Ok(()),
+                        Ok(PushOutcome::Rejected(m)) => Err(m),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let short = branch.strip_prefix("refs/heads/").unwrap_or(&branch).to_owned();
+                    report.incoming = Incoming::Unresolvable { reason, branch: short, pushed };
+                    return Ok(report);
+                }
+            };
+        } else {
+            report.incoming = Incoming::RemoteEmpty;
+        }
+        let ahead = match repo.ahead_behind(&remote.name)? {
+            Some((ahead, _)) => ahead,
+            None => usize::from(repo.head_id().is_some()),
+        };
+        report.outgoing = if ahead == 0 {
+            Outgoing::NothingToPush
+        } else {
+            match repo.push(&remote.name, creds) {
+                Ok(PushOutcome::Pushed) => Outgoing::Pushed { commits: ahead },
+                Ok(PushOutcome::Rejected(m)) => Outgoing::Rejected(m),
+                Err(e) => Outgoing::Failed(e.to_string()),
+            }
+        };
+        Ok(report)
+    }
+
+    /// Syncs every pack that has a remote; packs without one are skipped.
+    pub fn sync_all(&self, caller: &Caller) -> Vec<(String, Result<SyncReport>)> {
+        self.packs()
+            .list()
+            .into_iter()
+            .filter(|p| self.has_remote(&p.name))
+            .map(|p| {
+                let r = self.sync_pack(&p.name, caller);
+                (p.name, r)
+            })
+            .collect()
+    }
+
+    /// Packs with a remote whose branch has commits the remote has not seen (no network).
+    pub fn packs_to_push(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in self.packs().list() {
+            let Ok(pack) = self.resolve(&p.name) else { continue };
+            if !PackRepo::is_repository(&pack.dir) {
+                continue;
+            }
+            let Ok(repo) = self.sync_repo(&pack.dir) else { continue };
+            let Ok(remote) = self.pick_remote(&p.name, &repo) else { continue };
+            match repo.ahead_behind(&remote.name) {
+                Ok(Some((0, _))) => {}
+                Ok(_) => out.push(p.name),
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
+    /// `sync_status(name)`: remote, ahead/behind (as of the last fetch), last sync, conflicts. No network.
+    pub fn sync_status(&self, name: &str) -> Result<String> {
+        let pack = self.resolve(name)?;
+        let repo = self.sync_repo(&pack.dir)?;
+        let remote = self.pick_remote(name, &repo)?;
+        let mut s =
+            format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
+        let branch = repo.branch_name()?;
+        match repo.ahead_behind(&remote.name)? {
+            Some((ahead, behind)) => s.push_str(&format!(
+                "- branch {branch}: ahead {ahead}, behind {behind} (as of the last fetch)\n"
+            )),
+            None => s.push_str(&format!("- branch {branch}: never synced with {}\n", remote.name)),
+        }
+        match repo.read_sync_state()?.and_then(|t| serde_json::from_str::<SyncRecord>(&t).ok()) {
+            Some(rec) => {
+                s.push_str(&format!(
+                    "- last sync: {} — {}\n",
+                    rec.time,
+                    if rec.ok { "ok" } else { "incomplete (see below)" }
+                ));
+                for line in rec.report.lines() {
+                    s.push_str(&format!("  {line}\n"));
+                }
+            }
+            None => s.push_str("- last sync: never\n"),
+        }
+        let conflicts_file = pack.dir.join(CONFLICTS_FILE);
+        let open =
+            std::fs::read_to_string(&conflicts_file).map(|t| memmerge::count_conflicts(&t)).unwrap_or(0);
+        if open > 0 {
+            s.push_str(&format!(
+                "- memory conflicts: {open} listed in {CONFLICTS_FILE} (both versions kept; resolve with correct_memory/delete_memory, then remove the item)\n"
+            ));
+        } else {
+            s.push_str("- memory conflicts: none\n");
+        }
+        let copies = conflict_copies(&pack.dir);
+        if !copies.is_empty() {
+            s.push_str(&format!("- conflict copies of files: {}\n", copies.join(", ")));
+        }
+        Ok(s.trim_end().to_owned())
+    }
+}
+
+/// Files named `*.conflict-<host>*` in the working tree (sync's copies of the remote's version).
+fn conflict_copies(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.contains(".conflict-")
+                && let Ok(rel) = p.strip_prefix(dir)
+            {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,460 @@
+//! Integrating a fetched branch: fast-forward, or one merge commit built in
+//! memory (no working-tree merge, no merge drivers) whose content a caller decides.
+//!
+//! [`PackRepo::integrate`] takes the write lock like every write, finishes an
+//! interrupted write and commits hand edits first, then compares HEAD with the
+//! fetched commit. When both moved, it hands the caller a [`MergeView`] (the
+//! base, our and their trees, the paths each side changed, and a line-based
+//! 3-way text merge) and commits what the caller returns with two parents,
+//! moving the branch with the same compare-and-swap as any other write.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use git2::{Delta, DiffOptions, FileFavor, MergeFileInput, MergeFileOptions, ObjectType, Oid, Tree};
+
+use super::{
+    Changes, CommitMessage, Committed, PackRepo, Result, Snapshot, StoreError, git_err, recover, short_id,
+};
+
+/// Which side of a merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The merge base.
+    Base,
+    /// This pack (HEAD).
+    Ours,
+    /// The fetched branch.
+    Theirs,
+}
+
+/// Who changed a path since the merge base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Only this pack.
+    OursOnly,
+    /// Only the fetched branch.
+    TheirsOnly,
+    /// Both, to the same content.
+    BothSame,
+    /// Both, differently.
+    BothDiffer,
+}
+
+/// A path changed on at least one side.
+#[derive(Debug, Clone)]
+pub struct ChangedPath {
+    /// Path in the pack.
+    pub path: String,
+    /// Who changed it.
+    pub kind: ChangeKind,
+    base: Option<(Oid, i32)>,
+    ours: Option<(Oid, i32)>,
+    theirs: Option<(Oid, i32)>,
+}
+
+impl ChangedPath {
+    /// True when the path exists on that side.
+    pub fn exists(&self, side: Side) -> bool {
+        self.entry(side).is_some()
+    }
+
+    /// True when the path is a regular file (or absent) on every side: not a
+    /// symbolic link or a submodule, which engram does not merge.
+    pub fn is_plain(&self) -> bool {
+        [self.base, self.ours, self.theirs].iter().flatten().all(|(_, mode)| {
+            *mode == i32::from(git2::FileMode::Blob) || *mode == i32::from(git2::FileMode::BlobExecutable)
+        })
+    }
+
+    fn entry(&self, side: Side) -> Option<(Oid, i32)> {
+        match side {
+            Side::Base => self.base,
+            Side::Ours => self.ours,
+            Side::Theirs => self.theirs,
+        }
+    }
+}
+
+/// The three trees of a merge, for the caller to decide the result.
+pub struct MergeView<'r> {
+    repo: &'r PackRepo,
+    /// The merge base.
+    pub base: Snapshot<'r>,
+    /// This pack's HEAD.
+    pub ours: Snapshot<'r>,
+    /// The fetched commit.
+    pub theirs: Snapshot<'r>,
+    changed: Vec<ChangedPath>,
+    /// Commits on the fetched branch not in HEAD.
+    pub incoming_commits: usize,
+}
+
+impl MergeView<'_> {
+    /// Every path changed on at least one side, sorted.
+    pub fn changed(&self) -> &[ChangedPath] {
+        &self.changed
+    }
+
+    /// The snapshot of a side.
+    pub fn side(&self, side: Side) -> &Snapshot<'_> {
+        match side {
+            Side::Base => &self.base,
+            Side::Ours => &self.ours,
+            Side::Theirs => &self.theirs,
+        }
+    }
+
+    /// Line-based 3-way merge of a path (a missing version counts as empty).
+    /// With `union`, lines both sides added are all kept (for append-only
+    /// files); otherwise `None` when the sides conflict or a version is binary.
+    pub fn merge_text(&self, path: &str, union: bool) -> Result<Option<Vec<u8>>> {
+        let read = |s: Side| -> Result<Vec<u8>> { Ok(self.side(s).read(path)?.unwrap_or_default()) };
+        let (base, ours, theirs) = (read(Side::Base)?, read(Side::Ours)?, read(Side::Theirs)?);
+        if [&base, &ours, &theirs].iter().any(|b| b.contains(&0)) {
+            return Ok(None);
+        }
+        let (b, o, t) = (file_input(&base, path), file_input(&ours, path), file_input(&theirs, path));
+        let mut opts = MergeFileOptions::new();
+        if union {
+            opts.favor(FileFavor::Union);
+        }
+        let result = git2::merge_file(&b, &o, &t, Some(&mut opts))
+            .map_err(|e| git_err("merging a file", &self.repo.dir, e))?;
+        Ok(result.is_automergeable().then(|| result.content().to_vec()))
+    }
+}
+
+fn file_input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
+    let mut input = MergeFileInput::new();
+    input.content(bytes).path(path);
+    input
+}
+
+/// What the caller of [`PackRepo::integrate`] decides for a diverged branch.
+pub enum Integration<T> {
+    /// Commit HEAD's tree with these changes as a merge of HEAD and the fetched commit.
+    Merge {
+        /// Changes relative to HEAD's tree.
+        changes: Changes,
+        /// The merge commit's message.
+        message: CommitMessage,
+        /// Handed back.
+        value: T,
+    },
+    /// The sides cannot be combined: leave the branch alone.
+    Unresolvable {
+        /// Why, for the report.
+        reason: String,
+        /// Handed back.
+        value: T,
+    },
+}
+
+/// What [`PackRepo::integrate`] did.
+#[derive(Debug)]
+pub enum Integrated<T> {
+    /// HEAD already contains the fetched commit (HEAD may be ahead).
+    UpToDate,
+    /// HEAD moved forward to the fetched commit.
+    FastForward {
+        /// The new HEAD.
+        to: Committed,
+        /// Commits gained.
+        commits: usize,
+    },
+    /// A merge commit was made.
+    Merged {
+        /// The merge commit.
+        commit: Committed,
+        /// The caller's value.
+        value: T,
+    },
+    /// The caller found the sides impossible to combine; the branch is unchanged.
+    Unresolvable {
+        /// Why.
+        reason: String,
+        /// The caller's value.
+        value: T,
+    },
+}
+
+const MAX_ATTEMPTS: u32 = 20;
+
+fn tree_entries(tree: Option<&Tree<'_>>) -> BTreeMap<String, (Oid, i32)> {
+    let mut out = BTreeMap::new();
+    if let Some(tree) = tree {
+        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() != Some(ObjectType::Tree)
+                && let Ok(name) = entry.name()
+            {
+                out.insert(format!("{dir}{name}"), (entry.id(), entry.filemode()));
+            }
+            git2::TreeWalkResult::Ok
+        });
+    }
+    out
+}
+
+impl PackRepo {
+    /// Brings the fetched commit `theirs` (a full id) into the current branch:
+    /// nothing when HEAD contains it, a fast-forward when HEAD is its ancestor,
+    /// otherwise one merge commit whose content `resolve` decides.
+    ///
+    /// `resolve` may run more than once (when the branch moves under us), so
+    /// it must depend on the view only.
+    pub fn integrate<T, E>(
+        &self,
+        theirs: &str,
+        mut resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
+    ) -> Result<Integrated<T>, E>
+    where
+        E: From<StoreError>,
+    {
+        let dir = &self.dir;
+        let theirs_id =
+            Oid::from_str(theirs).map_err(|e| git_err("reading the fetched commit id", dir, e))?;
+        let _lock = self.lock()?;
+        recover::finish_pending(self)?;
+        self.commit_hand_edits()?;
+        for _ in 0..MAX_ATTEMPTS {
+            let theirs = self
+                .repo
+                .find_commit(theirs_id)
+                .map_err(|e| git_err("reading the fetched commit", dir, e))?;
+            let Some(ours) = self.head_commit()? else {
+                // An empty pack takes the remote's history as it is.
+                match self.fast_forward(None, &theirs)? {
+                    Some(to) => return Ok(Integrated::FastForward { to, commits: 1 }),
+                    None => continue,
+                }
+            };
+            if ours.id() == theirs.id()
+                || self
+                    .repo
+                    .graph_descendant_of(ours.id(), theirs.id())
+                    .map_err(|e| git_err("comparing histories", dir, e))?
+            {
+                return Ok(Integrated::UpToDate);
+            }
+            let (_, behind) = self
+                .repo
+                .graph_ahead_behind(ours.id(), theirs.id())
+                .map_err(|e| git_err("comparing histories", dir, e))?;
+            if self
+                .repo
+                .graph_descendant_of(theirs.id(), ours.id())
+                .map_err(|e| git_err("comparing histories", dir, e))?
+            {
+                match self.fast_forward(Some(&ours), &theirs)? {
+                    Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),
+                    None => continue,
+                }
+            }
+            let base_id = match self.repo.merge_base(ours.id(), theirs.id()) {
+                Ok(id) => Some(id),
+                Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+                Err(e) => return Err(git_err("finding the merge base", dir, e).into()),
+            };
+            let base_tree = match base_id {
+                Some(id) => Some(
+                    self.repo
+                        .find_commit(id)
+                        .and_then(|c| c.tree())
+                        .map_err(|e| git_err("reading the merge base", dir, e))?,
+                ),
+                None => None,
+            };
+            let ours_tree = ours.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
+            let theirs_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
+            let changed = self.changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
+            let view = MergeView {
+                repo: self,
+                base: Snapshot { repo: &self.repo, tree: base_tree.clone(), head: base_id, dir },
+                ours: Snapshot {
+                    repo: &self.repo,
+                    tree: Some(ours_tree.clone()),
+                    head: Some(ours.id()),
+                    dir,
+                },
+                theirs: Snapshot {
+                    repo: &self.repo,
+                    tree: Some(theirs_tree.clone()),
+                    head: Some(theirs.id()),
+                    dir,
+                },
+                changed,
+                incoming_commits: behind,
+            };
+            let (changes, message, value) = match resolve(&view)? {
+                Integration::Merge { changes, message, value } => (changes, message, value),
+                Integration::Unresolvable { reason, value } => {
+                    return Ok(Integrated::Unresolvable { reason, value });
+                }
+            };
+            let tree_id = match self.build_tree(&ours_tree, &changes) {
+                Ok(id) => id,
+                Err(e) => {
+                    return Ok(Integrated::Unresolvable {
+                        reason: format!("the merged tree cannot be built: {e}"),
+                        value,
+                    });
+                }
+            };
+            let tree =
+                self.repo.find_tree(tree_id).map_err(|e| git_err("reading the merged tree", dir, e))?;
+            let sig = self.signature(message.time)?;
+            let commit_id = self
+                .repo
+                .commit(None, &sig, &sig, &message.render(), &tree, &[&ours, &theirs])
+                .map_err(|e| git_err("writing the merge commit", dir, e))?;
+            recover::write_pending(self, Some(ours.id()), commit_id, &changes)?;
+            if !self.move_branch(Some(ours.id()), commit_id, &message.subject)? {
+                recover::clear_pending(self)?;
+                continue;
+            }
+            self.sync_working_tree(&changes)?;
+            recover::clear_pending(self)?;
+            let id = commit_id.to_string();
+            return Ok(Integrated::Merged { commit: Committed { short: short_id(&id), id }, value });
+        }
+        Err(StoreError::Contention { dir: dir.clone(), attempts: MAX_ATTEMPTS }.into())
+    }
+
+    /// Paths whose entry differs between the base and either side.
+    fn changed_paths(&self, base: Option<&Tree<'_>>, ours: &Tree<'_>, theirs: &Tree<'_>) -> Vec<ChangedPath> {
+        let b = tree_entries(base);
+        let o = tree_entries(Some(ours));
+        let t = tree_entries(Some(theirs));
+        let mut paths: Vec<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
+        paths.sort();
+        paths.dedup();
+        let mut out = Vec::new();
+        for p in paths {
+            let (be, oe, te) = (b.get(p).copied(), o.get(p).copied(), t.get(p).copied());
+            let kind = match (oe != be, te != be) {
+                (false, false) => continue,
+                (true, false) => ChangeKind::OursOnly,
+                (false, true) => ChangeKind::TheirsOnly,
+                (true, true) if oe == te => ChangeKind::BothSame,
+                (true, true) => ChangeKind::BothDiffer,
+            };
+            out.push(ChangedPath { path: p.clone(), kind, base: be, ours: oe, theirs: te });
+        }
+        out
+    }
+
+    fn build_tree(&self, base: &Tree<'_>, changes: &Changes) -> Result<Oid> {
+        let dir = &self.dir;
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, content) in &changes.files {
+            if !super::is_plain_relative(path) {
+                return Err(StoreError::BadPath { path: path.clone() });
+            }
+            match content {
+                Some(bytes) => {
+                    let blob = self.repo.blob(bytes).map_err(|e| git_err("writing a blob", dir, e))?;
+                    update.upsert(path, blob, git2::FileMode::Blob);
+                }
+                None => {
+                    update.remove(path);
+                }
+            }
+        }
+        update.create_updated(&self.repo, base).map_err(|e| git_err("building the merged tree", dir, e))
+    }
+
+    /// Moves the branch from `ours` to `theirs` and updates the working tree.
+    /// `None` when the branch moved under us.
+    fn fast_forward(
+        &self,
+        ours: Option<&git2::Commit<'_>>,
+        theirs: &git2::Commit<'_>,
+    ) -> Result<Option<Committed>> {
+        let dir = &self.dir;
+        let new_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
+        let old_tree =
+            ours.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
+        let mut opts = DiffOptions::new();
+        opts.include_typechange(true);
+        let diff = self
+            .repo
+            .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut opts))
+            .map_err(|e| git_err("comparing trees", dir, e))?;
+        let mut changes = Changes::default();
+        for delta in diff.deltas() {
+            if let Some(old) = delta.old_file().path().and_then(Path::to_str)
+                && matches!(delta.status(), Delta::Deleted | Delta::Renamed | Delta::Typechange)
+            {
+                changes.remove(old);
+            }
+            if let Some(new) = delta.new_file().path().and_then(Path::to_str)
+                && !matches!(delta.status(), Delta::Deleted)
+            {
+                let blob = self
+                    .repo
+                    .find_blob(delta.new_file().id())
+                    .map_err(|e| git_err("reading a blob", dir, e))?;
+                changes.put(new, blob.content().to_vec());
+            }
+        }
+        recover::write_pending(self, ours.map(|c| c.id()), theirs.id(), &changes)?;
+        if !self.move_branch(ours.map(|c| c.id()), theirs.id(), "sync: fast-forward")? {
+            recover::clear_pending(self)?;
+            return Ok(None);
+        }
+        self.sync_working_tree(&changes)?;
+        recover::clear_pending(self)?;
+        let id = theirs.id().to_string();
+        Ok(Some(Committed { short: short_id(&id), id }))
+    }
+
+    /// Points `refs/heads/<name>` at HEAD so a state engram cannot merge is kept
+    /// on a branch of its own. If the branch exists and is not an ancestor of
+    /// HEAD, a suffixed name is used instead. Returns the full ref name.
+    pub fn save_head_as_branch(&self, name: &str) -> Result<String> {
+        let dir = &self.dir;
+        let Some(head) = self.head_commit()? else {
+            return Err(StoreError::Git {
+                step: "saving HEAD on a branch",
+                dir: dir.clone(),
+                source: git2::Error::from_str("the pack has no commits"),
+            });
+        };
+        for n in 0..100 {
+            let full = if n == 0 { format!("refs/heads/{name}") } else { format!("refs/heads/{name}-{n}") };
+            match self.repo.find_reference(&full) {
+                Ok(r) => {
+                    let Some(at) = r.target() else { continue };
+                    if at == head.id() {
+                        return Ok(full);
+                    }
+                    if self.repo.graph_descendant_of(head.id(), at).unwrap_or(false) {
+                        self.repo
+                            .reference_matching(
+                                &full,
+                                head.id(),
+                                true,
+                                at,
+                                "engram sync: keep unmerged state",
+                            )
+                            .map_err(|e| git_err("updating a branch", dir, e))?;
+                        return Ok(full);
+                    }
+                }
+                Err(e) if e.code() == git2::ErrorCode::NotFound => {
+                    self.repo
+                        .reference(&full, head.id(), false, "engram sync: keep unmerged state")
+                        .map_err(|e| git_err("creating a branch", dir, e))?;
+                    return Ok(full);
+                }
+                Err(e) => return Err(git_err("reading a branch", dir, e)),
+            }
+        }
+        Err(StoreError::Git {
+            step: "saving HEAD on a branch",
+            dir: dir.clone(),
+            source: git2::Error::from_str("too many conflict branches; delete old ones"),
+        })
+    }
+}

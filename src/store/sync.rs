@@ -1,0 +1,252 @@
+//! Talking to git remotes: configure them, fetch, push (never forced).
+//!
+//! Everything here works on the pack's current branch `B`: a fetch updates
+//! `refs/remotes/<remote>/B` from the remote's `refs/heads/B`; a push sends
+//! `refs/heads/B` to the remote's `refs/heads/B` without `+`, so the remote
+//! refuses anything that is not a fast-forward. Network work never holds the
+//! pack's write lock: writers keep going while a fetch or push runs.
+
+use std::fs;
+use std::path::PathBuf;
+
+use git2::{ErrorCode, FetchOptions, Oid, PushOptions, RemoteCallbacks};
+
+use super::{PackRepo, Result, StoreError, git_err, io_err};
+
+/// How to authenticate to remotes that ask for it.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// A token for https remotes (sent as the password), e.g. a GitHub token.
+    pub token: Option<String>,
+    /// User name sent with the token (`x-access-token` when not set).
+    pub username: Option<String>,
+}
+
+/// A configured remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteInfo {
+    /// Remote name (`origin`).
+    pub name: String,
+    /// Fetch URL.
+    pub url: String,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// The remote accepted the branch.
+    Pushed,
+    /// The remote refused the update (it moved, or a hook said no); nothing local changed.
+    Rejected(String),
+}
+
+const SYNC_STATE_FILE: &str = "engram-sync.json";
+/// libgit2 calls the credentials callback again after a failure: give up after this many.
+const MAX_AUTH_TRIES: u32 = 4;
+
+fn remote_err(step: &'static str, url: &str, e: &git2::Error) -> StoreError {
+    StoreError::Remote { step, url: url.to_owned(), message: e.message().to_owned() }
+}
+
+/// Callbacks answering credential requests: ssh through the agent, https with the
+/// token or git's credential helpers, and the platform default (Negotiate/NTLM).
+fn callbacks<'a>(creds: &'a Credentials) -> RemoteCallbacks<'a> {
+    let mut cb = RemoteCallbacks::new();
+    let mut tries = 0;
+    cb.credentials(move |_url, user, allowed| {
+        tries += 1;
+        if tries > MAX_AUTH_TRIES {
+            return Err(git2::Error::from_str(
+                "authentication failed (check the token in ENGRAM_GIT_TOKEN, your credential helper or your ssh agent)",
+            ));
+        }
+        if allowed.contains(git2::CredentialType::SSH_KEY) {
+            return git2::Cred::ssh_key_from_agent(user.unwrap_or("git"));
+        }
+        if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) {
+            if let Some(token) = &creds.token {
+                let name = creds.username.as_deref().or(user).unwrap_or("x-access-token");
+                return git2::Cred::userpass_plaintext(name, token);
+            }
+            #[cfg(feature = "net")]
+            {
+                let config = git2::Config::open_default()?;
+                return git2::Cred::credential_helper(&config, _url, user);
+            }
+        }
+        if allowed.contains(git2::CredentialType::DEFAULT) {
+            return git2::Cred::default();
+        }
+        Err(git2::Error::from_str("the remote asks for a kind of credentials engram cannot give"))
+    });
+    cb
+}
+
+impl PackRepo {
+    /// The configured remotes, sorted by name.
+    pub fn remotes(&self) -> Result<Vec<RemoteInfo>> {
+        let names = self.repo.remotes().map_err(|e| git_err("listing remotes", &self.dir, e))?;
+        let mut out = Vec::new();
+        for name in names.iter().flatten().flatten() {
+            let remote =
+                self.repo.find_remote(name).map_err(|e| git_err("reading a remote", &self.dir, e))?;
+            out.push(RemoteInfo { name: name.to_owned(), url: remote.url().unwrap_or_default().to_owned() });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Adds a remote, or changes the URL of an existing one. Returns true when it already existed.
+    pub fn set_remote(&self, name: &str, url: &str) -> Result<bool> {
+        match self.repo.find_remote(name) {
+            Ok(_) => {
+                self.repo
+                    .remote_set_url(name, url)
+                    .map_err(|e| git_err("setting a remote's URL", &self.dir, e))?;
+                Ok(true)
+            }
+            Err(e) if e.code() == ErrorCode::NotFound => {
+                self.repo.remote(name, url).map_err(|e| git_err("adding a remote", &self.dir, e))?;
+                Ok(false)
+            }
+            Err(e) => Err(git_err("reading a remote", &self.dir, e)),
+        }
+    }
+
+    /// Removes a remote (and its remote-tracking branches). Returns false when there was none.
+    pub fn remove_remote(&self, name: &str) -> Result<bool> {
+        match self.repo.remote_delete(name) {
+            Ok(()) => Ok(true),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(false),
+            Err(e) => Err(git_err("removing a remote", &self.dir, e)),
+        }
+    }
+
+    /// The short name of the current branch (`main`, `master`, …).
+    pub fn branch_name(&self) -> Result<String> {
+        let full = self.branch_ref()?;
+        Ok(full.strip_prefix("refs/heads/").unwrap_or(&full).to_owned())
+    }
+
+    /// The remote-tracking ref of the current branch on `remote`.
+    pub fn tracking_ref(&self, remote: &str) -> Result<String> {
+        Ok(format!("refs/remotes/{remote}/{}", self.branch_name()?))
+    }
+
+    fn ref_target(&self, name: &str) -> Result<Option<Oid>> {
+        match self.repo.find_reference(name) {
+            Ok(r) => Ok(r.peel_to_commit().ok().map(|c| c.id())),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git_err("reading a reference", &self.dir, e)),
+        }
+    }
+
+    /// Fetches the current branch from `remote` into its remote-tracking ref.
+    /// Returns the remote's tip, or `None` when the remote does not have the branch yet.
+    pub fn fetch(&self, remote: &str, creds: &Credentials) -> Result<Option<String>> {
+        let branch = self.branch_name()?;
+        let tracking = self.tracking_ref(remote)?;
+        let mut r = self.repo.find_remote(remote).map_err(|e| git_err("reading a remote", &self.dir, e))?;
+        let url = r.url().unwrap_or_default().to_owned();
+        let mut opts = FetchOptions::new();
+        opts.remote_callbacks(callbacks(creds));
+        opts.download_tags(git2::AutotagOption::None);
+        let spec = format!("+refs/heads/{branch}:{tracking}");
+        r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch"))
+            .map_err(|e| remote_err("fetching", &url, &e))?;
+        // The remote's current refs, as seen during the fetch: a branch that
+        // does not exist there leaves no (or a stale) tracking ref.
+        let has_branch = r
+            .list()
+            .map(|heads| heads.iter().any(|h| h.name() == format!("refs/heads/{branch}")))
+            .unwrap_or(true);
+        if !has_branch {
+            return Ok(None);
+        }
+        Ok(self.ref_target(&tracking)?.map(|o| o.to_string()))
+    }
+
+    /// Pushes `local_ref` to `remote_ref` on `remote`, never forced.
+    pub fn push_ref(
+        &self,
+        remote: &str,
+        local_ref: &str,
+        remote_ref: &str,
+        creds: &Credentials,
+    ) -> Result<PushOutcome> {
+        let mut r = self.repo.find_remote(remote).map_err(|e| git_err("reading a remote", &self.dir, e))?;
+        let url = r.url().unwrap_or_default().to_owned();
+        let mut rejected: Option<String> = None;
+        {
+            let mut cb = callbacks(creds);
+            cb.push_update_reference(|name, status| {
+                if let Some(msg) = status {
+                    rejected = Some(format!("{name}: {msg}"));
+                }
+                Ok(())
+            });
+            let mut opts = PushOptions::new();
+            opts.remote_callbacks(cb);
+            let spec = format!("{local_ref}:{remote_ref}");
+            r.push(&[spec.as_str()], Some(&mut opts)).map_err(|e| remote_err("pushing", &url, &e))?;
+        }
+        Ok(match rejected {
+            Some(m) => PushOutcome::Rejected(m),
+            None => PushOutcome::Pushed,
+        })
+    }
+
+    /// Pushes the current branch to the same branch on `remote` (never forced).
+    pub fn push(&self, remote: &str, creds: &Credentials) -> Result<PushOutcome> {
+        let branch = self.branch_ref()?;
+        let outcome = self.push_ref(remote, &branch, &branch, creds)?;
+        if outcome == PushOutcome::Pushed {
+            // libgit2 updates tracking refs that match the remote's fetch refspec;
+            // set ours too, in case the remote was configured without one.
+            if let Some(head) = self.ref_target(&branch)? {
+                let tracking = self.tracking_ref(remote)?;
+                self.repo
+                    .reference(&tracking, head, true, "engram sync: push")
+                    .map_err(|e| git_err("updating the remote-tracking branch", &self.dir, e))?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Commits of the current branch not on `remote` (ahead) and the other way
+    /// round (behind), as of the last fetch; `None` when nothing was fetched yet.
+    pub fn ahead_behind(&self, remote: &str) -> Result<Option<(usize, usize)>> {
+        let Some(tracking) = self.ref_target(&self.tracking_ref(remote)?)? else { return Ok(None) };
+        let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(Some((0, 0))) };
+        self.repo
+            .graph_ahead_behind(head, tracking)
+            .map(Some)
+            .map_err(|e| git_err("counting commits ahead and behind", &self.dir, e))
+    }
+
+    /// True when `ancestor` (a commit id) is HEAD or an ancestor of HEAD.
+    pub fn head_contains(&self, ancestor: &str) -> Result<bool> {
+        let Ok(oid) = Oid::from_str(ancestor) else { return Ok(false) };
+        let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(false) };
+        Ok(head == oid || self.repo.graph_descendant_of(head, oid).unwrap_or(false))
+    }
+
+    fn sync_state_path(&self) -> PathBuf {
+        self.git_dir().join(SYNC_STATE_FILE)
+    }
+
+    /// The last sync record (`.git/engram-sync.json`), if any.
+    pub fn read_sync_state(&self) -> Result<Option<String>> {
+        let path = self.sync_state_path();
+        match fs::read_to_string(&path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("read", &path, e)),
+        }
+    }
+
+    /// Replaces the last sync record.
+    pub fn write_sync_state(&self, text: &str) -> Result<()> {
+        super::write_file_atomic(&self.sync_state_path(), text.as_bytes(), self.options.durable)
+    }
+}
