@@ -1,10 +1,12 @@
-//! The command line: `engram serve | list | init | install | lint | log | demo`.
+//! The command line: `engram serve | list | init | install | lint | log | demo | search | bench-search`.
 //!
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
 mod demo;
 mod log;
+mod search;
+mod searchbench;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,11 +56,15 @@ enum Command {
     Log(log::LogArgs),
     /// Install the demo pack, check it over a real MCP round trip and print the client config
     Demo,
+    /// Search memories, knowledge and examples (ranked; Chinese and English)
+    Search(search::SearchArgs),
+    /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
+    BenchSearch(searchbench::BenchArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), all
+    /// Toolsets to expose, comma-separated: engram (default), knowledge, all
     #[arg(long, default_value = "engram")]
     tools: String,
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
@@ -109,6 +115,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
+        Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
+        Some(Command::BenchSearch(args)) => searchbench::run(args),
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod client;
 mod engram_tools;
 mod params;
+mod search_tools;
 
 use std::sync::Arc;
 
@@ -31,16 +32,19 @@ pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
 pub enum Toolset {
     /// The Engram tools (default).
     Engram,
+    /// `search_engram_knowledge`: knowledge and example passages of a pack.
+    Knowledge,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram];
+    pub const ALL: &'static [Self] = &[Self::Engram, Self::Knowledge];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Self::Engram => "engram",
+            Self::Knowledge => "knowledge",
         }
     }
 
@@ -96,7 +100,11 @@ impl EngramServer {
         let mut tool_router = ToolRouter::new();
         for t in toolsets {
             match t {
-                Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Engram => {
+                    tool_router.merge(Self::engram_tools());
+                    tool_router.merge(Self::search_tools());
+                }
+                Toolset::Knowledge => tool_router.merge(Self::knowledge_tools()),
             }
         }
         Self { engram, tool_router }

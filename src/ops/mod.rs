@@ -10,6 +10,7 @@ mod knowledge;
 mod load;
 mod memory_tools;
 mod prompt;
+mod search;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,12 @@ use crate::store::{PackRepo, StoreError, StoreOptions};
 
 pub use install::Registry;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
+pub use search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
+
+/// Default number of search results (`search_memory`, `engram search`).
+pub const fn search_default_limit() -> usize {
+    search::DEFAULT_LIMIT
+}
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -177,6 +184,7 @@ pub struct Engram {
     config: Config,
     repos: Mutex<HashMap<PathBuf, Arc<Mutex<PackRepo>>>>,
     expiry_cache: Mutex<HashMap<PathBuf, load::ExpiryState>>,
+    search_cache: crate::packsearch::SearchCache,
 }
 
 impl Engram {
@@ -190,7 +198,12 @@ impl Engram {
             }
             .into());
         }
-        Ok(Self { config, repos: Mutex::new(HashMap::new()), expiry_cache: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            config,
+            repos: Mutex::new(HashMap::new()),
+            expiry_cache: Mutex::new(HashMap::new()),
+            search_cache: crate::packsearch::SearchCache::new(),
+        })
     }
 
     /// The configuration.

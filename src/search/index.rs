@@ -1,0 +1,309 @@
+//! The in-memory inverted index and its incremental maintenance.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::dates::doc_date_terms;
+use super::doc::{Document, Field};
+use super::error::SearchError;
+use super::params::Bm25Params;
+use super::tokenize::Tokenizer;
+
+/// Per-field term frequencies (saturating at 255) of one term in one document.
+pub(super) type FieldTf = [u8; Field::COUNT];
+
+/// One entry of a posting list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Posting {
+    /// Document slot.
+    pub doc: u32,
+    /// Term frequency in each field.
+    pub tf: FieldTf,
+}
+
+/// A term and the documents that contain it, sorted by slot.
+#[derive(Debug, Clone)]
+pub(super) struct Term {
+    pub text: Box<str>,
+    pub postings: Vec<Posting>,
+}
+
+/// A document held by the index, with the term ids it was indexed under.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    pub doc: Document,
+    /// Distinct term ids of the document, sorted.
+    pub terms: Box<[u32]>,
+}
+
+/// A ranked lexical index over [`Document`]s (BM25F over normalised tokens).
+///
+/// Updates are incremental: [`SearchIndex::upsert`] and [`SearchIndex::remove`]
+/// touch only the posting lists of the document's own terms.
+#[derive(Clone)]
+pub struct SearchIndex {
+    pub(super) params: Bm25Params,
+    pub(super) term_ids: HashMap<Box<str>, u32>,
+    pub(super) terms: Vec<Term>,
+    /// Document slots; `None` marks a free slot.
+    pub(super) docs: Vec<Option<Stored>>,
+    /// Token count of each field of each slot (zeros for free slots).
+    pub(super) lens: Vec<[u32; Field::COUNT]>,
+    /// Sum of `lens` over live documents.
+    pub(super) total_len: [u64; Field::COUNT],
+    pub(super) free: Vec<u32>,
+    pub(super) ids: HashMap<String, u32>,
+    tokenizer: Tokenizer,
+    scratch: HashMap<u32, FieldTf>,
+}
+
+impl Default for SearchIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("docs", &self.ids.len())
+            .field("terms", &self.term_ids.len())
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    /// Creates an empty index with default ranking parameters.
+    pub fn new() -> Self {
+        Self::with_params(Bm25Params::default())
+    }
+
+    /// Creates an empty index with the given ranking parameters.
+    pub fn with_params(params: Bm25Params) -> Self {
+        Self {
+            params,
+            term_ids: HashMap::new(),
+            terms: Vec::new(),
+            docs: Vec::new(),
+            lens: Vec::new(),
+            total_len: [0; Field::COUNT],
+            free: Vec::new(),
+            ids: HashMap::new(),
+            tokenizer: Tokenizer::new(),
+            scratch: HashMap::new(),
+        }
+    }
+
+    /// Builds an index from many documents (later duplicates of an id win).
+    pub fn build(docs: impl IntoIterator<Item = Document>) -> Result<Self, SearchError> {
+        let mut index = Self::new();
+        for doc in docs {
+            index.upsert(doc)?;
+        }
+        Ok(index)
+    }
+
+    /// The ranking parameters.
+    pub fn params(&self) -> &Bm25Params {
+        &self.params
+    }
+
+    /// Replaces the ranking parameters (takes effect on the next search).
+    pub fn set_params(&mut self, params: Bm25Params) {
+        self.params = params;
+    }
+
+    /// Number of documents in the index.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The document stored under `id`.
+    pub fn get(&self, id: &str) -> Option<&Document> {
+        let slot = *self.ids.get(id)?;
+        self.stored(slot).map(|s| &s.doc)
+    }
+
+    /// Iterates over all documents (in slot order).
+    pub fn documents(&self) -> impl Iterator<Item = &Document> {
+        self.docs.iter().flatten().map(|s| &s.doc)
+    }
+
+    pub(super) fn stored(&self, slot: u32) -> Option<&Stored> {
+        self.docs.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    /// Inserts `doc`, replacing any document with the same id.
+    ///
+    /// Returns `true` when a document was replaced. Fails only when the index
+    /// cannot address more documents or terms.
+    pub fn upsert(&mut self, doc: Document) -> Result<bool, SearchError> {
+        // Every new term takes at least one byte of text, so this bounds term ids.
+        let text_bytes = 64
+            + doc.title.len()
+            + doc.body.len()
+            + doc.context.len()
+            + doc.tags.iter().map(|t| t.len() + 1).sum::<usize>();
+        if self.terms.len().saturating_add(text_bytes) >= u32::MAX as usize {
+            return Err(SearchError::IndexFull);
+        }
+        let replaced = self.remove(&doc.id);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = u32::try_from(self.docs.len()).map_err(|_| SearchError::IndexFull)?;
+                if s == u32::MAX {
+                    return Err(SearchError::IndexFull);
+                }
+                self.docs.push(None);
+                self.lens.push([0; Field::COUNT]);
+                s
+            }
+        };
+
+        self.scratch.clear();
+        let mut lens = [0u32; Field::COUNT];
+        for field in Field::ALL {
+            let text = doc.field_text(field);
+            let fi = field.index();
+            let Self {
+                tokenizer,
+                term_ids,
+                terms,
+                scratch,
+                ..
+            } = self;
+            tokenizer.tokenize(&text, |t| {
+                lens[fi] = lens[fi].saturating_add(1);
+                let id = intern(term_ids, terms, t.text);
+                let tf = scratch.entry(id).or_insert([0; Field::COUNT]);
+                tf[fi] = tf[fi].saturating_add(1);
+            });
+        }
+
+        if let Some(time) = doc.time {
+            let fi = Field::Time.index();
+            for term in doc_date_terms(time) {
+                lens[fi] += 1;
+                let id = intern(&mut self.term_ids, &mut self.terms, &term);
+                let tf = self.scratch.entry(id).or_insert([0; Field::COUNT]);
+                tf[fi] = tf[fi].saturating_add(1);
+            }
+        }
+
+        let mut entries: Vec<(u32, FieldTf)> = self.scratch.drain().collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        for &(id, tf) in &entries {
+            if let Some(term) = self.terms.get_mut(id as usize) {
+                insert_posting(&mut term.postings, Posting { doc: slot, tf });
+            }
+        }
+        for (total, len) in self.total_len.iter_mut().zip(lens) {
+            *total += u64::from(len);
+        }
+        if let Some(l) = self.lens.get_mut(slot as usize) {
+            *l = lens;
+        }
+        self.ids.insert(doc.id.clone(), slot);
+        if let Some(s) = self.docs.get_mut(slot as usize) {
+            *s = Some(Stored {
+                doc,
+                terms: entries.into_iter().map(|e| e.0).collect(),
+            });
+        }
+        Ok(replaced)
+    }
+
+    /// Removes the document `id`. Returns whether it was present.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let Some(slot) = self.ids.remove(id) else {
+            return false;
+        };
+        let Some(stored) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
+            return true;
+        };
+        for &t in stored.terms.iter() {
+            if let Some(term) = self.terms.get_mut(t as usize)
+                && let Ok(p) = term.postings.binary_search_by_key(&slot, |p| p.doc)
+            {
+                term.postings.remove(p);
+            }
+        }
+        if let Some(l) = self.lens.get_mut(slot as usize) {
+            for (total, len) in self.total_len.iter_mut().zip(*l) {
+                *total = total.saturating_sub(u64::from(len));
+            }
+            *l = [0; Field::COUNT];
+        }
+        self.free.push(slot);
+        true
+    }
+
+    /// Id of an existing term.
+    pub(super) fn term_id(&self, text: &str) -> Option<u32> {
+        self.term_ids.get(text).copied()
+    }
+
+    /// Assembles an index from decoded parts (used by snapshot loading).
+    pub(super) fn from_parts(
+        terms: Vec<Term>,
+        docs: Vec<Option<Stored>>,
+        lens: Vec<[u32; Field::COUNT]>,
+    ) -> Self {
+        let mut index = Self::new();
+        index.term_ids = terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.text.clone(), i as u32))
+            .collect();
+        for (slot, d) in docs.iter().enumerate() {
+            match d {
+                Some(s) => {
+                    index.ids.insert(s.doc.id.clone(), slot as u32);
+                    for (total, len) in index.total_len.iter_mut().zip(lens[slot]) {
+                        *total += u64::from(len);
+                    }
+                }
+                None => index.free.push(slot as u32),
+            }
+        }
+        index.free.reverse();
+        index.terms = terms;
+        index.docs = docs;
+        index.lens = lens;
+        index
+    }
+}
+
+/// Returns the id of `text`, adding it to the dictionary if needed.
+fn intern(term_ids: &mut HashMap<Box<str>, u32>, terms: &mut Vec<Term>, text: &str) -> u32 {
+    if let Some(&id) = term_ids.get(text) {
+        return id;
+    }
+    // `upsert` checked that the dictionary cannot outgrow u32 with this document.
+    let id = terms.len() as u32;
+    terms.push(Term {
+        text: text.into(),
+        postings: Vec::new(),
+    });
+    term_ids.insert(text.into(), id);
+    id
+}
+
+/// Inserts `p` keeping the list sorted by slot (appending is the common case).
+fn insert_posting(list: &mut Vec<Posting>, p: Posting) {
+    match list.last() {
+        None => list.push(p),
+        Some(last) if last.doc < p.doc => list.push(p),
+        Some(_) => match list.binary_search_by_key(&p.doc, |q| q.doc) {
+            Ok(i) => list[i] = p,
+            Err(i) => list.insert(i, p),
+        },
+    }
+}

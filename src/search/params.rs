@@ -1,0 +1,56 @@
+//! Tunable ranking parameters (BM25F, feedback, grouping).
+
+use super::doc::Field;
+
+/// BM25F parameters: one saturation constant and per-field weight and length normalisation.
+///
+/// The score of a term in a document is `idf * t / (k1 + t)` with
+/// `t = Σ_f weight_f * tf_f / (1 - b_f + b_f * len_f / avglen_f)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Weight of each field, indexed by [`Field::index`].
+    pub weights: [f32; Field::COUNT],
+    /// Length normalisation of each field (0 = none, 1 = full).
+    pub b: [f32; Field::COUNT],
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Self {
+            k1: 1.2,
+            // title, body, tags, context, time
+            weights: [3.0, 1.0, 1.5, 0.4, 1.0],
+            b: [0.5, 0.5, 0.5, 0.75, 0.0],
+        }
+    }
+}
+
+/// Pseudo-relevance feedback (RM3-style query expansion).
+///
+/// After a first pass, the most characteristic terms of the top documents
+/// are added to the query with a reduced weight and the search is run again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedbackParams {
+    /// How many top documents to learn from.
+    pub docs: usize,
+    /// How many expansion terms to add.
+    pub terms: usize,
+    /// Total weight of the expansion terms relative to the original query (which weighs 1).
+    pub weight: f32,
+}
+
+impl Default for FeedbackParams {
+    fn default() -> Self {
+        Self {
+            docs: 5,
+            terms: 10,
+            weight: 0.3,
+        }
+    }
+}
+
+/// Weight of a CJK unigram in a query when it is part of a longer CJK run
+/// (the bigrams carry the match; unigrams only break ties and catch partial hits).
+pub(crate) const QUERY_UNIGRAM_IN_RUN_WEIGHT: f32 = 0.2;

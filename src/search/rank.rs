@@ -1,0 +1,297 @@
+//! Query evaluation: BM25F scoring, feedback, grouping, top-k and hits.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::doc::Field;
+use super::filter::Filter;
+use super::index::SearchIndex;
+use super::params::FeedbackParams;
+use super::query::parse_query;
+use super::request::{Hit, SearchRequest};
+use super::snippet::make_snippet;
+use super::tokenize::{Tokenizer, is_cjk};
+
+/// A resolved query term: term id and query weight.
+#[derive(Debug, Clone, Copy)]
+struct WeightedTerm {
+    id: u32,
+    weight: f32,
+}
+
+/// Score accumulators for one evaluation.
+struct Scores {
+    acc: Vec<f32>,
+    mask: Vec<u8>,
+    touched: Vec<u32>,
+}
+
+impl SearchIndex {
+    /// Searches with default options: `limit` hits for `query` among documents
+    /// passing `filter`, best first.
+    pub fn search(&self, query: &str, filter: &Filter, limit: usize) -> Vec<Hit> {
+        let mut req = SearchRequest::new(query).limit(limit);
+        req.filter = filter.clone();
+        self.search_with(&req)
+    }
+
+    /// Runs a full [`SearchRequest`]. An empty or unmatched query returns no hits.
+    pub fn search_with(&self, req: &SearchRequest) -> Vec<Hit> {
+        if req.limit == 0 || self.is_empty() {
+            return Vec::new();
+        }
+        let mut tokenizer = Tokenizer::new();
+        let parsed = parse_query(&mut tokenizer, &req.query);
+        let mut terms: Vec<WeightedTerm> = parsed
+            .iter()
+            .filter_map(|q| {
+                self.term_id(&q.text).map(|id| WeightedTerm {
+                    id,
+                    weight: q.weight,
+                })
+            })
+            .collect();
+        if terms.is_empty() {
+            return Vec::new();
+        }
+
+        let mut scores = self.score(&terms);
+        let mut ranked = self.candidates(&scores, &req.filter);
+        if let Some(fb) = &req.feedback
+            && !ranked.is_empty()
+        {
+            let expansion = self.expansion_terms(&ranked, &terms, fb);
+            if !expansion.is_empty() {
+                terms.extend(expansion);
+                scores = self.score(&terms);
+                ranked = self.candidates(&scores, &req.filter);
+            }
+        }
+        if req.group_weight > 0.0 {
+            self.apply_group_boost(&mut ranked, req.group_weight);
+        }
+        self.top_k(&mut ranked, req.limit);
+
+        let snippet_terms: HashMap<String, f32> = parsed
+            .iter()
+            .filter_map(|q| {
+                let id = self.term_id(&q.text)?;
+                Some((q.text.clone(), q.weight * self.idf(id)))
+            })
+            .collect();
+        ranked
+            .into_iter()
+            .filter_map(|(score, slot)| {
+                let doc = &self.stored(slot)?.doc;
+                let mask = scores.mask.get(slot as usize).copied().unwrap_or(0);
+                let fields: Vec<Field> = Field::ALL
+                    .into_iter()
+                    .filter(|f| mask & (1 << f.index()) != 0)
+                    .collect();
+                let source = if mask & (1 << Field::Body.index()) != 0 || doc.title.is_empty() {
+                    &doc.body
+                } else if mask & (1 << Field::Title.index()) != 0 || doc.body.is_empty() {
+                    &doc.title
+                } else {
+                    &doc.body
+                };
+                Some(Hit {
+                    id: doc.id.clone(),
+                    score,
+                    path: doc.path.clone(),
+                    pack: doc.pack.clone(),
+                    fields,
+                    snippet: make_snippet(
+                        &mut tokenizer,
+                        source,
+                        &snippet_terms,
+                        req.snippet_chars,
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    /// Inverse document frequency of a term.
+    fn idf(&self, term: u32) -> f32 {
+        let n = self.len() as f32;
+        let df = self
+            .terms
+            .get(term as usize)
+            .map_or(0, |t| t.postings.len()) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Accumulates BM25F scores of every document matching any term.
+    fn score(&self, terms: &[WeightedTerm]) -> Scores {
+        let p = &self.params;
+        let n_docs = self.len().max(1) as f64;
+        let mut c0 = [0f32; Field::COUNT];
+        let mut c1 = [0f32; Field::COUNT];
+        for f in 0..Field::COUNT {
+            let avg = (self.total_len[f] as f64 / n_docs).max(1.0) as f32;
+            c0[f] = 1.0 - p.b[f];
+            c1[f] = p.b[f] / avg;
+        }
+        let mut s = Scores {
+            acc: vec![0.0; self.docs.len()],
+            mask: vec![0; self.docs.len()],
+            touched: Vec::new(),
+        };
+        for t in terms {
+            let Some(term) = self.terms.get(t.id as usize) else {
+                continue;
+            };
+            let qw = t.weight * self.idf(t.id);
+            for posting in &term.postings {
+                let d = posting.doc as usize;
+                let (Some(lens), Some(acc), Some(mask)) =
+                    (self.lens.get(d), s.acc.get_mut(d), s.mask.get_mut(d))
+                else {
+                    continue;
+                };
+                let mut tf = 0.0;
+                let mut bits = 0u8;
+                for f in 0..Field::COUNT {
+                    let n = posting.tf[f];
+                    if n > 0 {
+                        tf += p.weights[f] * f32::from(n) / (c0[f] + c1[f] * lens[f] as f32);
+                        bits |= 1 << f;
+                    }
+                }
+                if *mask == 0 {
+                    s.touched.push(posting.doc);
+                }
+                *mask |= bits;
+                *acc += qw * tf / (p.k1 + tf);
+            }
+        }
+        s
+    }
+
+    /// Scored documents that pass the filter, unsorted.
+    fn candidates(&self, s: &Scores, filter: &Filter) -> Vec<(f32, u32)> {
+        let all = filter.is_empty();
+        s.touched
+            .iter()
+            .filter_map(|&slot| {
+                let score = *s.acc.get(slot as usize)?;
+                let stored = self.stored(slot)?;
+                (score > 0.0 && (all || filter.matches(&stored.doc))).then_some((score, slot))
+            })
+            .collect()
+    }
+
+    /// Orders `ranked` best first (ties by id) and keeps the first `k`.
+    fn top_k(&self, ranked: &mut Vec<(f32, u32)>, k: usize) {
+        let id = |slot: u32| self.stored(slot).map_or("", |s| s.doc.id.as_str());
+        let cmp = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
+            b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(id(b.1)))
+        };
+        if ranked.len() > k && k > 0 {
+            ranked.select_nth_unstable_by(k - 1, cmp);
+            ranked.truncate(k);
+        }
+        ranked.sort_unstable_by(cmp);
+    }
+
+    /// RM3-style expansion terms learnt from the top documents of `ranked`.
+    fn expansion_terms(
+        &self,
+        ranked: &[(f32, u32)],
+        query: &[WeightedTerm],
+        fb: &FeedbackParams,
+    ) -> Vec<WeightedTerm> {
+        let mut top = ranked.to_vec();
+        self.top_k(&mut top, fb.docs);
+        let total: f32 = top.iter().map(|r| r.0).sum();
+        if total <= 0.0 {
+            return Vec::new();
+        }
+        let n = self.len() as f32;
+        let w = &self.params.weights;
+        let mut model: HashMap<u32, f32> = HashMap::new();
+        for &(score, slot) in &top {
+            let (Some(stored), Some(lens)) = (self.stored(slot), self.lens.get(slot as usize))
+            else {
+                continue;
+            };
+            let len: f32 = (0..Field::COUNT)
+                .map(|f| w[f] * lens[f] as f32)
+                .sum::<f32>()
+                .max(1.0);
+            for &t in stored.terms.iter() {
+                let Some(term) = self.terms.get(t as usize) else {
+                    continue;
+                };
+                // Skip very common terms and single CJK characters.
+                let df = term.postings.len() as f32;
+                if df > n * 0.1 || df < 2.0 || is_single_cjk(&term.text) {
+                    continue;
+                }
+                let Ok(i) = term.postings.binary_search_by_key(&slot, |p| p.doc) else {
+                    continue;
+                };
+                let tf: f32 = (0..Field::COUNT)
+                    .map(|f| w[f] * f32::from(term.postings[i].tf[f]))
+                    .sum();
+                *model.entry(t).or_insert(0.0) += (score / total) * (tf / len) * self.idf(t);
+            }
+        }
+        for q in query {
+            model.remove(&q.id);
+        }
+        let mut cands: Vec<(u32, f32)> = model.into_iter().collect();
+        cands.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        cands.truncate(fb.terms);
+        let mass: f32 = cands.iter().map(|c| c.1).sum();
+        let qmass: f32 = query.iter().map(|q| q.weight).sum();
+        if mass <= 0.0 {
+            return Vec::new();
+        }
+        cands
+            .into_iter()
+            .map(|(id, v)| WeightedTerm {
+                id,
+                weight: fb.weight * qmass * v / mass,
+            })
+            .collect()
+    }
+
+    /// Adds to each hit a share of the best scores of other hits with the same path.
+    fn apply_group_boost(&self, ranked: &mut [(f32, u32)], weight: f32) {
+        // Best two scores per path.
+        let mut best: HashMap<&str, [f32; 2]> = HashMap::new();
+        for &(score, slot) in ranked.iter() {
+            let Some(stored) = self.stored(slot) else {
+                continue;
+            };
+            let b = best.entry(stored.doc.path.as_str()).or_insert([0.0; 2]);
+            if score > b[0] {
+                b[1] = b[0];
+                b[0] = score;
+            } else if score > b[1] {
+                b[1] = score;
+            }
+        }
+        let mut boosts = Vec::with_capacity(ranked.len());
+        for &(score, slot) in ranked.iter() {
+            let boost = self
+                .stored(slot)
+                .and_then(|s| best.get(s.doc.path.as_str()))
+                .map_or(0.0, |b| {
+                    // Exclude the document's own score from its group's evidence.
+                    if score >= b[0] { b[1] } else { b[0] }
+                });
+            boosts.push(boost);
+        }
+        for (r, boost) in ranked.iter_mut().zip(boosts) {
+            r.0 += weight * boost;
+        }
+    }
+}
+
+fn is_single_cjk(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if is_cjk(c))
+}

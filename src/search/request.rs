@@ -1,0 +1,83 @@
+//! Search requests and results.
+
+use serde::{Deserialize, Serialize};
+
+use super::doc::Field;
+use super::filter::Filter;
+use super::params::FeedbackParams;
+use super::snippet::SNIPPET_CHARS;
+
+/// A search: query text, filters and ranking options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    /// Free-text query (any language).
+    pub query: String,
+    /// Metadata filter.
+    pub filter: Filter,
+    /// Maximum number of hits.
+    pub limit: usize,
+    /// Pseudo-relevance feedback; `None` disables it.
+    pub feedback: Option<FeedbackParams>,
+    /// Boost from documents sharing the same `path` (e.g. entries of one memory
+    /// file or one conversation session): each hit gains `group_weight` times the
+    /// mean of the best two scores of the *other* matching documents of its path.
+    /// `0.0` disables it.
+    pub group_weight: f32,
+    /// Snippet length in characters.
+    pub snippet_chars: usize,
+}
+
+impl SearchRequest {
+    /// A request for `query` with no filter, 10 hits, and default options.
+    pub fn new(query: impl Into<String>) -> Self {
+        Self {
+            query: query.into(),
+            filter: Filter::default(),
+            limit: 10,
+            feedback: None,
+            group_weight: 0.0,
+            snippet_chars: SNIPPET_CHARS,
+        }
+    }
+
+    /// Sets the filter.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Sets the maximum number of hits.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Enables pseudo-relevance feedback.
+    pub fn feedback(mut self, feedback: FeedbackParams) -> Self {
+        self.feedback = Some(feedback);
+        self
+    }
+
+    /// Sets the same-path group boost.
+    pub fn group_weight(mut self, weight: f32) -> Self {
+        self.group_weight = weight;
+        self
+    }
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// The document's id.
+    pub id: String,
+    /// Relevance score (higher is better; only comparable within one search).
+    pub score: f32,
+    /// The document's path.
+    pub path: String,
+    /// The document's pack.
+    pub pack: String,
+    /// Fields in which at least one query term matched, in field order.
+    pub fields: Vec<Field>,
+    /// Excerpt of the body (or title) around the best match.
+    pub snippet: String,
+}
