@@ -17,6 +17,8 @@ pub mod memory;
 pub mod ops;
 pub mod pack;
 pub mod packsearch;
+// Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
+#[rustfmt::skip]
 pub mod search;
 pub mod searchbench;
 pub mod settings;

@@ -17,9 +17,9 @@
 use serde::Serialize;
 
 use super::{Engram, EngramError, Result};
+use crate::pack::GLOBAL_DIR;
 use crate::packsearch::extract::{KIND_EXAMPLE, KIND_KNOWLEDGE, KIND_MEMORY, KINDS, format_ts};
 use crate::packsearch::{At, PackIndex};
-use crate::pack::GLOBAL_DIR;
 use crate::search::{Filter, SearchRequest};
 use crate::store::PackRepo;
 
@@ -122,13 +122,15 @@ impl Engram {
         }
         for k in &q.kinds {
             if !KINDS.contains(&k.as_str()) {
-                return Err(invalid("kinds", format!("unknown kind {k:?}; known kinds: {}", KINDS.join(", "))));
+                return Err(invalid(
+                    "kinds",
+                    format!("unknown kind {k:?}; known kinds: {}", KINDS.join(", ")),
+                ));
             }
         }
         let range = match q.time_range.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(r) => Some(
-                crate::timerange::parse(r, self.now())
-                    .map_err(|e| invalid("time_range", e.to_string()))?,
+                crate::timerange::parse(r, self.now()).map_err(|e| invalid("time_range", e.to_string()))?,
             ),
             None => None,
         };
@@ -175,7 +177,10 @@ impl Engram {
                         None => return Ok(Vec::new()),
                     },
                     (Some(rev), None) => Some(repo.resolve_commit(rev)?.ok_or_else(|| {
-                        invalid("as_of", format!("{rev:?} is neither a date YYYY-MM-DD nor a commit of pack {name}"))
+                        invalid(
+                            "as_of",
+                            format!("{rev:?} is neither a date YYYY-MM-DD nor a commit of pack {name}"),
+                        )
                     })?),
                 };
                 let at = commit.as_deref().map_or(At::Head, At::Commit);
@@ -183,7 +188,9 @@ impl Engram {
             })?;
             hits.extend(found);
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| (&a.pack, &a.id).cmp(&(&b.pack, &b.id))));
+        hits.sort_by(|a, b| {
+            b.score.total_cmp(&a.score).then_with(|| (&a.pack, &a.id).cmp(&(&b.pack, &b.id)))
+        });
         hits.truncate(limit);
         Ok(SearchOutcome {
             query: query.to_owned(),
@@ -213,7 +220,9 @@ impl Engram {
         let outcome = self.search(&q)?;
         let mut text = render(&outcome);
         if !outcome.hits.is_empty() {
-            text.push_str(&format!("\n用 read_engram_file(\"{name}\", path) 读取全文 (read the whole file).\n"));
+            text.push_str(&format!(
+                "\n用 read_engram_file(\"{name}\", path) 读取全文 (read the whole file).\n"
+            ));
         }
         Ok(text)
     }
@@ -253,7 +262,11 @@ pub fn render(o: &SearchOutcome) -> String {
             o.query
         );
     }
-    let mut out = format!("找到 {n} 条结果 ({n} results) for {:?} — packs: {scope}{as_of}\n", o.query, n = o.hits.len());
+    let mut out = format!(
+        "找到 {n} 条结果 ({n} results) for {:?} — packs: {scope}{as_of}\n",
+        o.query,
+        n = o.hits.len()
+    );
     for (i, h) in o.hits.iter().enumerate() {
         let mut head = format!("\n{}. [{}] {} · {}", i + 1, h.kind, h.pack, h.path);
         if let Some(ts) = &h.entry {

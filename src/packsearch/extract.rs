@@ -42,9 +42,7 @@ const CONTEXT_NEXT: usize = 1;
 /// Whether a path can contribute documents or summaries (a cheap test on the
 /// path alone, so a full build reads only the blobs that matter).
 pub fn is_searchable(path: &str) -> bool {
-    memory_category(path).is_some()
-        || is_summary_source(path)
-        || passage_kind(path).is_some()
+    memory_category(path).is_some() || is_summary_source(path) || passage_kind(path).is_some()
 }
 
 /// Whether a path holds index lines (summaries) of memory entries.
@@ -137,7 +135,8 @@ fn parse_ts(ts: &str) -> Option<i64> {
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a time.
 pub fn format_ts(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0).map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M").to_string())
+    chrono::DateTime::from_timestamp(t, 0)
+        .map_or_else(String::new, |d| d.format("%Y-%m-%d %H:%M").to_string())
 }
 
 fn memory_documents(pack: &str, path: &str, category: &str, text: &str) -> Vec<Document> {
@@ -217,7 +216,11 @@ fn passage_documents(pack: &str, path: &str, kind: &str, text: &str) -> Vec<Docu
         .filter(|(h, b)| !b.trim().is_empty() || !h.is_empty())
         .enumerate()
         .map(|(n, (h, b))| {
-            let title = if h.is_empty() || h == file_title { file_title.clone() } else { format!("{file_title} › {h}") };
+            let title = if h.is_empty() || h == file_title {
+                file_title.clone()
+            } else {
+                format!("{file_title} › {h}")
+            };
             Document {
                 id: format!("{path}#{n}"),
                 title,
@@ -263,9 +266,15 @@ mod tests {
     fn memory_files_are_recognised() {
         assert_eq!(memory_category("memory/preferences.md"), Some("preferences"));
         assert_eq!(memory_category("memory/_log/preferences/000001.md"), Some("preferences"));
-        for other in ["memory/_index.md", "memory/_index_full.md", "memory/_log/_index_full/000001.md",
-            "memory/a-archive.md", "memory/a-expired.md", "memory/x/y.md", "knowledge/a.md"]
-        {
+        for other in [
+            "memory/_index.md",
+            "memory/_index_full.md",
+            "memory/_log/_index_full/000001.md",
+            "memory/a-archive.md",
+            "memory/a-expired.md",
+            "memory/x/y.md",
+            "knowledge/a.md",
+        ] {
             assert_eq!(memory_category(other), None, "{other}");
         }
         assert!(is_summary_source("memory/_index_full.md"));

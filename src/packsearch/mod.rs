@@ -117,7 +117,8 @@ impl PackIndex {
 
     /// Builds the index of `commit` from its files.
     pub fn build(repo: &PackRepo, pack: &str, commit: &str) -> Result<Self, StoreError> {
-        let paths: Vec<String> = repo.list_files_at(commit)?.into_iter().filter(|p| is_searchable(p)).collect();
+        let paths: Vec<String> =
+            repo.list_files_at(commit)?.into_iter().filter(|p| is_searchable(p)).collect();
         let contents = repo.read_many_at(commit, &paths)?;
         let mut this = Self::empty(pack);
         this.apply(paths.into_iter().zip(contents).collect());
@@ -265,7 +266,9 @@ impl PackIndex {
                 self.summaries.get(&key).map(|s| s.iter().map(|e| e.1.clone()).collect()).unwrap_or_default();
             for (i, id) in ids.iter().enumerate() {
                 let title = sums.get(i).or(sums.last()).cloned().unwrap_or_default();
-                let Some(mut doc) = pending.remove(id).or_else(|| self.index.get(id).cloned()) else { continue };
+                let Some(mut doc) = pending.remove(id).or_else(|| self.index.get(id).cloned()) else {
+                    continue;
+                };
                 doc.title = title;
                 self.put(doc);
             }

@@ -65,10 +65,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, ranked: &[(u32, u32)], evidence: &[(u32, u32)]) {
         let hit = |k: usize, e: &(u32, u32), tol: u32| {
-            ranked
-                .iter()
-                .take(k)
-                .any(|r| r.0 == e.0 && r.1.abs_diff(e.1) <= tol)
+            ranked.iter().take(k).any(|r| r.0 == e.0 && r.1.abs_diff(e.1) <= tol)
         };
         let any = |k, tol| evidence.iter().any(|e| hit(k, e, tol));
         let all = |k, tol| evidence.iter().all(|e| hit(k, e, tol));
@@ -91,8 +88,7 @@ impl Tally {
                 distinct.push(r.0);
             }
         }
-        self.sess_rank_any5 +=
-            usize::from(distinct.iter().take(5).any(|s| ev_sessions.contains(s)));
+        self.sess_rank_any5 += usize::from(distinct.iter().take(5).any(|s| ev_sessions.contains(s)));
     }
 
     fn pct(&self, v: usize) -> f64 {
@@ -117,7 +113,6 @@ impl Tally {
         );
     }
 }
-
 
 /// How a turn becomes a memory entry in the product run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,8 +159,11 @@ pub fn run(path: &str, variants: bool) -> Result<Option<String>, String> {
     }
     base.print(&mut out, "plain BM25 (reference)");
     engine_only(&convs).print(&mut out, "engine only (colleague layout)");
-    let styles: &[SummaryStyle] =
-        if variants { &[SummaryStyle::Speaker, SummaryStyle::Text, SummaryStyle::Empty] } else { &[SummaryStyle::Speaker] };
+    let styles: &[SummaryStyle] = if variants {
+        &[SummaryStyle::Speaker, SummaryStyle::Text, SummaryStyle::Empty]
+    } else {
+        &[SummaryStyle::Speaker]
+    };
     for &style in styles {
         let tally = product(&convs, style).map_err(|e| e.to_string())?;
         tally.print(&mut out, &format!("engram packs, {}", style.name()));
@@ -288,16 +286,10 @@ fn product(convs: &[Conversation], style: SummaryStyle) -> Result<Tally, crate::
 /// word tokens, BM25 k1 = 1.2, b = 0.75.
 fn plain_bm25(c: &Conversation, tally: &mut Tally) {
     fn words(s: &str) -> Vec<String> {
-        s.split(|ch: char| !ch.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
+        s.split(|ch: char| !ch.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
     }
-    let docs: Vec<Vec<String>> = c
-        .turns
-        .iter()
-        .map(|t| words(&format!("{} {} {}", t.speaker, t.date, t.text)))
-        .collect();
+    let docs: Vec<Vec<String>> =
+        c.turns.iter().map(|t| words(&format!("{} {} {}", t.speaker, t.date, t.text))).collect();
     let n = docs.len() as f64;
     let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
     let mut df: HashMap<&str, f64> = HashMap::new();
@@ -326,11 +318,8 @@ fn plain_bm25(c: &Conversation, tally: &mut Tally) {
             .filter(|x| x.0 > 0.0)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let ranked: Vec<(u32, u32)> = scored
-            .iter()
-            .take(DEPTH)
-            .map(|&(_, i)| (c.turns[i].session, c.turns[i].turn))
-            .collect();
+        let ranked: Vec<(u32, u32)> =
+            scored.iter().take(DEPTH).map(|&(_, i)| (c.turns[i].session, c.turns[i].turn)).collect();
         tally.add(&ranked, &q.evidence);
     }
 }
@@ -345,10 +334,7 @@ fn parse(raw: &str) -> Result<Vec<Conversation>, String> {
         let mut sessions: Vec<u32> = conv
             .keys()
             .filter_map(|k| k.strip_prefix("session_")?.parse().ok())
-            .filter(|n| {
-                conv.get(&format!("session_{n}"))
-                    .is_some_and(Value::is_array)
-            })
+            .filter(|n| conv.get(&format!("session_{n}")).is_some_and(Value::is_array))
             .collect();
         sessions.sort_unstable();
         let mut turns = Vec::new();
@@ -359,11 +345,7 @@ fn parse(raw: &str) -> Result<Vec<Conversation>, String> {
                 .unwrap_or_default()
                 .to_string();
             let time = parse_locomo_date(&date);
-            for t in conv[&format!("session_{n}")]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
+            for t in conv[&format!("session_{n}")].as_array().into_iter().flatten() {
                 let dia = t["dia_id"].as_str().unwrap_or_default();
                 let Some((s_no, t_no)) = parse_dia(dia) else {
                     continue;
@@ -400,16 +382,10 @@ fn parse(raw: &str) -> Result<Vec<Conversation>, String> {
             if evidence.is_empty() {
                 continue;
             }
-            questions.push(Question {
-                text: q["question"].as_str().unwrap_or_default().to_string(),
-                evidence,
-            });
+            questions
+                .push(Question { text: q["question"].as_str().unwrap_or_default().to_string(), evidence });
         }
-        out.push(Conversation {
-            id,
-            turns,
-            questions,
-        });
+        out.push(Conversation { id, turns, questions });
     }
     Ok(out)
 }

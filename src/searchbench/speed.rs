@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use super::{BenchEntry, TempDir, engram_over, ts_of, write_pack};
-use crate::ops::{CaptureRequest, Caller, EngramError, SearchQuery};
+use crate::ops::{Caller, CaptureRequest, EngramError, SearchQuery};
 use crate::packsearch::{At, PackIndex, SearchCache};
 use crate::store::{PackRepo, StoreOptions};
 
@@ -136,9 +136,7 @@ fn make_vocab(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
             (0..n).map(|_| han[rng.skewed(han.len())]).collect()
         })
         .collect();
-    let syll = [
-        "ka", "to", "ri", "ne", "mo", "la", "sen", "dor", "vi", "pex", "qu", "zan",
-    ];
+    let syll = ["ka", "to", "ri", "ne", "mo", "la", "sen", "dor", "vi", "pex", "qu", "zan"];
     let mut en: Vec<String> = EN.iter().map(|s| s.to_string()).collect();
     while en.len() < 5000 {
         let n = 2 + rng.below(3);
@@ -170,15 +168,12 @@ fn sentence(rng: &mut Rng, zh: &[String], en: &[String], words: usize) -> String
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort_unstable();
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or_default()
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
-
 
 fn entries(rng: &mut Rng, zh: &[String], en: &[String], n: usize) -> Vec<BenchEntry> {
     (0..n)
@@ -223,7 +218,11 @@ pub fn run(n: usize) -> Result<String, EngramError> {
         builds.push(t.elapsed());
         docs = index.len();
     }
-    let _ = writeln!(out, "index build from git ({docs} documents): median {:.0} ms", ms(percentile(&mut builds, 0.5)));
+    let _ = writeln!(
+        out,
+        "index build from git ({docs} documents): median {:.0} ms",
+        ms(percentile(&mut builds, 0.5))
+    );
 
     // First query of a fresh process: builds and saves; then a second fresh process loads.
     let engram = engram_over(tmp.path())?;
@@ -231,7 +230,8 @@ pub fn run(n: usize) -> Result<String, EngramError> {
     let t = Instant::now();
     engram.search(&q("memory")).map(|_| ())?;
     let first = t.elapsed();
-    let stored = std::fs::metadata(repo.derived_dir().join(crate::packsearch::persist::FILE_NAME)).map_or(0, |m| m.len());
+    let stored = std::fs::metadata(repo.derived_dir().join(crate::packsearch::persist::FILE_NAME))
+        .map_or(0, |m| m.len());
     let fresh = engram_over(tmp.path())?;
     let t = Instant::now();
     fresh.search(&q("memory")).map(|_| ())?;
@@ -245,10 +245,12 @@ pub fn run(n: usize) -> Result<String, EngramError> {
     );
 
     // Search latency through Engram::search (HEAD check + search + hits).
-    let queries: Vec<String> = (0..1000).map(|_| {
-        let words = 1 + rng.below(3);
-        sentence(&mut rng, &zh, &en, words)
-    }).collect();
+    let queries: Vec<String> = (0..1000)
+        .map(|_| {
+            let words = 1 + rng.below(3);
+            sentence(&mut rng, &zh, &en, words)
+        })
+        .collect();
     let mut times = Vec::new();
     let mut hits = 0;
     for text in &queries {

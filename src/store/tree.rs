@@ -30,7 +30,12 @@ impl PackRepo {
     pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>> {
         let obj = match self.repo.revparse_single(rev.trim()) {
             Ok(o) => o,
-            Err(e) if matches!(e.code(), ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::InvalidSpec) => {
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::InvalidSpec
+                ) =>
+            {
                 return Ok(None);
             }
             Err(e) => return Err(git_err("resolving a revision", &self.dir, e)),

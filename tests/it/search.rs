@@ -30,10 +30,19 @@ async fn title_hits_rank_above_body_hits_and_hits_say_where_they_are() {
     let env = TestEnv::new();
     make_pack(&env, "coach");
     let c = env.client().await;
-    ok(&c, "capture_memory", capture("coach", "health", "做动作前一定要充分热身，注意膝盖。", "一般训练提醒")).await;
+    ok(
+        &c,
+        "capture_memory",
+        capture("coach", "health", "做动作前一定要充分热身，注意膝盖。", "一般训练提醒"),
+    )
+    .await;
     ok(&c, "capture_memory", capture("coach", "health", "去年扭伤了左膝。", "膝盖旧伤")).await;
-    ok(&c, "capture_memory", capture("coach", "notes", "Warm up before lifting; mind the knee.", "general reminder"))
-        .await;
+    ok(
+        &c,
+        "capture_memory",
+        capture("coach", "notes", "Warm up before lifting; mind the knee.", "general reminder"),
+    )
+    .await;
     ok(&c, "capture_memory", capture("coach", "notes", "Sprained it last year.", "knee injury")).await;
 
     let text = ok(&c, "search_memory", json!({"query": "膝盖", "kinds": ["memory"]})).await;
@@ -86,8 +95,14 @@ async fn filters_restrict_kind_category_type_tags_time_and_pack() {
     only(&ok(&c, "search_memory", json!({"query": "深蹲", "tags": ["plan", "legs"]})).await, &["计划A"]);
     let k = ok(&c, "search_memory", json!({"query": "深蹲", "kinds": ["knowledge"]})).await;
     assert!(k.contains("[knowledge]") && !k.contains("[memory]"), "{k}");
-    only(&ok(&c, "search_memory", json!({"query": "深蹲", "time_range": "2026-11"})).await, &["计划A", "计划B", "计划C"]);
-    only(&ok(&c, "search_memory", json!({"query": "深蹲", "time_range": "last_week"})).await, &["计划A", "计划B", "计划C"]);
+    only(
+        &ok(&c, "search_memory", json!({"query": "深蹲", "time_range": "2026-11"})).await,
+        &["计划A", "计划B", "计划C"],
+    );
+    only(
+        &ok(&c, "search_memory", json!({"query": "深蹲", "time_range": "last_week"})).await,
+        &["计划A", "计划B", "计划C"],
+    );
     only(&ok(&c, "search_memory", json!({"query": "深蹲", "time_range": "2025-01..2026-10"})).await, &[]);
     let limited = ok(&c, "search_memory", json!({"query": "深蹲", "limit": 1})).await;
     assert_eq!(hits(&limited).len(), 1, "{limited}");
@@ -112,8 +127,12 @@ async fn as_of_searches_the_pack_as_it_was() {
     let first = commit_of(&first);
     ok(&c, "search_memory", json!({"query": "体脂"})).await;
     ok(&c, "capture_memory", capture("coach", "log", "第二次 测量 体脂", "新记录")).await;
-    ok(&c, "correct_memory", json!({"name": "coach", "category": "log", "old_summary": "旧记录",
-        "new_content": "第一次 测量 体重", "new_summary": "改过的记录"}))
+    ok(
+        &c,
+        "correct_memory",
+        json!({"name": "coach", "category": "log", "old_summary": "旧记录",
+        "new_content": "第一次 测量 体重", "new_summary": "改过的记录"}),
+    )
     .await;
 
     let now = ok(&c, "search_memory", json!({"query": "体脂"})).await;
@@ -183,7 +202,8 @@ async fn writes_by_another_process_are_seen() {
     let text = ok(&reader, "search_memory", json!({"query": "早上 训练"})).await;
     assert!(!text.contains("训练时间"), "{text}");
     // A hand edit committed with git is seen too; the CLI sees the MCP writes.
-    fs::write(env.pack("coach").join("knowledge/卧推.md"), "# 卧推\n肩胛骨收紧，杠铃落在胸口。\n").expect("write");
+    fs::write(env.pack("coach").join("knowledge/卧推.md"), "# 卧推\n肩胛骨收紧，杠铃落在胸口。\n")
+        .expect("write");
     git(&env.pack("coach"), &["add", "-A"]);
     git(&env.pack("coach"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hand"]);
     let text = ok(&reader, "search_memory", json!({"query": "肩胛骨"})).await;
@@ -247,8 +267,12 @@ async fn knowledge_toolset_finds_passages_and_the_default_toolset_stays_small() 
         "content": "# Bench press\n## Setup\nRetract the shoulder blades, feet flat.\n## Breathing\nInhale at the top, brace, press.\n",
         "summary": "bench press"}))
     .await;
-    let text = ok(&c, "search_engram_knowledge", json!({"name": "coach", "query": "how should I breathe when pressing"}))
-        .await;
+    let text = ok(
+        &c,
+        "search_engram_knowledge",
+        json!({"name": "coach", "query": "how should I breathe when pressing"}),
+    )
+    .await;
     let h = hits(&text);
     assert!(h[0].contains("knowledge/bench-press.md · Bench press › Breathing"), "{text}");
     assert!(h[0].contains("Inhale at the top"), "{text}");
