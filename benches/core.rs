@@ -47,6 +47,7 @@ fn engram_for(packs: &Path) -> Engram {
         store: StoreOptions::default(),
         clock: Clock::system(),
         registry_files: Vec::new(),
+        sync: Default::default(),
     })
     .expect("engram")
 }

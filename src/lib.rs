@@ -19,9 +19,12 @@ pub mod memmerge;
 pub mod memory;
 pub mod ops;
 pub mod pack;
+pub mod packsearch;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
 #[rustfmt::skip]
 pub mod search;
+pub mod searchbench;
 pub mod settings;
 pub mod store;
 pub mod templates;
+pub mod timerange;

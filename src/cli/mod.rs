@@ -1,4 +1,4 @@
-//! The command line: `engram serve | list | init | install | lint | log | demo`.
+//! The command line: `engram serve | list | init | install | lint | log | demo | search | bench-search`.
 //!
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
@@ -6,6 +6,8 @@
 mod demo;
 mod ingest;
 mod log;
+mod search;
+mod searchbench;
 mod sync;
 
 use std::path::PathBuf;
@@ -63,11 +65,15 @@ enum Command {
     Remote(sync::RemoteCommand),
     /// Sync packs with their git remote: fetch, merge (memory-aware), push (never forced)
     Sync(sync::SyncArgs),
+    /// Search memories, knowledge and examples (ranked; Chinese and English)
+    Search(search::SearchArgs),
+    /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
+    BenchSearch(searchbench::BenchArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), notes, workspace, all
+    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, all
     #[arg(long, default_value = "engram")]
     tools: String,
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
@@ -129,6 +135,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
         Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),
         Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
+        Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
+        Some(Command::BenchSearch(args)) => searchbench::run(args),
     }
 }
 

@@ -9,9 +9,10 @@ pub mod client;
 mod engram_tools;
 mod notes_tools;
 mod params;
+mod search_tools;
+mod sync_tools;
 mod tool_json;
 mod workspace_tools;
-mod sync_tools;
 
 use std::sync::Arc;
 
@@ -42,11 +43,14 @@ pub enum Toolset {
     Workspace,
     /// Sync status of packs shared through a git remote.
     Sync,
+    /// `search_engram_knowledge`: knowledge and example passages of a pack.
+    Knowledge,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram, Self::Notes, Self::Workspace, Self::Sync];
+    pub const ALL: &'static [Self] =
+        &[Self::Engram, Self::Knowledge, Self::Notes, Self::Workspace, Self::Sync];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -55,6 +59,7 @@ impl Toolset {
             Self::Notes => "notes",
             Self::Workspace => "workspace",
             Self::Sync => "sync",
+            Self::Knowledge => "knowledge",
         }
     }
 
@@ -112,7 +117,11 @@ impl EngramServer {
         let mut tool_router = ToolRouter::new();
         for t in toolsets {
             match t {
-                Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Engram => {
+                    tool_router.merge(Self::engram_tools());
+                    tool_router.merge(Self::search_tools());
+                }
+                Toolset::Knowledge => tool_router.merge(Self::knowledge_tools()),
                 Toolset::Notes => tool_router.merge(Self::notes_tools()),
                 Toolset::Workspace => tool_router.merge(Self::workspace_tools()),
                 Toolset::Sync => tool_router.merge(Self::sync_tools()),

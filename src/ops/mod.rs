@@ -13,9 +13,10 @@ mod memory_tools;
 mod notes;
 mod own_pack;
 mod prompt;
-mod workspace;
+mod search;
 mod sync;
 mod sync_worker;
+mod workspace;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,9 +32,15 @@ pub use memory_tools::{CaptureRequest, CorrectRequest};
 pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
 };
-pub use workspace::*;
+pub use search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
 pub use sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
 pub use sync_worker::SyncWorker;
+pub use workspace::*;
+
+/// Default number of search results (`search_memory`, `engram search`).
+pub const fn search_default_limit() -> usize {
+    search::DEFAULT_LIMIT
+}
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -202,6 +209,7 @@ pub struct Engram {
     config: Config,
     repos: Mutex<HashMap<PathBuf, Arc<Mutex<PackRepo>>>>,
     expiry_cache: Mutex<HashMap<PathBuf, load::ExpiryState>>,
+    search_cache: crate::packsearch::SearchCache,
 }
 
 impl Engram {
@@ -215,7 +223,12 @@ impl Engram {
             }
             .into());
         }
-        Ok(Self { config, repos: Mutex::new(HashMap::new()), expiry_cache: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            config,
+            repos: Mutex::new(HashMap::new()),
+            expiry_cache: Mutex::new(HashMap::new()),
+            search_cache: crate::packsearch::SearchCache::new(),
+        })
     }
 
     /// The configuration.

@@ -267,7 +267,7 @@ impl PackRepo {
             };
             let ours_tree = ours.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
             let theirs_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
-            let changed = self.changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
+            let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
             let view = MergeView {
                 repo: self,
                 base: Snapshot { repo: &self.repo, tree: base_tree.clone(), head: base_id, dir },
@@ -322,7 +322,12 @@ impl PackRepo {
     }
 
     /// Paths whose entry differs between the base and either side.
-    fn changed_paths(&self, base: Option<&Tree<'_>>, ours: &Tree<'_>, theirs: &Tree<'_>) -> Vec<ChangedPath> {
+    fn merge_changed_paths(
+        &self,
+        base: Option<&Tree<'_>>,
+        ours: &Tree<'_>,
+        theirs: &Tree<'_>,
+    ) -> Vec<ChangedPath> {
         let b = tree_entries(base);
         let o = tree_entries(Some(ours));
         let t = tree_entries(Some(theirs));

@@ -19,8 +19,9 @@ mod gc;
 mod history;
 mod merge;
 mod recover;
-mod workspace_git;
 mod sync;
+mod tree;
+mod workspace_git;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -34,11 +35,11 @@ use git2::{
 
 pub use gc::PackReport;
 pub use history::{CommitInfo, FileChange, LogQuery};
+pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
+pub use sync::{Credentials, PushOutcome, RemoteInfo};
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
 };
-pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
-pub use sync::{Credentials, PushOutcome, RemoteInfo};
 
 /// Builds a [`LogQuery`].
 pub fn history_query(

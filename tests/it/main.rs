@@ -6,5 +6,6 @@ mod concurrency;
 mod engram_tools;
 mod lint;
 mod notes_tools;
-mod workspace_tools;
+mod search;
 mod sync;
+mod workspace_tools;

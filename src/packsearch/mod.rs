@@ -1,0 +1,409 @@
+//! Search over packs: the pure engine ([`crate::search`]) fed from git.
+//!
+//! A pack's index ([`PackIndex`]) is derived data: built from the files of
+//! one commit ([`extract`] maps each file to documents), tied to that commit,
+//! and brought to any other commit by re-extracting only the paths the git
+//! diff between the two names. It is kept in memory per pack ([`SearchCache`],
+//! keyed by commit) and on disk in `.git/engram/search.idx` ([`persist`]),
+//! never in the tracked files. Every query first reads HEAD, so writes made by
+//! other processes are seen; a missing, stale or corrupt stored index is
+//! rebuilt, never an error. Writes never touch the index: it catches up lazily
+//! at the next query, so the cost of a memory tool write is unchanged.
+
+pub mod extract;
+pub mod persist;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::search::{Document, Hit, SearchIndex, SearchRequest};
+use crate::store::{PackRepo, StoreError};
+
+use extract::{is_head_file, is_searchable, is_summary_source, summary_key, summary_lines};
+use persist::SummaryFiles;
+
+/// After this many changed files applied since the last save, the index is
+/// saved again (saving a large index costs more than replaying a short diff).
+const SAVE_AFTER_CHANGED_FILES: usize = 256;
+
+/// Where a summary line sits: (file rank: segment number, head last; line).
+type SummaryPos = (u32, u32);
+
+/// The search index of one pack at one commit.
+#[derive(Clone, Default)]
+pub struct PackIndex {
+    pack: String,
+    commit: Option<String>,
+    index: SearchIndex,
+    summary_files: SummaryFiles,
+    /// Join key → summaries in index order (derived from `summary_files`).
+    summaries: HashMap<String, Vec<(SummaryPos, String)>>,
+    /// File path → ids of its documents (derived from the documents).
+    file_docs: HashMap<String, Vec<String>>,
+    /// Join key → ids of the memory documents with that key (derived).
+    key_docs: HashMap<String, Vec<String>>,
+    /// Changed files applied since the index was last saved (or loaded).
+    unsaved: usize,
+}
+
+impl std::fmt::Debug for PackIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackIndex")
+            .field("pack", &self.pack)
+            .field("commit", &self.commit)
+            .field("docs", &self.index.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an index was brought up to date (for benchmarks and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Already at the commit.
+    Current,
+    /// Updated from the diff; this many changed paths were relevant.
+    Incremental(usize),
+    /// Loaded from `.git/engram/` and then updated from the diff.
+    Loaded,
+    /// Built from the commit's files.
+    Rebuilt,
+}
+
+fn summary_rank(path: &str) -> u32 {
+    if is_head_file(path) {
+        return u32::MAX;
+    }
+    path.rsplit('/').next().and_then(|n| n.strip_suffix(".md")).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// Order of a memory document among the entries of its category: segments
+/// (oldest first), then the head file; then position in the file.
+fn doc_order(id: &str) -> (bool, &str, u32) {
+    let (path, n) = id.rsplit_once('#').unwrap_or((id, "0"));
+    (is_head_file(path), path, n.parse().unwrap_or(0))
+}
+
+impl PackIndex {
+    /// An empty index for a pack.
+    pub fn empty(pack: &str) -> Self {
+        Self { pack: pack.to_owned(), ..Self::default() }
+    }
+
+    /// The commit the index reflects (`None` for an empty repository).
+    pub fn commit(&self) -> Option<&str> {
+        self.commit.as_deref()
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The document stored under an id.
+    pub fn document(&self, id: &str) -> Option<&Document> {
+        self.index.get(id)
+    }
+
+    /// Runs a search request.
+    pub fn search(&self, req: &SearchRequest) -> Vec<Hit> {
+        self.index.search_with(req)
+    }
+
+    /// Builds the index of `commit` from its files.
+    pub fn build(repo: &PackRepo, pack: &str, commit: &str) -> Result<Self, StoreError> {
+        let paths: Vec<String> =
+            repo.list_files_at(commit)?.into_iter().filter(|p| is_searchable(p)).collect();
+        let contents = repo.read_many_at(commit, &paths)?;
+        let mut this = Self::empty(pack);
+        this.apply(paths.into_iter().zip(contents).collect());
+        this.commit = Some(commit.to_owned());
+        this.unsaved = usize::MAX;
+        Ok(this)
+    }
+
+    /// Brings the index to `target` from the diff between its commit and
+    /// `target` (either direction). Returns how many paths were re-read.
+    pub fn update_to(&mut self, repo: &PackRepo, target: &str) -> Result<usize, StoreError> {
+        let Some(from) = self.commit.clone() else {
+            *self = Self::build(repo, &self.pack, target)?;
+            return Ok(usize::MAX);
+        };
+        if from == target {
+            return Ok(0);
+        }
+        let paths: Vec<String> =
+            repo.changed_paths(&from, target)?.into_iter().filter(|p| is_searchable(p)).collect();
+        let contents = repo.read_many_at(target, &paths)?;
+        let n = paths.len();
+        self.apply(paths.into_iter().zip(contents).collect());
+        self.commit = Some(target.to_owned());
+        self.unsaved = self.unsaved.saturating_add(n.max(1));
+        Ok(n)
+    }
+
+    /// Rebuilds the derived maps after loading from disk.
+    fn from_stored(pack: &str, stored: persist::Stored) -> Self {
+        let mut this = Self {
+            pack: pack.to_owned(),
+            commit: Some(stored.commit),
+            index: stored.index,
+            summary_files: SummaryFiles::new(),
+            ..Self::default()
+        };
+        for (path, lines) in stored.summary_files {
+            this.add_summaries(&path, lines, &mut HashSet::new());
+        }
+        for doc in this.index.documents() {
+            this.file_docs.entry(doc.path.clone()).or_default().push(doc.id.clone());
+            if let Some(k) = summary_key(doc) {
+                this.key_docs.entry(k).or_default().push(doc.id.clone());
+            }
+        }
+        this
+    }
+
+    fn add_summaries(&mut self, path: &str, lines: Vec<(String, String)>, affected: &mut HashSet<String>) {
+        let rank = summary_rank(path);
+        for (i, (k, s)) in lines.iter().enumerate() {
+            let list = self.summaries.entry(k.clone()).or_default();
+            list.push(((rank, i as u32), s.clone()));
+            list.sort_by_key(|e| e.0);
+            affected.insert(k.clone());
+        }
+        self.summary_files.insert(path.to_owned(), lines);
+    }
+
+    fn remove_summaries(&mut self, path: &str, affected: &mut HashSet<String>) {
+        let Some(old) = self.summary_files.remove(path) else { return };
+        let rank = summary_rank(path);
+        for (k, _) in old {
+            if let Some(list) = self.summaries.get_mut(&k) {
+                list.retain(|e| e.0.0 != rank);
+                if list.is_empty() {
+                    self.summaries.remove(&k);
+                }
+            }
+            affected.insert(k);
+        }
+    }
+
+    fn unlink_key(&mut self, key: &str, id: &str) {
+        if let Some(ids) = self.key_docs.get_mut(key) {
+            ids.retain(|x| x != id);
+            if ids.is_empty() {
+                self.key_docs.remove(key);
+            }
+        }
+    }
+
+    /// Applies new contents (`None`: deleted) of searchable paths.
+    fn apply(&mut self, files: Vec<(String, Option<Vec<u8>>)>) {
+        let mut affected: HashSet<String> = HashSet::new();
+        let mut pending: HashMap<String, Document> = HashMap::new();
+        for (path, content) in files {
+            let text = content.map(|b| String::from_utf8_lossy(&b).into_owned());
+            if is_summary_source(&path) {
+                self.remove_summaries(&path, &mut affected);
+                if let Some(t) = text {
+                    self.add_summaries(&path, summary_lines(&t), &mut affected);
+                }
+                continue;
+            }
+            let docs = text.map(|t| extract::documents(&self.pack, &path, &t)).unwrap_or_default();
+            let new_ids: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            for id in self.file_docs.remove(&path).unwrap_or_default() {
+                if new_ids.contains(id.as_str()) {
+                    continue;
+                }
+                if let Some(k) = self.index.get(&id).and_then(summary_key) {
+                    self.unlink_key(&k, &id);
+                    affected.insert(k);
+                }
+                self.index.remove(&id);
+            }
+            let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+            for doc in docs {
+                let old_key = self.index.get(&doc.id).and_then(summary_key);
+                match summary_key(&doc) {
+                    Some(k) => {
+                        if let Some(old) = old_key.filter(|o| *o != k) {
+                            self.unlink_key(&old, &doc.id);
+                            affected.insert(old);
+                        }
+                        let list = self.key_docs.entry(k.clone()).or_default();
+                        if !list.contains(&doc.id) {
+                            list.push(doc.id.clone());
+                        }
+                        affected.insert(k);
+                        pending.insert(doc.id.clone(), doc);
+                    }
+                    None => {
+                        if let Some(old) = old_key {
+                            self.unlink_key(&old, &doc.id);
+                            affected.insert(old);
+                        }
+                        self.put(doc);
+                    }
+                }
+            }
+            if !ids.is_empty() {
+                self.file_docs.insert(path, ids);
+            }
+        }
+        // Join memory entries with their summaries (the k-th entry of a key
+        // gets the k-th index line of that key).
+        for key in affected {
+            let Some(ids) = self.key_docs.get(&key) else { continue };
+            let mut ids = ids.clone();
+            ids.sort_by(|a, b| doc_order(a).cmp(&doc_order(b)));
+            let sums: Vec<String> =
+                self.summaries.get(&key).map(|s| s.iter().map(|e| e.1.clone()).collect()).unwrap_or_default();
+            for (i, id) in ids.iter().enumerate() {
+                let title = sums.get(i).or(sums.last()).cloned().unwrap_or_default();
+                let Some(mut doc) = pending.remove(id).or_else(|| self.index.get(id).cloned()) else {
+                    continue;
+                };
+                doc.title = title;
+                self.put(doc);
+            }
+        }
+        for (_, doc) in pending {
+            self.put(doc);
+        }
+    }
+
+    /// Upserts a document unless the index already holds the same one.
+    fn put(&mut self, doc: Document) {
+        if self.index.get(&doc.id) != Some(&doc) {
+            // Fails only past 2^32 documents or terms; such a document is left out.
+            let _ = self.index.upsert(doc);
+        }
+    }
+
+    /// Saves the index to `.git/engram/` when enough changed since the last save.
+    fn maybe_save(&mut self, derived_dir: &Path) {
+        if self.unsaved < SAVE_AFTER_CHANGED_FILES {
+            return;
+        }
+        if let Some(commit) = &self.commit {
+            let bytes = persist::encode(commit, &self.summary_files, &self.index);
+            if persist::save(derived_dir, &bytes).is_ok() {
+                self.unsaved = 0;
+            }
+        }
+    }
+}
+
+/// The in-process indexes of every pack searched so far, keyed by pack
+/// directory; each slot keeps the index at HEAD and the last `as_of` index.
+#[derive(Default)]
+pub struct SearchCache {
+    slots: Mutex<HashMap<PathBuf, Arc<Mutex<Slot>>>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    head: Option<PackIndex>,
+    as_of: Option<PackIndex>,
+}
+
+impl std::fmt::Debug for SearchCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchCache").finish_non_exhaustive()
+    }
+}
+
+/// Which commit to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At<'a> {
+    /// The current HEAD (re-read from disk).
+    Head,
+    /// A given commit (full id).
+    Commit(&'a str),
+}
+
+impl SearchCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn slot(&self, dir: &Path) -> Arc<Mutex<Slot>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.entry(dir.to_owned()).or_default().clone()
+    }
+
+    /// Brings the pack's index to `at` (HEAD is re-read from disk) and runs
+    /// `f` on it. A stored index that cannot be read or updated is rebuilt.
+    pub fn with_index<T>(
+        &self,
+        repo: &PackRepo,
+        pack: &str,
+        at: At<'_>,
+        f: impl FnOnce(&PackIndex, Refresh) -> T,
+    ) -> Result<T, StoreError> {
+        let slot = self.slot(repo.dir());
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let head = repo.current_head()?;
+        let Some(head) = head else {
+            return Ok(f(&PackIndex::empty(pack), Refresh::Current));
+        };
+        let derived = repo.derived_dir();
+        let refresh = ensure_at(&mut slot.head, repo, pack, &head, &derived)?;
+        if let Some(index) = slot.head.as_mut() {
+            index.maybe_save(&derived);
+        }
+        match at {
+            At::Commit(c) if c != head => {
+                if slot.as_of.as_ref().and_then(PackIndex::commit) != Some(c) {
+                    // Start from the HEAD index and walk the diff to the old commit.
+                    slot.as_of = slot.head.clone();
+                }
+                let refresh = ensure_at(&mut slot.as_of, repo, pack, c, &derived)?;
+                match slot.as_of.as_ref() {
+                    Some(index) => Ok(f(index, refresh)),
+                    None => Ok(f(&PackIndex::empty(pack), refresh)),
+                }
+            }
+            _ => match slot.head.as_ref() {
+                Some(index) => Ok(f(index, refresh)),
+                None => Ok(f(&PackIndex::empty(pack), refresh)),
+            },
+        }
+    }
+}
+
+/// Makes `cached` the index at `commit`: update it, else load it from disk
+/// and update it, else build it.
+fn ensure_at(
+    cached: &mut Option<PackIndex>,
+    repo: &PackRepo,
+    pack: &str,
+    commit: &str,
+    derived: &Path,
+) -> Result<Refresh, StoreError> {
+    if let Some(index) = cached.as_mut() {
+        if index.commit() == Some(commit) {
+            return Ok(Refresh::Current);
+        }
+        match index.update_to(repo, commit) {
+            Ok(n) => return Ok(Refresh::Incremental(n)),
+            Err(_) => *cached = None,
+        }
+    }
+    if let Some(stored) = persist::load(derived) {
+        let mut index = PackIndex::from_stored(pack, stored);
+        if index.update_to(repo, commit).is_ok() {
+            *cached = Some(index);
+            return Ok(Refresh::Loaded);
+        }
+    }
+    *cached = Some(PackIndex::build(repo, pack, commit)?);
+    Ok(Refresh::Rebuilt)
+}

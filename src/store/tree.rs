@@ -1,0 +1,159 @@
+//! Read-only views of a pack at any commit: the files of a commit's tree, a
+//! blob at a commit, the paths changed between two commits, and resolving a
+//! commit-ish or a date to a commit. Used by derived data (the search index)
+//! that is tied to the commit it was built from.
+
+use std::path::{Path, PathBuf};
+
+use git2::{DiffOptions, ErrorCode, ObjectType, Oid, TreeWalkMode, TreeWalkResult};
+
+use super::{PackRepo, Result, git_err};
+
+/// Directory (inside the pack's `.git`) for derived data that is never committed.
+const DERIVED_DIR: &str = "engram";
+
+impl PackRepo {
+    /// The directory for derived data of this pack (`.git/engram/`), which is
+    /// outside the working tree and never committed. It may not exist yet.
+    pub fn derived_dir(&self) -> PathBuf {
+        self.git_dir().join(DERIVED_DIR)
+    }
+
+    /// Re-reads HEAD from disk: the full id of the commit it points at, if any
+    /// (sees commits made by other processes).
+    pub fn current_head(&self) -> Result<Option<String>> {
+        Ok(self.head_commit()?.map(|c| c.id().to_string()))
+    }
+
+    /// Resolves a commit-ish (full or abbreviated id, branch, tag, `HEAD~2`) to
+    /// the full id of a commit; `None` when it names nothing.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>> {
+        let obj = match self.repo.revparse_single(rev.trim()) {
+            Ok(o) => o,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::InvalidSpec
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(git_err("resolving a revision", &self.dir, e)),
+        };
+        match obj.peel_to_commit() {
+            Ok(c) => Ok(Some(c.id().to_string())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The newest commit on HEAD's first-parent line whose commit time is
+    /// before `time` (seconds since the epoch); `None` when there is none.
+    pub fn commit_before(&self, time: i64) -> Result<Option<String>> {
+        let mut cur = self.head_commit()?;
+        while let Some(c) = cur {
+            if c.time().seconds() < time {
+                return Ok(Some(c.id().to_string()));
+            }
+            cur = match c.parent(0) {
+                Ok(p) => Some(p),
+                Err(e) if e.code() == ErrorCode::NotFound => None,
+                Err(e) => return Err(git_err("reading a parent commit", &self.dir, e)),
+            };
+        }
+        Ok(None)
+    }
+
+    fn tree_of(&self, commit: &str) -> Result<git2::Tree<'_>> {
+        let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
+        let c = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        c.tree().map_err(|e| git_err("reading a commit's tree", &self.dir, e))
+    }
+
+    /// Every file (blob) path of a commit's tree, sorted.
+    pub fn list_files_at(&self, commit: &str) -> Result<Vec<String>> {
+        let tree = self.tree_of(commit)?;
+        let mut out = Vec::new();
+        tree.walk(TreeWalkMode::PreOrder, |root, entry| {
+            if entry.kind() == Some(ObjectType::Blob)
+                && let Ok(name) = entry.name()
+            {
+                out.push(format!("{root}{name}"));
+            }
+            TreeWalkResult::Ok
+        })
+        .map_err(|e| git_err("walking a tree", &self.dir, e))?;
+        out.sort();
+        Ok(out)
+    }
+
+    /// The content of `path` at `commit`; `None` when absent or not a file.
+    pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        let tree = self.tree_of(commit)?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(git_err("reading a tree", &self.dir, e)),
+        };
+        if entry.kind() != Some(ObjectType::Blob) {
+            return Ok(None);
+        }
+        let blob = self.repo.find_blob(entry.id()).map_err(|e| git_err("reading a blob", &self.dir, e))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// Reads several paths of one commit (one tree lookup); absent paths are `None`.
+    pub fn read_many_at(&self, commit: &str, paths: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let tree = self.tree_of(commit)?;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let content = match tree.get_path(Path::new(path)) {
+                Ok(e) if e.kind() == Some(ObjectType::Blob) => Some(
+                    self.repo
+                        .find_blob(e.id())
+                        .map_err(|e| git_err("reading a blob", &self.dir, e))?
+                        .content()
+                        .to_vec(),
+                ),
+                Ok(_) => None,
+                Err(e) if e.code() == ErrorCode::NotFound => None,
+                Err(e) => return Err(git_err("reading a tree", &self.dir, e)),
+            };
+            out.push(content);
+        }
+        Ok(out)
+    }
+
+    /// File paths that differ between two commits (added, deleted, modified;
+    /// both sides of a rename), sorted and deduplicated.
+    pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<String>> {
+        if from == to {
+            return Ok(Vec::new());
+        }
+        let old = self.tree_of(from)?;
+        let new = self.tree_of(to)?;
+        let mut opts = DiffOptions::new();
+        opts.ignore_submodules(true);
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))
+            .map_err(|e| git_err("diffing two commits", &self.dir, e))?;
+        let mut out = Vec::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(p) = file.path().and_then(Path::to_str) {
+                    out.push(p.to_owned());
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The commit time (seconds since the epoch) of a commit.
+    pub fn commit_time(&self, commit: &str) -> Result<i64> {
+        let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
+        let c = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        Ok(c.time().seconds())
+    }
+}
