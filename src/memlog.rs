@@ -92,10 +92,20 @@ impl FullIndex {
     /// Reads the index. Applies the reference's migration rule: with no full
     /// index but a hot one, the full index starts as a verbatim copy of it.
     pub fn load(snap: &Snapshot<'_>) -> Result<Self, StoreError> {
+        Self::load_with(snap, true)
+    }
+
+    /// Reads only the head file (and the names of the segments): enough to
+    /// append, and O(1) in the size of the pack.
+    pub fn load_head(snap: &Snapshot<'_>) -> Result<Self, StoreError> {
+        Self::load_with(snap, false)
+    }
+
+    fn load_with(snap: &Snapshot<'_>, all: bool) -> Result<Self, StoreError> {
         let hot = snap.read_text(HOT_INDEX)?;
         let segments = segment_paths(snap, FULL_INDEX_SEGMENTS)?;
         let mut files = Vec::new();
-        for path in &segments {
+        for path in segments.iter().filter(|_| all) {
             let text = snap.read_text(path)?.unwrap_or_default();
             files.push(IndexFile { path: path.clone(), lines: split_lines(&text), dirty: false });
         }
@@ -108,6 +118,13 @@ impl FullIndex {
         };
         files.push(IndexFile { path: FULL_INDEX.to_owned(), lines: split_lines(&head), dirty: migrated });
         Ok(Self { files, hot, migrated, segments_on_disk: segments })
+    }
+
+    /// True when the hot index can be updated from the head alone (it has a
+    /// category summary to build on, or there are no rolled segments).
+    pub fn can_update_incrementally(&self) -> bool {
+        self.segments_on_disk.is_empty()
+            || (!self.migrated && self.hot.as_deref().is_some_and(|h| h.contains("## 分类摘要")))
     }
 
     /// Every parsable entry with its position, oldest first.
@@ -155,7 +172,8 @@ impl FullIndex {
                 if cut.contains(&i) { rolled.push(l) } else { kept.push(l) }
             }
             head.lines = kept;
-            let existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.path.clone()).collect();
+            let mut existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.path.clone()).collect();
+            existing.extend(self.segments_on_disk.iter().cloned());
             let path = next_segment_path(&existing, FULL_INDEX_SEGMENTS);
             self.files.insert(head_idx, IndexFile { path, lines: rolled, dirty: true });
         }
@@ -245,6 +263,8 @@ pub struct CategoryLog {
     files: Vec<(String, Vec<Block>, bool)>,
     segments_on_disk: Vec<String>,
     head_existed: bool,
+    /// Every segment was read (so a segment missing from `files` was removed on purpose).
+    loaded_all: bool,
 }
 
 /// Where a block sits.
@@ -257,9 +277,18 @@ pub struct BlockPos {
 impl CategoryLog {
     /// Reads a category.
     pub fn load(snap: &Snapshot<'_>, category: &str) -> Result<Self, StoreError> {
+        Self::load_with(snap, category, true)
+    }
+
+    /// Reads only the head file (and the names of the segments): enough to append.
+    pub fn load_head(snap: &Snapshot<'_>, category: &str) -> Result<Self, StoreError> {
+        Self::load_with(snap, category, false)
+    }
+
+    fn load_with(snap: &Snapshot<'_>, category: &str, all: bool) -> Result<Self, StoreError> {
         let segments = segment_paths(snap, category)?;
         let mut files = Vec::new();
-        for path in &segments {
+        for path in segments.iter().filter(|_| all) {
             let text = snap.read_text(path)?.unwrap_or_default();
             files.push((path.clone(), parse_blocks(&text), false));
         }
@@ -267,7 +296,13 @@ impl CategoryLog {
         let head = snap.read_text(&head_path)?;
         let head_existed = head.is_some();
         files.push((head_path, parse_blocks(&head.unwrap_or_default()), false));
-        Ok(Self { category: category.to_owned(), files, segments_on_disk: segments, head_existed })
+        Ok(Self {
+            category: category.to_owned(),
+            files,
+            segments_on_disk: segments,
+            head_existed,
+            loaded_all: all,
+        })
     }
 
     /// The category's whole text as the reference would see it in one file.
@@ -284,7 +319,8 @@ impl CategoryLog {
         head.2 = true;
         if head.1.len() > HEAD_LIMIT {
             let rolled: Vec<Block> = head.1.drain(..ROLL_SIZE).collect();
-            let existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.0.clone()).collect();
+            let mut existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.0.clone()).collect();
+            existing.extend(self.segments_on_disk.iter().cloned());
             let path = next_segment_path(&existing, &self.category);
             self.files.insert(head_idx, (path, rolled, true));
         }
@@ -335,7 +371,7 @@ impl CategoryLog {
     /// Writes changed files.
     pub fn write(&self, changes: &mut Changes) {
         let present: Vec<&String> = self.files.iter().map(|f| &f.0).collect();
-        for seg in &self.segments_on_disk {
+        for seg in self.segments_on_disk.iter().filter(|_| self.loaded_all) {
             if !present.contains(&seg) {
                 changes.remove(seg.clone());
             }

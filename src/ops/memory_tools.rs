@@ -288,13 +288,16 @@ impl Engram {
                 return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
             }
             let mut changes = Changes::default();
-            let mut log = CategoryLog::load(snap, &category)?;
+            let mut log = CategoryLog::load_head(snap, &category)?;
             log.append(&meta, &req.content);
             log.write(&mut changes);
             if !is_global && !snap.exists("memory/_onboarded") {
                 changes.put("memory/_onboarded", Vec::new());
             }
-            let mut index = FullIndex::load(snap)?;
+            let mut index = FullIndex::load_head(snap)?;
+            if !index.can_update_incrementally() {
+                index = FullIndex::load(snap)?;
+            }
             index.append(entry.render());
             index.write(&mut changes, true);
             Ok(Edit::Commit { changes, message: msg.clone(), value: None })
