@@ -16,6 +16,7 @@ pub mod memlog;
 pub mod memory;
 pub mod ops;
 pub mod pack;
+pub mod secrets;
 pub mod settings;
 pub mod store;
 pub mod templates;

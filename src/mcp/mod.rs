@@ -7,6 +7,7 @@
 
 pub mod client;
 mod engram_tools;
+mod history_tools;
 mod params;
 
 use std::sync::Arc;
@@ -96,7 +97,10 @@ impl EngramServer {
         let mut tool_router = ToolRouter::new();
         for t in toolsets {
             match t {
-                Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Engram => {
+                    tool_router.merge(Self::engram_tools());
+                    tool_router.merge(Self::history_tools());
+                }
             }
         }
         Self { engram, tool_router }

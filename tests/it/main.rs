@@ -5,3 +5,4 @@ mod compat;
 mod concurrency;
 mod engram_tools;
 mod lint;
+mod secrets;
