@@ -187,7 +187,8 @@ pub fn describe_commit(c: &CommitInfo) -> String {
         if is_index_file(&f.path) || (!has_full && f.path == HOT_INDEX) {
             old_lines.extend(old.lines().filter(|l| is_entry_line(l)).map(str::to_owned));
             new_lines.extend(new.lines().filter(|l| is_entry_line(l)).map(str::to_owned));
-        } else if f.path == HOT_INDEX {
+        } else if f.path == HOT_INDEX || f.path == "memory/_onboarded" {
+            // Derived or a marker: not a change a reader needs to see.
         } else if is_memory_managed(&f.path) {
             old_blocks.extend(parse_blocks(old));
             new_blocks.extend(parse_blocks(new));

@@ -85,7 +85,7 @@ impl PackRepo {
             return Ok(out);
         }
         let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
-        walk.set_sorting(Sort::TIME).map_err(|e| git_err("walking history", dir, e))?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(|e| git_err("walking history", dir, e))?;
         walk.push_head().map_err(|e| git_err("walking history", dir, e))?;
         for id in walk {
             let id = id.map_err(|e| git_err("walking history", dir, e))?;

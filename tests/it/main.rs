@@ -4,5 +4,6 @@ mod common;
 mod compat;
 mod concurrency;
 mod engram_tools;
+mod history;
 mod lint;
 mod secrets;
