@@ -15,6 +15,8 @@ pub const ENV_NOW: &str = "ENGRAM_NOW";
 pub const ENV_DURABLE: &str = "ENGRAM_DURABLE";
 /// Commit author name.
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
+/// Comma-separated packs a project uses (read by `engram hook`; overrides `.claude/engram.json`).
+pub const ENV_PROJECT_PACKS: &str = "ENGRAM_PACKS";
 /// Commit author e-mail.
 pub const ENV_AUTHOR_EMAIL: &str = "ENGRAM_AUTHOR_EMAIL";
 

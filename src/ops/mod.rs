@@ -6,6 +6,7 @@
 //! messages start with the reference's text and then say what to do.
 
 mod history;
+mod hooks;
 mod install;
 mod knowledge;
 mod load;
@@ -22,7 +23,11 @@ use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{PackRepo, StoreError, StoreOptions};
 
 pub use history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
+pub use hooks::compact_reminder;
 pub use install::Registry;
+
+/// The hot index path (for hooks that read it without the expiry pass).
+const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
 
 /// Limits on input sizes (bytes unless noted).

@@ -89,3 +89,54 @@ mod tests {
         assert_eq!((found[0].path.as_str(), found[0].line), ("f.md", 2));
     }
 }
+
+impl super::PackRepo {
+    /// Credentials in the lines the git index (staged changes) adds to HEAD:
+    /// what the pre-commit hook checks on hand-made commits. `index_file` is
+    /// the index git hands the hook (`GIT_INDEX_FILE`), when it is not the default.
+    pub fn staged_findings(&self, index_file: Option<&std::path::Path>) -> Result<Vec<Finding>, StoreError> {
+        let dir = &self.dir;
+        let index = match index_file {
+            Some(p) => git2::Index::open(&dir.join(p)),
+            None => self.repo.index(),
+        }
+        .map_err(|e| super::git_err("reading the index", dir, e))?;
+        let head = self
+            .head_commit()?
+            .map(|c| c.tree())
+            .transpose()
+            .map_err(|e| super::git_err("reading HEAD's tree", dir, e))?;
+        let mut out = Vec::new();
+        for entry in index.iter() {
+            let path = String::from_utf8_lossy(&entry.path).into_owned();
+            let old_id =
+                head.as_ref().and_then(|t| t.get_path(std::path::Path::new(&path)).ok()).map(|e| e.id());
+            if old_id == Some(entry.id) {
+                continue;
+            }
+            let Ok(blob) = self.repo.find_blob(entry.id) else { continue };
+            let old = blob_at(&self.repo, head.as_ref(), &path);
+            out.extend(scan_added(&path, old.as_deref(), blob.content()));
+        }
+        Ok(out)
+    }
+
+    /// The repository's hooks directory (`.git/hooks`).
+    pub fn hooks_dir(&self) -> std::path::PathBuf {
+        self.repo.path().join("hooks")
+    }
+
+    /// Bytes used by the repository's `.git` directory.
+    pub fn git_size(&self) -> u64 {
+        fn du(p: &std::path::Path) -> u64 {
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => {
+                    std::fs::read_dir(p).map(|d| d.flatten().map(|e| du(&e.path())).sum()).unwrap_or(0)
+                }
+                Ok(m) => m.len(),
+                Err(_) => 0,
+            }
+        }
+        du(self.repo.path())
+    }
+}

@@ -5,5 +5,6 @@ mod compat;
 mod concurrency;
 mod engram_tools;
 mod history;
+mod history_cli;
 mod lint;
 mod secrets;
