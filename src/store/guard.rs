@@ -74,22 +74,6 @@ pub(super) fn check_hand_edits(
     if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: true }) }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_added_lines_are_scanned() {
-        let secret = ["password=", "hunter2x"].concat();
-        let old = format!("a\n{secret}\n");
-        let new = format!("a\n{secret}\nb\n");
-        assert!(scan_added("f.md", Some(old.as_bytes()), new.as_bytes()).is_empty());
-        let found = scan_added("f.md", Some(b"a\n"), new.as_bytes());
-        assert_eq!(found.len(), 1);
-        assert_eq!((found[0].path.as_str(), found[0].line), ("f.md", 2));
-    }
-}
-
 impl super::PackRepo {
     /// Credentials in the lines the git index (staged changes) adds to HEAD:
     /// what the pre-commit hook checks on hand-made commits. `index_file` is
@@ -138,5 +122,21 @@ impl super::PackRepo {
             }
         }
         du(self.repo.path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_added_lines_are_scanned() {
+        let secret = ["password=", "hunter2x"].concat();
+        let old = format!("a\n{secret}\n");
+        let new = format!("a\n{secret}\nb\n");
+        assert!(scan_added("f.md", Some(old.as_bytes()), new.as_bytes()).is_empty());
+        let found = scan_added("f.md", Some(b"a\n"), new.as_bytes());
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].path.as_str(), found[0].line), ("f.md", 2));
     }
 }
