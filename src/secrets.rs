@@ -202,18 +202,15 @@ fn is_placeholder(v: &str) -> bool {
         "sample",
         "secret_here",
         "password_here",
-        "env",
-        "null",
-        "none",
-        "true",
-        "false",
     ];
+    let exact = ["env", "null", "none", "true", "false", "required", "optional", "string"];
     l.starts_with('$')
         || l.starts_with('%')
         || l.starts_with('{')
         || l.contains("${")
         || l.contains("{{")
         || words.iter().any(|w| l.contains(w))
+        || exact.contains(&l.as_str())
         || v.chars().all(|c| c == v.chars().next().unwrap_or(' '))
 }
 
@@ -305,6 +302,7 @@ mod tests {
     #[test]
     fn finds_assignments() {
         assert_eq!(kinds("db password=hunter2x"), ["password assignment"]);
+        assert_eq!(kinds("password: Seventeen-envoy-9"), ["password assignment"]);
         assert_eq!(kinds(r#"{"password": "S3cure!pass"}"#), ["password assignment"]);
         assert_eq!(kinds("api_key: 9fQ2xLm7Tz4KpW8rVb3N"), ["secret assignment"]);
         assert_eq!(kinds("Authorization: Bearer 9fQ2xLm7Tz4KpW8rVb3NqR5s"), ["bearer token"]);
