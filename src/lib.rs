@@ -24,6 +24,7 @@ pub mod packsearch;
 #[rustfmt::skip]
 pub mod search;
 pub mod searchbench;
+pub mod secrets;
 pub mod settings;
 pub mod store;
 pub mod templates;

@@ -312,10 +312,15 @@ impl CategoryLog {
 
     /// Appends a block to the head, rolling when full.
     pub fn append(&mut self, meta: &EntryMeta, content: &str) {
-        let head_idx = self.files.len() - 1;
         let text = format!("{}\n{}", meta.render_line(), content.trim());
+        self.push_block(Block { text, meta: Some(meta.clone()) });
+    }
+
+    /// Appends a block as it is (a revert putting an entry back), rolling when full.
+    pub fn push_block(&mut self, block: Block) {
+        let head_idx = self.files.len() - 1;
         let head = &mut self.files[head_idx];
-        head.1.push(Block { text, meta: Some(meta.clone()) });
+        head.1.push(block);
         head.2 = true;
         if head.1.len() > HEAD_LIMIT {
             let rolled: Vec<Block> = head.1.drain(..ROLL_SIZE).collect();

@@ -17,6 +17,8 @@ pub const ENV_DURABLE: &str = "ENGRAM_DURABLE";
 pub const ENV_TRACE_WRITES: &str = "ENGRAM_TRACE_WRITES";
 /// Commit author name.
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
+/// Comma-separated packs a project uses (read by `engram hook`; overrides `.claude/engram.json`).
+pub const ENV_PROJECT_PACKS: &str = "ENGRAM_PACKS";
 /// Commit author e-mail.
 pub const ENV_AUTHOR_EMAIL: &str = "ENGRAM_AUTHOR_EMAIL";
 /// Token for https remotes (sent as the password; GitHub/GitLab/Gitea personal access tokens).

@@ -5,15 +5,15 @@ use std::process::ExitCode;
 
 use similar::{ChangeTag, TextDiff};
 
-use crate::ops::Engram;
-use crate::store::history_query;
+use crate::ops::{Engram, HistoryFilter, commit_header, describe_commit};
+use crate::store::CommitInfo;
 
 /// Arguments of `engram log`.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
-    /// Pack name
-    pack: String,
-    /// Show diffs
+    /// Pack name (every pack when omitted)
+    pack: Option<String>,
+    /// Show full diffs of every file
     #[arg(short = 'p', long)]
     patch: bool,
     /// At most this many commits
@@ -22,6 +22,15 @@ pub struct LogArgs {
     /// Only commits touching this path
     #[arg(long)]
     path: Option<String>,
+    /// Only commits on or after this date (YYYY-MM-DD) or time (RFC 3339)
+    #[arg(long)]
+    since: Option<String>,
+    /// Only commits made by this tool (e.g. capture_memory)
+    #[arg(long)]
+    tool: Option<String>,
+    /// Only commits made by this client (a part of its name)
+    #[arg(long)]
+    client: Option<String>,
 }
 
 /// Renders a unified diff of two texts (coloured when `color`).
@@ -49,31 +58,54 @@ pub fn render_diff(path: &str, old: &str, new: &str, color: bool) -> String {
     out
 }
 
-/// Runs `engram log`.
-pub fn run(engram: &Engram, args: &LogArgs) -> anyhow::Result<ExitCode> {
-    let pack = engram.resolve(&args.pack)?;
-    let query = history_query(Some(args.limit), None, args.path.clone(), args.patch);
-    let commits = engram.with_repo(&pack.dir, |r| Ok(r.log(&query)?))?;
-    let color = std::io::stdout().is_terminal();
-    for c in commits {
-        let when = chrono::DateTime::from_timestamp(c.time, 0)
-            .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-            .unwrap_or_default();
-        let who = [c.trailer("Engram-Tool"), c.trailer("Engram-Client")]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" · ");
-        if color {
-            println!("\x1b[33m{}\x1b[0m {}  \x1b[2m{when} {who}\x1b[0m", c.short(), c.subject);
-        } else {
-            println!("{} {}  {when} {who}", c.short(), c.subject);
-        }
+/// Prints one commit: header, subject, memory summary, and diffs when `patch`.
+pub fn print_commit(c: &CommitInfo, patch: bool, color: bool) {
+    if color {
+        println!("\x1b[33m{}\x1b[0m", commit_header(c));
+    } else {
+        println!("{}", commit_header(c));
+    }
+    println!("    {}", c.subject);
+    for line in describe_commit(c).lines() {
+        let painted = match line.chars().next() {
+            Some('+') if color => format!("\x1b[32m{line}\x1b[0m"),
+            Some('-') if color => format!("\x1b[31m{line}\x1b[0m"),
+            _ => line.to_owned(),
+        };
+        println!("    {painted}");
+    }
+    if patch {
         for f in &c.files {
-            println!(
+            print!(
                 "{}",
                 render_diff(&f.path, f.old.as_deref().unwrap_or(""), f.new.as_deref().unwrap_or(""), color)
             );
+        }
+    }
+    println!();
+}
+
+/// Runs `engram log`.
+pub fn run(engram: &Engram, args: &LogArgs) -> anyhow::Result<ExitCode> {
+    let packs: Vec<String> = match &args.pack {
+        Some(p) => vec![p.clone()],
+        None => engram.packs().list().into_iter().map(|p| p.name).collect(),
+    };
+    let filter = HistoryFilter {
+        path: args.path.clone(),
+        summary: None,
+        since: args.since.clone(),
+        tool: args.tool.clone(),
+        client: args.client.clone(),
+        limit: args.limit,
+    };
+    let color = std::io::stdout().is_terminal();
+    for name in &packs {
+        if packs.len() > 1 {
+            println!("=== {name} ===");
+        }
+        for c in engram.history(name, &filter)? {
+            print_commit(&c, args.patch, color);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -4,8 +4,11 @@
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
 mod demo;
+mod history;
+mod hook;
 mod ingest;
 mod log;
+mod maint;
 mod search;
 mod searchbench;
 mod sync;
@@ -54,8 +57,62 @@ enum Command {
         /// Pack name (all packs when omitted)
         name: Option<String>,
     },
-    /// Show a pack's history with diffs
+    /// Show a pack's history with readable memory diffs
     Log(log::LogArgs),
+    /// Show one commit of a pack
+    Show {
+        /// Pack name
+        pack: String,
+        /// Commit id (or a prefix of it)
+        commit: String,
+    },
+    /// Undo one commit with a new commit
+    Revert {
+        /// Pack name
+        pack: String,
+        /// Commit id (or a prefix of it)
+        commit: String,
+    },
+    /// Undo the last tool commits (in one new commit)
+    Undo {
+        /// Pack name
+        pack: String,
+        /// How many tool commits
+        #[arg(short = 'n', default_value_t = 1)]
+        n: usize,
+        /// Only commits of this client (a part of its name)
+        #[arg(long)]
+        client: Option<String>,
+    },
+    /// Pack loose objects (one pack or all) and report the size of .git
+    Gc {
+        /// Pack name (all packs when omitted)
+        pack: Option<String>,
+    },
+    /// Rewrite a pack's history to remove a file/glob (or, with --text, a piece of text)
+    Purge {
+        /// Pack name
+        pack: String,
+        /// Path, directory or glob (`**/*.key`); with --text, the text to redact
+        what: String,
+        /// Treat WHAT as text to replace with [REDACTED] everywhere
+        #[arg(long)]
+        text: bool,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Run a client or git hook (Claude Code: session-start, pre-compact, session-end)
+    Hook {
+        /// The event
+        #[arg(value_enum)]
+        event: hook::HookEvent,
+    },
+    /// Manage git hooks of a pack
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// Install the demo pack, check it over a real MCP round trip and print the client config
     Demo,
     /// Store a dated summary of a workspace's recent git history (e.g. from a git hook)
@@ -69,6 +126,15 @@ enum Command {
     Search(search::SearchArgs),
     /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
     BenchSearch(searchbench::BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum HooksAction {
+    /// Install the pre-commit hook (engram lint + secret scan) in a pack
+    Install {
+        /// Pack name
+        pack: String,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -131,6 +197,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
+        Some(Command::Show { pack, commit }) => history::show(&*engram(&cli, false)?, pack, commit),
+        Some(Command::Revert { pack, commit }) => history::revert(&*engram(&cli, false)?, pack, commit),
+        Some(Command::Undo { pack, n, client }) => {
+            history::undo(&*engram(&cli, false)?, pack, *n, client.as_deref())
+        }
+        Some(Command::Gc { pack }) => maint::gc(&*engram(&cli, false)?, pack.as_deref()),
+        Some(Command::Purge { pack, what, text, yes }) => {
+            maint::purge(&*engram(&cli, false)?, pack, what, *text, *yes)
+        }
+        Some(Command::Hook { event }) => Ok(hook::run(engram(&cli, false), *event)),
+        Some(Command::Hooks { action: HooksAction::Install { pack } }) => {
+            maint::hooks_install(&*engram(&cli, false)?, pack)
+        }
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
         Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
         Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),

@@ -36,18 +36,24 @@ impl EngramServer {
     }
 
     #[tool(
-        description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory)."
+        description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory). as_of (commit id or YYYY-MM-DD) shows the pack as it was."
     )]
     async fn load_engram(
         &self,
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<LoadParams>,
     ) -> Result<String, String> {
-        self.run("load_engram", &peer, move |e, c| e.load_engram(&p.name, &p.query, c)).await
+        self.run("load_engram", &peer, move |e, c| {
+            match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+                Some(as_of) => e.load_engram_as_of(&p.name, &p.query, as_of),
+                None => e.load_engram(&p.name, &p.query, c),
+            }
+        })
+        .await
     }
 
     #[tool(
-        description = "读取 Engram 内的文件（如 knowledge/xxx.md、examples/xxx.md），路径相对于包根目录。Read a file of a pack by its path relative to the pack.",
+        description = "读取 Engram 内的文件（如 knowledge/xxx.md、examples/xxx.md），路径相对于包根目录。Read a file of a pack by its path relative to the pack; as_of (commit id or YYYY-MM-DD) reads it as it was.",
         annotations(read_only_hint = true)
     )]
     async fn read_engram_file(
@@ -55,7 +61,13 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<ReadFileParams>,
     ) -> Result<String, String> {
-        self.run("read_engram_file", &peer, move |e, _| e.read_engram_file(&p.name, &p.path)).await
+        self.run("read_engram_file", &peer, move |e, _| {
+            match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+                Some(as_of) => e.read_engram_file_as_of(&p.name, &p.path, as_of),
+                None => e.read_engram_file(&p.name, &p.path),
+            }
+        })
+        .await
     }
 
     #[tool(

@@ -7,6 +7,7 @@
 
 pub mod client;
 mod engram_tools;
+mod history_tools;
 mod notes_tools;
 mod params;
 mod search_tools;
@@ -120,6 +121,7 @@ impl EngramServer {
                 Toolset::Engram => {
                     tool_router.merge(Self::engram_tools());
                     tool_router.merge(Self::search_tools());
+                    tool_router.merge(Self::history_tools());
                 }
                 Toolset::Knowledge => tool_router.merge(Self::knowledge_tools()),
                 Toolset::Notes => tool_router.merge(Self::notes_tools()),

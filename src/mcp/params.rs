@@ -18,6 +18,9 @@ pub struct LoadParams {
     /// What the user is asking about (shown as 用户关注方向).
     #[serde(default)]
     pub query: String,
+    /// Show the pack as it was at this commit id or date (YYYY-MM-DD); read-only.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// `read_engram_file`.
@@ -27,6 +30,9 @@ pub struct ReadFileParams {
     pub name: String,
     /// Path relative to the pack, e.g. `knowledge/_index.md`.
     pub path: String,
+    /// Read the file as it was at this commit id or date (YYYY-MM-DD).
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// `write_engram_file`.
@@ -134,4 +140,45 @@ pub struct AddKnowledgeParams {
 pub struct InstallParams {
     /// A git URL, a local path, or a registry name.
     pub source: String,
+}
+
+/// `memory_history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryHistoryParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// Only commits touching this path (a file or directory of the pack, e.g. `memory/preferences.md`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only commits that added or removed an entry containing this text.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Only commits on or after this date (YYYY-MM-DD) or time (RFC 3339).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// At most this many commits (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `revert_memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RevertParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// The commit to undo (id or its first 7+ characters, from memory_history).
+    pub commit: String,
+}
+
+/// `undo_last`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct UndoParams {
+    /// Engram (pack) name.
+    pub name: String,
+    /// How many of the last tool commits to undo (default 1).
+    #[serde(default)]
+    pub n: Option<usize>,
+    /// Only commits of this client (a part of its name, as shown by memory_history).
+    #[serde(default)]
+    pub client: Option<String>,
 }

@@ -19,6 +19,25 @@ pub(super) struct ExpiryState {
     pub earliest: Option<NaiveDate>,
 }
 
+/// What `load_engram` reads a pack through: the working tree, or a commit's tree (`as_of`).
+pub(super) struct PackView<'a> {
+    /// Reads a text file by pack-relative path; `None` if missing.
+    pub read: &'a dyn Fn(&str) -> Result<Option<String>>,
+    /// True when the pack has a `memory/` directory.
+    pub has_memory_dir: bool,
+    /// The reference's onboarding test.
+    pub onboarded: bool,
+    /// The day expiry is judged against.
+    pub today: NaiveDate,
+}
+
+/// The hot index without expired lines, and the number of entry lines kept.
+pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
+    let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
+    let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
+    (lines.join("\n").trim().to_owned(), n)
+}
+
 /// Reads a text file of the working tree; `Ok(None)` if missing.
 pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
     match fs::read(path) {
@@ -180,11 +199,8 @@ impl Engram {
     }
 
     fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
-        let today = self.now().date_naive();
         let text = read_text_file(&memory_root.join(HOT_INDEX))?.unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
-        let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
-        Ok((lines.join("\n").trim().to_owned(), n))
+        Ok(active_lines(&text, self.now().date_naive()))
     }
 
     /// `load_engram`.
@@ -196,9 +212,26 @@ impl Engram {
         if global.join("memory").is_dir() {
             self.expire_memory(&global, caller)?;
         }
-        let read = |rel: &str| -> Result<String> {
-            Ok(read_text_file(&dir.join(rel))?.unwrap_or_default().trim().to_owned())
+        let view = PackView {
+            read: &|rel: &str| read_text_file(&dir.join(rel)),
+            has_memory_dir: dir.join("memory").is_dir(),
+            onboarded: self.onboarded(dir),
+            today: self.now().date_naive(),
         };
+        let (global_text, _) = self.active_hot_index(&global)?;
+        self.render_load(name, query, &view, &global_text)
+    }
+
+    /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).
+    pub(super) fn render_load(
+        &self,
+        name: &str,
+        query: &str,
+        view: &PackView<'_>,
+        global_text: &str,
+    ) -> Result<String> {
+        let read =
+            |rel: &str| -> Result<String> { Ok((view.read)(rel)?.unwrap_or_default().trim().to_owned()) };
         let mut sections: Vec<String> = Vec::new();
         for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
         {
@@ -207,7 +240,8 @@ impl Engram {
                 sections.push(format!("## {title}\n{text}"));
             }
         }
-        let meta = crate::pack::read_meta(dir).unwrap_or_default();
+        let meta: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&read("meta.json")?).unwrap_or_default();
         if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
             && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
         {
@@ -223,8 +257,8 @@ impl Engram {
                 sections.push(format!("## {title}\n{text}"));
             }
         }
-        if dir.join("memory").is_dir() {
-            let (active, n) = self.active_hot_index(dir)?;
+        if view.has_memory_dir {
+            let (active, n) = active_lines(&(view.read)(HOT_INDEX)?.unwrap_or_default(), view.today);
             if !active.is_empty() {
                 let mut s = format!("## 动态记忆\n<memory>\n{active}\n</memory>");
                 if n >= CONSOLIDATE_HINT_THRESHOLD {
@@ -235,13 +269,11 @@ impl Engram {
                 sections.push(s);
             }
         }
-        let (global_text, _) = self.active_hot_index(&global)?;
         if !global_text.is_empty() {
             sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
         }
-        if !self.onboarded(dir)
-            && let Some(text) =
-                onboarding_section(&read_text_file(&dir.join("rules.md"))?.unwrap_or_default())
+        if !view.onboarded
+            && let Some(text) = onboarding_section(&read("rules.md")?)
             && !text.is_empty()
         {
             sections.push(format!(
@@ -303,13 +335,18 @@ impl Engram {
             path: path.to_owned(),
             reason: "not UTF-8 text (binary file?)".into(),
         })?;
-        let text = text.replace("\r\n", "\n");
-        let text = text.trim();
-        if text.is_empty() {
-            return Ok(format!("文件为空: {path}"));
-        }
-        Ok(format!("## {path}\n{text}"))
+        Ok(render_file(path, &text))
     }
+}
+
+/// `read_engram_file`'s text for a file's content.
+pub(super) fn render_file(path: &str, text: &str) -> String {
+    let text = text.replace("\r\n", "\n");
+    let text = text.trim();
+    if text.is_empty() {
+        return format!("文件为空: {path}");
+    }
+    format!("## {path}\n{text}")
 }
 
 /// Resolves `path` inside `pack_dir` for reading: must stay inside after

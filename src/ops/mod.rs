@@ -6,6 +6,8 @@
 //! messages start with the reference's text and then say what to do.
 
 mod files;
+mod history;
+mod hooks;
 mod install;
 mod knowledge;
 mod load;
@@ -27,7 +29,12 @@ use chrono::{DateTime, Utc};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{PackRepo, StoreError, StoreOptions};
 
+pub use history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
+pub use hooks::compact_reminder;
 pub use install::Registry;
+
+/// The hot index path (for hooks that read it without the expiry pass).
+const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
 pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
@@ -66,7 +73,23 @@ pub enum EngramError {
     Pack(#[from] PackError),
     /// The store failed.
     #[error("操作失败 (storage error): {0}")]
-    Store(#[from] StoreError),
+    Store(StoreError),
+    /// The new text holds a credential (the store's secret guard refused the write).
+    #[error("{0}")]
+    Secret(StoreError),
+    /// A revert conflicts with a later change.
+    #[error(
+        "无法撤销 (cannot revert) commit {commit} ({subject}): 之后的提交改动了同一内容 (a later change conflicts):{}\nRevert the later commit first (it is named above), or fix the memory with correct_memory / delete_memory.",
+        conflicts_text(conflicts)
+    )]
+    RevertConflict {
+        /// Short id of the commit asked to revert.
+        commit: String,
+        /// Its subject.
+        subject: String,
+        /// What conflicts.
+        conflicts: Vec<crate::store::RevertConflict>,
+    },
     /// A file is missing.
     #[error("未找到文件: {path}")]
     FileNotFound {
@@ -137,6 +160,21 @@ pub enum EngramError {
     /// A sync step failed.
     #[error("同步失败 (sync failed): {0}")]
     Sync(String),
+}
+
+impl From<StoreError> for EngramError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Secret { .. } => Self::Secret(e),
+            other => Self::Store(other),
+        }
+    }
+}
+
+fn conflicts_text(c: &[crate::store::RevertConflict]) -> String {
+    c.iter()
+        .map(|x| format!("\n- {} — changed later by commit {} ({})", x.path, x.later, x.later_subject))
+        .collect()
 }
 
 fn candidates_text(c: &[String]) -> String {

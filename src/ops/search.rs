@@ -176,7 +176,7 @@ impl Engram {
                         Some(c) => Some(c),
                         None => return Ok(Vec::new()),
                     },
-                    (Some(rev), None) => Some(repo.resolve_commit(rev)?.ok_or_else(|| {
+                    (Some(rev), None) => Some(repo.resolve_revision(rev)?.ok_or_else(|| {
                         invalid(
                             "as_of",
                             format!("{rev:?} is neither a date YYYY-MM-DD nor a commit of pack {name}"),

@@ -85,7 +85,7 @@ impl PackRepo {
             return Ok(out);
         }
         let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
-        walk.set_sorting(Sort::TIME).map_err(|e| git_err("walking history", dir, e))?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(|e| git_err("walking history", dir, e))?;
         walk.push_head().map_err(|e| git_err("walking history", dir, e))?;
         for id in walk {
             let id = id.map_err(|e| git_err("walking history", dir, e))?;
@@ -117,6 +117,20 @@ impl PackRepo {
             }
         }
         Ok(out)
+    }
+
+    /// The details of one commit.
+    pub(super) fn info_of(&self, commit: &git2::Commit<'_>, with_files: bool) -> Result<CommitInfo> {
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        Ok(CommitInfo {
+            id: commit.id().to_string(),
+            time: commit.time().seconds(),
+            subject: message.lines().next().unwrap_or("").to_owned(),
+            trailers: parse_trailers(&message),
+            message,
+            parents: commit.parent_count(),
+            files: if with_files { self.changed_files(commit, true)? } else { Vec::new() },
+        })
     }
 
     fn changed_files(&self, commit: &git2::Commit<'_>, with_text: bool) -> Result<Vec<FileChange>> {

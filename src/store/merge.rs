@@ -270,18 +270,26 @@ impl PackRepo {
             let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
             let view = MergeView {
                 repo: self,
-                base: Snapshot { repo: &self.repo, tree: base_tree.clone(), head: base_id, dir },
+                base: Snapshot {
+                    repo: &self.repo,
+                    tree: base_tree.clone(),
+                    head: base_id,
+                    dir,
+                    overlay: Default::default(),
+                },
                 ours: Snapshot {
                     repo: &self.repo,
                     tree: Some(ours_tree.clone()),
                     head: Some(ours.id()),
                     dir,
+                    overlay: Default::default(),
                 },
                 theirs: Snapshot {
                     repo: &self.repo,
                     tree: Some(theirs_tree.clone()),
                     head: Some(theirs.id()),
                     dir,
+                    overlay: Default::default(),
                 },
                 changed,
                 incoming_commits: behind,

@@ -16,9 +16,12 @@
 
 pub mod floor;
 mod gc;
+mod guard;
 mod history;
 mod merge;
+mod purge;
 mod recover;
+mod revert;
 mod sync;
 mod tree;
 mod workspace_git;
@@ -34,8 +37,11 @@ use git2::{
 };
 
 pub use gc::PackReport;
+pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogQuery};
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
+pub use purge::{PurgeReport, PurgeTarget};
+pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{Credentials, PushOutcome, RemoteInfo};
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
@@ -117,6 +123,32 @@ pub enum StoreError {
     NotAFile {
         /// Path in the pack.
         path: String,
+    },
+    /// The new text holds what looks like a credential; nothing was committed.
+    #[error(
+        "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\n{}",
+        crate::secrets::describe(findings),
+        if *hand_edit {
+            "These are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. Secrets must never enter the pack's git history."
+        } else {
+            "Store a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). Secrets must never enter the pack's git history."
+        }
+    )]
+    Secret {
+        /// What was found, where (masked).
+        findings: Vec<crate::secrets::Finding>,
+        /// True when the text came from hand edits in the working tree.
+        hand_edit: bool,
+    },
+    /// A commit id or date does not name a commit of the pack.
+    #[error(
+        "no commit {rev:?} in {dir}: give a commit id (as shown by memory_history / engram log) or a date YYYY-MM-DD"
+    )]
+    UnknownCommit {
+        /// What was asked for.
+        rev: String,
+        /// Pack directory.
+        dir: PathBuf,
     },
 }
 
@@ -241,11 +273,16 @@ pub struct Snapshot<'r> {
     tree: Option<git2::Tree<'r>>,
     head: Option<Oid>,
     dir: &'r Path,
+    /// Pending changes seen through this snapshot (see [`Snapshot::overlaid`]).
+    overlay: BTreeMap<String, Option<Vec<u8>>>,
 }
 
 impl Snapshot<'_> {
     /// Reads a file of the HEAD tree; `None` if absent.
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        if let Some(content) = self.overlay.get(path) {
+            return Ok(content.clone());
+        }
         let Some(tree) = &self.tree else { return Ok(None) };
         let entry = match tree.get_path(Path::new(path)) {
             Ok(e) => e,
@@ -266,11 +303,24 @@ impl Snapshot<'_> {
 
     /// True when the path exists (file or directory).
     pub fn exists(&self, path: &str) -> bool {
+        if let Some(content) = self.overlay.get(path) {
+            return content.is_some();
+        }
+        let prefix = format!("{path}/");
+        if self.overlay.iter().any(|(p, c)| c.is_some() && p.starts_with(&prefix)) {
+            return true;
+        }
         self.tree.as_ref().is_some_and(|t| t.get_path(Path::new(path)).is_ok())
     }
 
     /// Lists the entries (files and directories) directly under `dir` (`""` for the root).
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let mut names = self.tree_listing(dir)?;
+        self.overlay_listing(dir, &mut names);
+        Ok(names)
+    }
+
+    fn tree_listing(&self, dir: &str) -> Result<Vec<String>> {
         let Some(tree) = &self.tree else { return Ok(Vec::new()) };
         let sub = if dir.is_empty() {
             tree.clone()
@@ -457,8 +507,13 @@ impl PackRepo {
                 .map(|c| c.tree())
                 .transpose()
                 .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-            let snapshot =
-                Snapshot { repo: &self.repo, tree, head: head.as_ref().map(|c| c.id()), dir: &self.dir };
+            let snapshot = Snapshot {
+                repo: &self.repo,
+                tree,
+                head: head.as_ref().map(|c| c.id()),
+                dir: &self.dir,
+                overlay: BTreeMap::new(),
+            };
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
@@ -516,6 +571,7 @@ impl PackRepo {
         trace: &mut PhaseTimer,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
+        guard::check_changes(&self.repo, base, changes)?;
         let mut update = TreeUpdateBuilder::new();
         for (path, content) in &changes.files {
             if !is_plain_relative(path) || self.crosses_symlink(path) {
@@ -654,6 +710,12 @@ impl PackRepo {
         if paths.is_empty() {
             return Ok(());
         }
+        let head_tree = self
+            .head_commit()?
+            .map(|c| c.tree())
+            .transpose()
+            .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+        guard::check_hand_edits(&self.repo, &self.dir, head_tree.as_ref(), &paths)?;
         let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
         let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };
         let message = CommitMessage {

@@ -27,7 +27,7 @@ impl PackRepo {
 
     /// Resolves a commit-ish (full or abbreviated id, branch, tag, `HEAD~2`) to
     /// the full id of a commit; `None` when it names nothing.
-    pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>> {
+    pub fn resolve_revision(&self, rev: &str) -> Result<Option<String>> {
         let obj = match self.repo.revparse_single(rev.trim()) {
             Ok(o) => o,
             Err(e)

@@ -1,0 +1,34 @@
+//! `engram show`, `engram revert`, `engram undo`.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use crate::ops::{Caller, Engram};
+
+fn cli_caller(tool: &str) -> Caller {
+    Caller { tool: tool.to_owned(), client: Some("engram-cli".to_owned()) }
+}
+
+/// `engram show <pack> <commit>`: one commit with its memory summary and diffs.
+pub fn show(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCode> {
+    let dir = engram.resolve(pack)?.dir;
+    let info = engram.with_repo(&dir, |r| Ok(r.commit_info(commit, true)?))?;
+    let color = std::io::stdout().is_terminal();
+    println!("commit {}", info.id);
+    for line in info.message.trim_end().lines() {
+        println!("    {line}");
+    }
+    println!();
+    super::log::print_commit(&info, true, color);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `engram revert <pack> <commit>`.
+pub fn revert(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCode> {
+    super::report(engram.revert_memory(pack, commit, &cli_caller("engram-revert")))
+}
+
+/// `engram undo <pack> [-n N] [--client C]`.
+pub fn undo(engram: &Engram, pack: &str, n: usize, client: Option<&str>) -> anyhow::Result<ExitCode> {
+    super::report(engram.undo_last(pack, n, client, &cli_caller("engram-undo")))
+}

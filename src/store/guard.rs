@@ -1,0 +1,142 @@
+//! The secret guard at the commit boundary: every text a commit adds is scanned.
+//!
+//! [`PackRepo::write`](super::PackRepo::write) calls [`check_changes`] before it
+//! builds a tree, and hand edits are checked before engram commits them, so no
+//! write path (tools, CLI, future toolsets) can put a credential into history.
+//! Only the lines a change adds are scanned: text already in the pack was
+//! scanned when it came in, and a revert that restores older text is not
+//! refused for text the pack already held.
+
+use std::collections::HashSet;
+
+use git2::{ObjectType, Repository, Tree};
+
+use super::{Changes, StoreError};
+use crate::secrets::{self, Finding};
+
+/// Lines of `new` that `old` does not contain, with their 1-based line numbers.
+fn added_lines<'a>(old: Option<&str>, new: &'a str) -> Vec<(usize, &'a str)> {
+    let seen: HashSet<&str> = old.map(|o| o.lines().collect()).unwrap_or_default();
+    new.lines().enumerate().filter(|(_, l)| !seen.contains(l)).map(|(i, l)| (i + 1, l)).collect()
+}
+
+/// Scans the lines `new` adds to `old` (a file at `path`).
+pub fn scan_added(path: &str, old: Option<&[u8]>, new: &[u8]) -> Vec<Finding> {
+    let Ok(new) = std::str::from_utf8(new) else { return Vec::new() };
+    let old = old.map(String::from_utf8_lossy);
+    let mut out = Vec::new();
+    for (no, line) in added_lines(old.as_deref(), new) {
+        secrets::scan_line(line, no, &mut out);
+    }
+    for f in &mut out {
+        f.path = path.to_owned();
+    }
+    out
+}
+
+fn blob_at(repo: &Repository, tree: Option<&Tree<'_>>, path: &str) -> Option<Vec<u8>> {
+    let entry = tree?.get_path(std::path::Path::new(path)).ok()?;
+    if entry.kind() != Some(ObjectType::Blob) {
+        return None;
+    }
+    repo.find_blob(entry.id()).ok().map(|b| b.content().to_vec())
+}
+
+/// Refuses `changes` when the text they add holds a credential.
+pub(super) fn check_changes(
+    repo: &Repository,
+    base: Option<&Tree<'_>>,
+    changes: &Changes,
+) -> Result<(), StoreError> {
+    let mut findings = Vec::new();
+    for (path, content) in &changes.files {
+        if let Some(bytes) = content {
+            let old = blob_at(repo, base, path);
+            findings.extend(scan_added(path, old.as_deref(), bytes));
+        }
+    }
+    if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: false }) }
+}
+
+/// Refuses hand edits (working-tree files differing from HEAD) that add a credential.
+pub(super) fn check_hand_edits(
+    repo: &Repository,
+    dir: &std::path::Path,
+    head: Option<&Tree<'_>>,
+    paths: &[String],
+) -> Result<(), StoreError> {
+    let mut findings = Vec::new();
+    for path in paths {
+        let Ok(bytes) = std::fs::read(dir.join(path)) else { continue };
+        let old = blob_at(repo, head, path);
+        findings.extend(scan_added(path, old.as_deref(), &bytes));
+    }
+    if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: true }) }
+}
+
+impl super::PackRepo {
+    /// Credentials in the lines the git index (staged changes) adds to HEAD:
+    /// what the pre-commit hook checks on hand-made commits. `index_file` is
+    /// the index git hands the hook (`GIT_INDEX_FILE`), when it is not the default.
+    pub fn staged_findings(&self, index_file: Option<&std::path::Path>) -> Result<Vec<Finding>, StoreError> {
+        let dir = &self.dir;
+        let index = match index_file {
+            Some(p) => git2::Index::open(&dir.join(p)),
+            None => self.repo.index(),
+        }
+        .map_err(|e| super::git_err("reading the index", dir, e))?;
+        let head = self
+            .head_commit()?
+            .map(|c| c.tree())
+            .transpose()
+            .map_err(|e| super::git_err("reading HEAD's tree", dir, e))?;
+        let mut out = Vec::new();
+        for entry in index.iter() {
+            let path = String::from_utf8_lossy(&entry.path).into_owned();
+            let old_id =
+                head.as_ref().and_then(|t| t.get_path(std::path::Path::new(&path)).ok()).map(|e| e.id());
+            if old_id == Some(entry.id) {
+                continue;
+            }
+            let Ok(blob) = self.repo.find_blob(entry.id) else { continue };
+            let old = blob_at(&self.repo, head.as_ref(), &path);
+            out.extend(scan_added(&path, old.as_deref(), blob.content()));
+        }
+        Ok(out)
+    }
+
+    /// The repository's hooks directory (`.git/hooks`).
+    pub fn hooks_dir(&self) -> std::path::PathBuf {
+        self.repo.path().join("hooks")
+    }
+
+    /// Bytes used by the repository's `.git` directory.
+    pub fn git_size(&self) -> u64 {
+        fn du(p: &std::path::Path) -> u64 {
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => {
+                    std::fs::read_dir(p).map(|d| d.flatten().map(|e| du(&e.path())).sum()).unwrap_or(0)
+                }
+                Ok(m) => m.len(),
+                Err(_) => 0,
+            }
+        }
+        du(self.repo.path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_added_lines_are_scanned() {
+        let secret = ["password=", "hunter2x"].concat();
+        let old = format!("a\n{secret}\n");
+        let new = format!("a\n{secret}\nb\n");
+        assert!(scan_added("f.md", Some(old.as_bytes()), new.as_bytes()).is_empty());
+        let found = scan_added("f.md", Some(b"a\n"), new.as_bytes());
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].path.as_str(), found[0].line), ("f.md", 2));
+    }
+}

@@ -1,0 +1,321 @@
+//! Reading a pack as it was, and undoing a commit with a 3-way merge.
+//!
+//! A revert of commit `C` (parent `P`) on top of `HEAD`, file by file:
+//! - a path `HEAD` still has as `C` left it goes back to its `P` version, byte
+//!   for byte (so reverting the newest commit restores the earlier files exactly);
+//! - a path `HEAD` already has as `P` had it stays;
+//! - a path changed again later is merged with git's 3-way merge (base `C`,
+//!   ours `HEAD`, theirs `P`); the caller may claim such paths instead (the
+//!   memory files, which are merged entry by entry and whose indexes are
+//!   regenerated), and a merge that conflicts names the later commit.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{NaiveDate, NaiveDateTime, TimeZone as _, Utc};
+use git2::{ObjectType, Oid, Sort};
+
+use super::{Changes, CommitInfo, PackRepo, Result, Snapshot, StoreError, git_err};
+
+/// A path whose revert conflicts with a later commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertConflict {
+    /// Path in the pack.
+    pub path: String,
+    /// Short id of the later commit that changed it.
+    pub later: String,
+    /// Subject of that commit.
+    pub later_subject: String,
+}
+
+/// What reverting a commit on top of a snapshot takes.
+#[derive(Debug, Clone, Default)]
+pub struct RevertPlan {
+    /// Full id of the commit being reverted.
+    pub commit: String,
+    /// Its subject.
+    pub subject: String,
+    /// Changes for the paths the store could revert itself.
+    pub changes: Changes,
+    /// Paths the caller claimed (changed later): it must revert these itself.
+    pub claimed: Vec<String>,
+    /// Paths whose merge conflicts.
+    pub conflicts: Vec<RevertConflict>,
+}
+
+impl Changes {
+    /// Adds (or overrides with) every change of `other`.
+    pub fn extend(&mut self, other: Changes) {
+        self.files.extend(other.files);
+    }
+}
+
+fn parse_when(rev: &str) -> Option<i64> {
+    let rev = rev.trim();
+    if let Ok(d) = NaiveDate::parse_from_str(rev, "%Y-%m-%d") {
+        // A date means "as the pack was at the end of that day" (UTC).
+        return d.and_hms_opt(23, 59, 59).map(|t| Utc.from_utc_datetime(&t).timestamp());
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(rev) {
+        return Some(t.timestamp());
+    }
+    for f in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(rev, f) {
+            return Some(Utc.from_utc_datetime(&t).timestamp());
+        }
+    }
+    None
+}
+
+/// Parses a date or time for `since`-style filters (seconds since the epoch, start of a date).
+pub fn parse_since(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return d.and_hms_opt(0, 0, 0).map(|t| Utc.from_utc_datetime(&t).timestamp());
+    }
+    parse_when(s)
+}
+
+impl PackRepo {
+    /// Resolves a commit id (full or abbreviated, `HEAD`, `HEAD~2`) or a date
+    /// (`YYYY-MM-DD`: the newest commit of that day or before; RFC 3339 times too).
+    pub fn resolve_commit(&self, rev: &str) -> Result<String> {
+        let unknown = || StoreError::UnknownCommit { rev: rev.to_owned(), dir: self.dir.clone() };
+        let r = rev.trim();
+        if r.is_empty() {
+            return Err(unknown());
+        }
+        if let Some(when) = parse_when(r) {
+            let Some(head) = self.head_commit()? else { return Err(unknown()) };
+            let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
+            walk.set_sorting(Sort::TIME).map_err(|e| git_err("walking history", &self.dir, e))?;
+            walk.push(head.id()).map_err(|e| git_err("walking history", &self.dir, e))?;
+            for id in walk {
+                let id = id.map_err(|e| git_err("walking history", &self.dir, e))?;
+                let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+                if c.time().seconds() <= when {
+                    return Ok(id.to_string());
+                }
+            }
+            return Err(unknown());
+        }
+        let obj = self.repo.revparse_single(r).map_err(|_| unknown())?;
+        let commit = obj.peel_to_commit().map_err(|_| unknown())?;
+        Ok(commit.id().to_string())
+    }
+
+    /// A snapshot of the pack at a commit (see [`PackRepo::resolve_commit`]).
+    pub fn snapshot_at(&self, rev: &str) -> Result<Snapshot<'_>> {
+        let id = self.resolve_commit(rev)?;
+        let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let commit = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
+        Ok(Snapshot {
+            repo: &self.repo,
+            tree: Some(tree),
+            head: Some(oid),
+            dir: &self.dir,
+            overlay: BTreeMap::new(),
+        })
+    }
+
+    /// One commit's details, with the files it changed when `with_files`.
+    pub fn commit_info(&self, rev: &str, with_files: bool) -> Result<CommitInfo> {
+        let id = self.resolve_commit(rev)?;
+        let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let commit = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        self.info_of(&commit, with_files)
+    }
+}
+
+impl<'r> Snapshot<'r> {
+    /// The same snapshot with `changes` applied on top (reads see them).
+    pub fn overlaid(&self, changes: &Changes) -> Snapshot<'r> {
+        let mut overlay = self.overlay.clone();
+        overlay.extend(changes.files.clone());
+        Snapshot { repo: self.repo, tree: self.tree.clone(), head: self.head, dir: self.dir, overlay }
+    }
+
+    pub(super) fn overlay_listing(&self, dir: &str, names: &mut Vec<String>) {
+        let prefix = if dir.is_empty() { String::new() } else { format!("{}/", dir.trim_end_matches('/')) };
+        for (path, content) in &self.overlay {
+            let Some(rest) = path.strip_prefix(&prefix) else { continue };
+            let (name, is_file) = match rest.split_once('/') {
+                Some((d, _)) => (d, false),
+                None => (rest, true),
+            };
+            let listed = names.iter().any(|n| n == name);
+            match content {
+                Some(_) if !listed => names.push(name.to_owned()),
+                None if is_file && listed => names.retain(|n| n != name),
+                _ => {}
+            }
+        }
+    }
+
+    fn commit_of(&self, rev: &str) -> Result<git2::Commit<'r>> {
+        let unknown = || StoreError::UnknownCommit { rev: rev.to_owned(), dir: self.dir.to_owned() };
+        let obj = self.repo.revparse_single(rev.trim()).map_err(|_| unknown())?;
+        obj.peel_to_commit().map_err(|_| unknown())
+    }
+
+    /// A snapshot of another commit of the same repository (no overlay).
+    pub fn at(&self, rev: &str) -> Result<Snapshot<'r>> {
+        let commit = self.commit_of(rev)?;
+        let tree = commit.tree().map_err(|e| git_err("reading a tree", self.dir, e))?;
+        Ok(Snapshot {
+            repo: self.repo,
+            tree: Some(tree),
+            head: Some(commit.id()),
+            dir: self.dir,
+            overlay: BTreeMap::new(),
+        })
+    }
+
+    /// A snapshot of the first parent of `rev` (an empty snapshot for a root commit).
+    pub fn parent_of(&self, rev: &str) -> Result<Snapshot<'r>> {
+        let commit = self.commit_of(rev)?;
+        let (tree, head) = match commit.parent(0) {
+            Ok(p) => (Some(p.tree().map_err(|e| git_err("reading a tree", self.dir, e))?), Some(p.id())),
+            Err(_) => (None, None),
+        };
+        Ok(Snapshot { repo: self.repo, tree, head, dir: self.dir, overlay: BTreeMap::new() })
+    }
+
+    /// Paths a commit changed relative to its first parent.
+    pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>> {
+        let commit = self.commit_of(rev)?;
+        let new = commit.tree().map_err(|e| git_err("reading a tree", self.dir, e))?;
+        let old = commit
+            .parent(0)
+            .ok()
+            .map(|p| p.tree())
+            .transpose()
+            .map_err(|e| git_err("reading a tree", self.dir, e))?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(old.as_ref(), Some(&new), None)
+            .map_err(|e| git_err("diffing a commit", self.dir, e))?;
+        Ok(diff
+            .deltas()
+            .filter_map(|d| {
+                d.new_file().path().or_else(|| d.old_file().path()).map(|p| p.to_string_lossy().into_owned())
+            })
+            .collect())
+    }
+
+    /// Commits after `since` up to this snapshot's commit, oldest first (first-parent chain).
+    pub fn commits_after(&self, since: &str) -> Result<Vec<(String, String)>> {
+        let stop = self.commit_of(since)?.id();
+        let mut out = Vec::new();
+        let mut cur = self.head;
+        while let Some(id) = cur {
+            if id == stop {
+                break;
+            }
+            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", self.dir, e))?;
+            out.push((id.to_string(), subject_of(&c)));
+            cur = c.parent_id(0).ok();
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The first commit after `since` (oldest first) for which `pred` holds on its tree.
+    pub fn first_commit_after(
+        &self,
+        since: &str,
+        mut pred: impl FnMut(&Snapshot<'r>) -> Result<bool>,
+    ) -> Result<Option<(String, String)>> {
+        for (id, subject) in self.commits_after(since)? {
+            if pred(&self.at(&id)?)? {
+                return Ok(Some((id, subject)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn blob_id(&self, path: &str) -> Option<Oid> {
+        let entry = self.tree.as_ref()?.get_path(Path::new(path)).ok()?;
+        (entry.kind() == Some(ObjectType::Blob)).then(|| entry.id())
+    }
+
+    /// Plans the revert of `rev` on top of this snapshot. Paths for which
+    /// `claim` returns true and that changed after `rev` are left to the caller.
+    pub fn plan_revert(&self, rev: &str, claim: &dyn Fn(&str) -> bool) -> Result<RevertPlan> {
+        let commit = self.commit_of(rev)?;
+        let id = commit.id().to_string();
+        let after = self.at(&id)?;
+        let before = self.parent_of(&id)?;
+        let mut plan =
+            RevertPlan { commit: id.clone(), subject: subject_of(&commit), ..RevertPlan::default() };
+        for path in self.changed_paths(&id)? {
+            let theirs = before.read(&path)?;
+            let base = after.read(&path)?;
+            let ours = self.read(&path)?;
+            if ours == base {
+                match theirs {
+                    Some(t) => plan.changes.put(path, t),
+                    None => plan.changes.remove(path),
+                }
+                continue;
+            }
+            if ours == theirs {
+                continue;
+            }
+            if claim(&path) {
+                plan.claimed.push(path);
+                continue;
+            }
+            let merged = match (&base, &ours, &theirs) {
+                (Some(b), Some(o), Some(t)) => {
+                    merge_text(&path, b, o, t).map_err(|e| git_err("merging a file", self.dir, e))?
+                }
+                _ => None,
+            };
+            match merged {
+                Some(m) => plan.changes.put(path, m),
+                None => {
+                    let base_id = after.blob_id(&path);
+                    let later = self.first_commit_after(&id, |s| Ok(s.blob_id(&path) != base_id))?;
+                    let (later, later_subject) =
+                        later.unwrap_or_else(|| ("working tree".into(), String::new()));
+                    plan.conflicts.push(RevertConflict {
+                        path,
+                        later: later.chars().take(7).collect(),
+                        later_subject,
+                    });
+                }
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// git's 3-way merge of one file; `None` when it conflicts.
+fn merge_text(
+    path: &str,
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+) -> std::result::Result<Option<Vec<u8>>, git2::Error> {
+    let mut b = git2::MergeFileInput::new();
+    b.content(base).path(path);
+    let mut o = git2::MergeFileInput::new();
+    o.content(ours).path(path);
+    let mut t = git2::MergeFileInput::new();
+    t.content(theirs).path(path);
+    let result = git2::merge_file(&b, &o, &t, None)?;
+    Ok(result.is_automergeable().then(|| result.content().to_vec()))
+}
+
+impl Changes {
+    /// Keeps only the changes whose path passes `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.files.retain(|p, _| keep(p));
+    }
+}
+
+fn subject_of(c: &git2::Commit<'_>) -> String {
+    String::from_utf8_lossy(c.message_bytes()).lines().next().unwrap_or("").to_owned()
+}
