@@ -13,8 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use engram::mcp::client::StdioClient;
-use engram::ops::{Caller, CaptureRequest, Clock, Config, Engram};
-use engram::store::StoreOptions;
+use engram::ops::{Caller, CaptureRequest, Config, Engram};
 use serde_json::json;
 
 const SAMPLES: usize = 200;
@@ -41,15 +40,7 @@ fn dir_size(path: &Path) -> u64 {
 }
 
 fn engram_for(packs: &Path) -> Engram {
-    Engram::new(Config {
-        packs_dir: packs.to_owned(),
-        project_root: None,
-        store: StoreOptions::default(),
-        clock: Clock::system(),
-        registry_files: Vec::new(),
-        sync: Default::default(),
-    })
-    .expect("engram")
+    Engram::new(Config::new(packs.to_owned())).expect("engram")
 }
 
 const CATEGORIES: [&str; 10] = [

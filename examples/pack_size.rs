@@ -7,8 +7,7 @@
 
 use std::time::Instant;
 
-use engram::ops::{Caller, CaptureRequest, Clock, Config, Engram};
-use engram::store::StoreOptions;
+use engram::ops::{Caller, CaptureRequest, Config, Engram};
 
 fn main() -> anyhow::Result<()> {
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
@@ -20,13 +19,7 @@ fn main() -> anyhow::Result<()> {
         "{\"name\": \"bench\", \"description\": \"size bench\"}\n",
     )?;
     std::fs::write(packs.join("bench/role.md"), "# 角色\n基准测试。\n")?;
-    let config = Config {
-        packs_dir: packs.clone(),
-        project_root: None,
-        store: StoreOptions::default(),
-        clock: Clock::system(),
-        registry_files: Vec::new(),
-    };
+    let config = Config::new(packs.clone());
     let engram = Engram::new(config)?;
     let caller = Caller { tool: "capture_memory".into(), client: Some("bench".into()) };
     let started = Instant::now();

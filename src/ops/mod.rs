@@ -242,6 +242,20 @@ pub struct Config {
     pub sync: SyncSettings,
 }
 
+impl Config {
+    /// Defaults for a packs directory: no project root, the system clock, default store options.
+    pub fn new(packs_dir: PathBuf) -> Self {
+        Self {
+            packs_dir,
+            project_root: None,
+            store: StoreOptions::default(),
+            clock: Clock::system(),
+            registry_files: Vec::new(),
+            sync: SyncSettings::default(),
+        }
+    }
+}
+
 /// The Engram tools over a packs directory.
 pub struct Engram {
     config: Config,

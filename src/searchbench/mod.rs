@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::memlog::{CategoryLog, FullIndex};
 use crate::memory::{EntryMeta, IndexEntry};
-use crate::ops::{Clock, Config, Engram, EngramError};
+use crate::ops::{Config, Engram, EngramError};
 use crate::store::{Changes, CommitMessage, Edit, PackRepo, StoreOptions};
 
 /// One memory entry to write into a benchmark pack.
@@ -90,14 +90,7 @@ pub fn write_pack(packs_dir: &Path, name: &str, entries: &[BenchEntry]) -> Resul
 
 /// An [`Engram`] over a packs directory (system clock, default store options).
 pub fn engram_over(packs_dir: &Path) -> Result<Engram, EngramError> {
-    Engram::new(Config {
-        packs_dir: packs_dir.to_owned(),
-        project_root: None,
-        store: StoreOptions::default(),
-        clock: Clock::system(),
-        registry_files: Vec::new(),
-        sync: Default::default(),
-    })
+    Engram::new(Config::new(packs_dir.to_owned()))
 }
 
 /// `YYYY-MM-DD HH:MM` of a unix time.
