@@ -278,7 +278,7 @@ impl CategoryLog {
     /// Appends a block to the head, rolling when full.
     pub fn append(&mut self, meta: &EntryMeta, content: &str) {
         let head_idx = self.files.len() - 1;
-        let text = format!("{}\n{}", meta.render_line(), content.trim());
+        let text = format!("{}\n{}", meta.render_line(), crate::memory::entry_text(content));
         let head = &mut self.files[head_idx];
         head.1.push(Block { text, meta: Some(meta.clone()) });
         head.2 = true;

@@ -96,7 +96,7 @@ pub fn is_timestamp(s: &str) -> bool {
 
 /// Renders an entry block as appended to `<category>.md`.
 pub fn render_block(meta: &EntryMeta, content: &str) -> String {
-    format!("{BLOCK_SEPARATOR}{}\n{}\n", meta.render_line(), content.trim())
+    format!("{BLOCK_SEPARATOR}{}\n{}\n", meta.render_line(), entry_text(content))
 }
 
 /// One block of a category file: its meta line (when it has one) and its text.
@@ -117,6 +117,18 @@ impl Block {
             (None, _) => self.text.as_str(),
         }
     }
+}
+
+/// The text of an entry as stored in its block: CRLF → LF, trimmed, and every
+/// line that is exactly `---` (the block separator) written as `- - -` (the
+/// same Markdown rule), so content can never split its block or forge another entry.
+pub fn entry_text(content: &str) -> String {
+    let normalized = content.replace("\r\n", "\n");
+    let trimmed = normalized.trim();
+    if !trimmed.lines().any(|l| l == "---") {
+        return trimmed.to_owned();
+    }
+    trimmed.lines().map(|l| if l == "---" { "- - -" } else { l }).collect::<Vec<_>>().join("\n")
 }
 
 /// Splits a category file into its non-empty blocks, as the reference does.

@@ -81,7 +81,7 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
         Some("starts with a dot")
     } else if name.chars().any(char::is_control) {
         Some("contains control characters")
-    } else if name.chars().count() > 128 {
+    } else if name.chars().count() > crate::ops::limits::MAX_PACK_NAME_CHARS {
         Some("longer than 128 characters")
     } else {
         None

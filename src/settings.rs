@@ -13,6 +13,8 @@ pub const ENV_PACKS_DIR: &str = "ENGRAM_PACKS_DIR";
 pub const ENV_NOW: &str = "ENGRAM_NOW";
 /// `1`/`true`: fsync every write before acknowledging it.
 pub const ENV_DURABLE: &str = "ENGRAM_DURABLE";
+/// Bearer token of `engram serve --http` (same as `--auth-token`).
+pub const ENV_AUTH_TOKEN: &str = "ENGRAM_AUTH_TOKEN";
 /// Commit author name.
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
 /// Commit author e-mail.

@@ -5,8 +5,10 @@
 //! `spawn_blocking` and maps errors to tool errors (`isError: true`) whose
 //! text the model can act on.
 
+mod access;
 pub mod client;
 mod engram_tools;
+pub mod http;
 mod params;
 
 use std::sync::Arc;

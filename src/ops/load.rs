@@ -68,7 +68,8 @@ impl Engram {
     /// needs to be migrated): expired entries move to `<category>-expired.md`
     /// in one commit of their own.
     pub(super) fn expire_memory(&self, memory_root: &Path, caller: &Caller) -> Result<()> {
-        if !memory_root.join("memory").is_dir() {
+        // A read-only server never commits; expired entries are hidden from answers anyway.
+        if self.config.store.read_only || !memory_root.join("memory").is_dir() {
             return Ok(());
         }
         let today = self.now().date_naive();
@@ -189,6 +190,7 @@ impl Engram {
 
     /// `load_engram`.
     pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
+        limits::check_query("query", query)?;
         let pack = self.resolve(name)?;
         let dir = &pack.dir;
         self.expire_memory(dir, caller)?;

@@ -14,6 +14,7 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 
+pub mod doctor;
 mod gc;
 mod history;
 mod recover;
@@ -92,6 +93,20 @@ pub enum StoreError {
         /// libgit2's message.
         message: String,
     },
+    /// The pack's working tree or repository is damaged in a way a write must not paper over.
+    #[error("the pack {dir} is damaged: {problem}")]
+    Damaged {
+        /// Pack directory.
+        dir: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The server is read-only.
+    #[error("this engram server is read-only (--read-only): nothing was written to {dir}")]
+    ReadOnly {
+        /// Pack directory.
+        dir: PathBuf,
+    },
     /// Something other than a file sits where a file is expected.
     #[error("{path} is not a regular file")]
     NotAFile {
@@ -112,11 +127,18 @@ pub struct StoreOptions {
     pub author_email: String,
     /// fsync objects, refs and working-tree files before acknowledging a write.
     pub durable: bool,
+    /// Refuse every commit (`engram serve --read-only`).
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { author_name: "engram".to_owned(), author_email: "engram@localhost".to_owned(), durable: false }
+        Self {
+            author_name: "engram".to_owned(),
+            author_email: "engram@localhost".to_owned(),
+            durable: false,
+            read_only: false,
+        }
     }
 }
 
@@ -327,6 +349,9 @@ impl PackRepo {
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
+        if options.read_only {
+            return Err(StoreError::ReadOnly { dir: dir.to_owned() });
+        }
         // Two processes may adopt the same pack at once: serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
         fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
@@ -412,6 +437,9 @@ impl PackRepo {
     where
         E: From<StoreError>,
     {
+        if self.options.read_only {
+            return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
+        }
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         self.commit_hand_edits()?;
@@ -602,6 +630,14 @@ impl PackRepo {
         let paths = self.dirty_paths()?;
         if paths.is_empty() {
             return Ok(());
+        }
+        // A tracked file replaced by a directory would be committed as a deletion: refuse.
+        let replaced = doctor::replaced_files(&self.repo, &self.dir);
+        if !replaced.is_empty() {
+            return Err(StoreError::Damaged {
+                dir: self.dir.clone(),
+                problem: format!("{} replaced by a directory in the working tree", replaced.join(", ")),
+            });
         }
         let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
         let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };

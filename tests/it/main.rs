@@ -3,5 +3,12 @@
 mod common;
 mod compat;
 mod concurrency;
+mod corruption;
 mod engram_tools;
+mod fuzz;
+mod http;
+mod invariants;
+mod limits;
 mod lint;
+mod security;
+mod stress;
