@@ -29,6 +29,18 @@ pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
     }
 }
 
+/// Reads `rel` of a pack (or memory root) like [`read_text_file`], but only when the file,
+/// symbolic links resolved, stays inside `root`: a link out of the pack reads as missing.
+pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
+    let full = root.join(rel);
+    match (root.canonicalize(), full.canonicalize()) {
+        (Ok(r), Ok(f)) if f.starts_with(&r) && !f.strip_prefix(&r).is_ok_and(|x| x.starts_with(".git")) => {
+            read_text_file(&f)
+        }
+        _ => Ok(None),
+    }
+}
+
 fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
     index
         .entry_lines()
@@ -182,7 +194,7 @@ impl Engram {
 
     fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
         let today = self.now().date_naive();
-        let text = read_text_file(&memory_root.join(HOT_INDEX))?.unwrap_or_default();
+        let text = read_pack_text(memory_root, HOT_INDEX)?.unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
         let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
         Ok((lines.join("\n").trim().to_owned(), n))
@@ -199,7 +211,7 @@ impl Engram {
             self.expire_memory(&global, caller)?;
         }
         let read = |rel: &str| -> Result<String> {
-            Ok(read_text_file(&dir.join(rel))?.unwrap_or_default().trim().to_owned())
+            Ok(read_pack_text(dir, rel)?.unwrap_or_default().trim().to_owned())
         };
         let mut sections: Vec<String> = Vec::new();
         for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
@@ -213,7 +225,7 @@ impl Engram {
         if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
             && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
         {
-            let text = read_text_file(&parent_dir.join("knowledge/_index.md"))?.unwrap_or_default();
+            let text = read_pack_text(&parent_dir, "knowledge/_index.md")?.unwrap_or_default();
             if !text.trim().is_empty() {
                 sections.push(format!("## 继承知识索引（来自 {parent}）\n{}", text.trim()));
             }
@@ -242,8 +254,7 @@ impl Engram {
             sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
         }
         if !self.onboarded(dir)
-            && let Some(text) =
-                onboarding_section(&read_text_file(&dir.join("rules.md"))?.unwrap_or_default())
+            && let Some(text) = onboarding_section(&read_pack_text(dir, "rules.md")?.unwrap_or_default())
             && !text.is_empty()
         {
             sections.push(format!(

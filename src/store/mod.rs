@@ -17,6 +17,7 @@
 pub mod doctor;
 mod gc;
 mod history;
+mod locks;
 mod recover;
 
 use std::collections::BTreeMap;
@@ -578,7 +579,14 @@ impl PackRepo {
         };
         match res {
             Ok(()) => Ok(true),
-            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Locked | ErrorCode::Exists) => {
+            Err(e) if e.code() == ErrorCode::Locked => {
+                // A lock file another process left: wait for it, or clear it once stale.
+                for lock in locks::lock_files(self) {
+                    locks::wait_for(&lock);
+                }
+                Ok(false)
+            }
+            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => {
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 Ok(false)
             }
@@ -621,6 +629,7 @@ impl PackRepo {
                 }
             }
         }
+        locks::wait_for(&self.git_dir().join("index.lock"));
         index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
         Ok(())
     }
@@ -683,6 +692,7 @@ impl PackRepo {
         if let Some(h) = &head
             && h.tree_id() == tree_id
         {
+            locks::wait_for(&self.git_dir().join("index.lock"));
             index.write().map_err(|e| git_err("writing the index", dir, e))?;
             return Ok(());
         }
@@ -696,6 +706,7 @@ impl PackRepo {
         if !self.move_branch(head.as_ref().map(|h| h.id()), id, &message.subject)? {
             return Err(StoreError::Contention { dir: dir.clone(), attempts: 1 });
         }
+        locks::wait_for(&self.git_dir().join("index.lock"));
         index.write().map_err(|e| git_err("writing the index", dir, e))?;
         Ok(())
     }

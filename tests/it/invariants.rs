@@ -45,8 +45,10 @@ pub fn index_agrees_with_blocks(pack: &std::path::Path) -> Result<(), String> {
     index.sort();
     blocks.sort();
     if index != blocks {
+        let only_index: Vec<_> = index.iter().filter(|x| !blocks.contains(x)).take(3).collect();
+        let only_blocks: Vec<_> = blocks.iter().filter(|x| !index.contains(x)).take(3).collect();
         return Err(format!(
-            "index and category files disagree in {}: {} index lines, {} entry blocks",
+            "index and category files disagree in {}: {} index lines, {} entry blocks; only in the index: {only_index:?}; only in blocks: {only_blocks:?}",
             pack.display(),
             index.len(),
             blocks.len()

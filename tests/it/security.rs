@@ -122,7 +122,7 @@ async fn path_traversal_in_every_path_like_argument() {
     assert_eq!(listing(&pack.join(".git/hooks")), hooks_before, "no hook installed");
     c.close().await.expect("close");
     assert_fsck(&pack);
-    crate::concurrency::assert_consistent(&pack);
+    crate::invariants::index_agrees_with_blocks(&pack).expect("consistent");
 }
 
 fn sh_git(dir: &Path, args: &[&str]) {
