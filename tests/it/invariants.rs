@@ -5,8 +5,11 @@
 use engram::memory::{parse_blocks, parse_index_line};
 
 /// Block metas of a pack's memory against its index lines (all segments): the core invariant.
+/// (category, time, type, expiry, tags): what an index line and its block share.
+type EntryKey = (String, String, String, Option<String>, Vec<String>);
+
 pub fn index_agrees_with_blocks(pack: &std::path::Path) -> Result<(), String> {
-    let mut index: Vec<(String, String, String, Option<String>, Vec<String>)> = Vec::new();
+    let mut index: Vec<EntryKey> = Vec::new();
     let mut blocks = Vec::new();
     let mem = pack.join("memory");
     let mut files: Vec<std::path::PathBuf> = Vec::new();
