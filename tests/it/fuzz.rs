@@ -211,7 +211,7 @@ fn fuzz_hot_index_and_category_summary() {
     });
     fuzz(
         "hot index: render→parse keeps each category's newest entry",
-        512,
+        256,
         proptest::collection::vec(index_entry(), 0..70),
         |entries| {
             let lines: Vec<String> = entries.iter().map(IndexEntry::render).collect();

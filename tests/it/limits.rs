@@ -136,3 +136,49 @@ async fn format_lookalike_content_stays_one_entry() {
     assert!(text.contains("tags"), "{text}");
     c.close().await.expect("close");
 }
+
+/// Every tool, every argument replaced by every JSON type (generated from the listed input
+/// schemas, so later toolsets are covered without changes): the call fails or succeeds in
+/// band, the server stays up, and the pack stays consistent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrongly_typed_arguments_of_every_tool_are_answered_in_band() {
+    let env = TestEnv::new();
+    env.init("p");
+    let c = env.client().await;
+    let tools = c.tools_json().await.expect("tools");
+    let values = [
+        json!(null),
+        json!(123),
+        json!(-1.5),
+        json!(true),
+        json!([]),
+        json!({"a": 1}),
+        json!("p"),
+        json!("\u{0}\n---\n`["),
+    ];
+    let mut calls = 0;
+    for tool in tools.as_array().expect("list") {
+        let name = tool["name"].as_str().expect("name");
+        let props: Vec<String> = tool["inputSchema"]["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        // A valid-looking base call, then each argument in turn replaced.
+        let base: serde_json::Map<String, Value> = props.iter().map(|p| (p.clone(), json!("p"))).collect();
+        for p in &props {
+            for v in &values {
+                let mut args = base.clone();
+                args.insert(p.clone(), v.clone());
+                calls += 1;
+                // A protocol-level error (invalid params) is fine too; a dead server is not.
+                let _ = c.call(name, Value::Object(args)).await;
+            }
+        }
+        let _ = c.call(name, json!({})).await;
+    }
+    eprintln!("argument types: {calls} calls");
+    assert_eq!(ok(&c, "ping", json!({})).await, "pong", "the server survived");
+    c.close().await.expect("close");
+    assert_fsck(&env.pack("p"));
+    crate::invariants::index_agrees_with_blocks(&env.pack("p")).expect("consistent");
+}
