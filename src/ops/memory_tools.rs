@@ -136,7 +136,9 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>> {
     }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
-        let t = single_line(t);
+        // The block's meta line is space-separated (`tags:a,b conv:…`): a tag is one word,
+        // so `machine learning` is stored as `machine-learning`.
+        let t = single_line(t).replace(' ', "-");
         if t.is_empty() {
             continue;
         }

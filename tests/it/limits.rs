@@ -126,6 +126,11 @@ async fn format_lookalike_content_stays_one_entry() {
     crate::invariants::index_agrees_with_blocks(&env.pack("p")).expect("consistent");
     let m = crate::concurrency::memory_files(&env.pack("p"));
     assert_eq!(m.blocks["c"].len(), 1, "the whole entry went, no remainder: {:?}", m.blocks);
+    // A tag with a space becomes one word, so the entry stays findable.
+    ok(&c, "capture_memory", json!({"name": "p", "category": "c", "content": "t", "summary": "tagged", "tags": ["machine learning"]})).await;
+    assert!(env.read("p", "memory/c.md").contains("tags:machine-learning"));
+    ok(&c, "delete_memory", json!({"name": "p", "category": "c", "summary": "tagged"})).await;
+    crate::invariants::index_agrees_with_blocks(&env.pack("p")).expect("consistent");
     // A summary that would be read back as tags is refused with advice.
     let text = err(
         &c,
