@@ -25,10 +25,26 @@ fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// A tool call may include packing the repository's objects (seconds on a big history).
+const TOOL_HANG: Duration = Duration::from_secs(60);
+
 /// Runs `check` on `cases` inputs of `strategy`; prints the execution count.
 fn fuzz<S: Strategy>(
     name: &str,
     default_cases: u32,
+    strategy: S,
+    check: impl FnMut(S::Value) -> Result<(), TestCaseError>,
+) where
+    S::Value: std::fmt::Debug,
+{
+    fuzz_within(name, default_cases, HANG, strategy, check)
+}
+
+/// [`fuzz`] with another per-input time limit.
+fn fuzz_within<S: Strategy>(
+    name: &str,
+    default_cases: u32,
+    hang: Duration,
     strategy: S,
     check: impl FnMut(S::Value) -> Result<(), TestCaseError>,
 ) where
@@ -44,7 +60,7 @@ fn fuzz<S: Strategy>(
         executions.set(executions.get() + 1);
         let t = Instant::now();
         let r = (check.borrow_mut())(v);
-        prop_assert!(t.elapsed() < HANG, "one input took {:?}", t.elapsed());
+        prop_assert!(t.elapsed() < hang, "one input took {:?}", t.elapsed());
         r
     });
     eprintln!("fuzz {name}: {} executions in {:.2?}", executions.get(), started.elapsed());
@@ -356,9 +372,10 @@ fn fuzz_tool_arguments() {
         proptest::option::of(prop_oneof![date(), arg()]),
     );
     let mut n = 0u64;
-    fuzz(
+    fuzz_within(
         "tools: capture_memory arguments",
         128,
+        TOOL_HANG,
         capture,
         |(category, content, summary, name_noise, memory_type, tags, conv, expires)| {
             n += 1;
@@ -381,9 +398,10 @@ fn fuzz_tool_arguments() {
             Ok(())
         },
     );
-    fuzz(
+    fuzz_within(
         "tools: delete/correct arguments",
         128,
+        TOOL_HANG,
         (arg(), arg(), formatish(20), any::<bool>()),
         |(category, summary, content, delete)| {
             let before = head(&pack);
@@ -409,9 +427,10 @@ fn fuzz_tool_arguments() {
         },
     );
     let outside = root.path().join("outside-marker");
-    fuzz(
+    fuzz_within(
         "tools: path arguments stay inside the pack",
         256,
+        TOOL_HANG,
         (
             formatish(8),
             prop_oneof![Just("../"), Just("/"), Just("%2e%2e/"), Just(".git/"), Just("knowledge/"), Just("")],
