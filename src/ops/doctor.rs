@@ -48,7 +48,7 @@ fn check_meta(dir: &Path) -> Option<Finding> {
     let d = dir.display();
     Some(Finding {
         severity: Severity::Error,
-        problem: format!("meta.json {problem}: the pack is not listed and its tools answer 未找到 Engram"),
+        problem: format!("meta.json {problem}: the pack is not listed and its tools fail until it is fixed"),
         repair: format!(
             "fix {d}/meta.json (a JSON object, e.g. {{\"name\": \"…\", \"description\": \"…\"}}); `git -C {d} show HEAD:meta.json` prints the last committed version, `git -C {d} checkout -- meta.json` restores it"
         ),
