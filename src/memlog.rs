@@ -312,7 +312,7 @@ impl CategoryLog {
 
     /// Appends a block to the head, rolling when full.
     pub fn append(&mut self, meta: &EntryMeta, content: &str) {
-        let text = format!("{}\n{}", meta.render_line(), content.trim());
+        let text = format!("{}\n{}", meta.render_line(), crate::memory::entry_text(content));
         self.push_block(Block { text, meta: Some(meta.clone()) });
     }
 

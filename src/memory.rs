@@ -96,7 +96,7 @@ pub fn is_timestamp(s: &str) -> bool {
 
 /// Renders an entry block as appended to `<category>.md`.
 pub fn render_block(meta: &EntryMeta, content: &str) -> String {
-    format!("{BLOCK_SEPARATOR}{}\n{}\n", meta.render_line(), content.trim())
+    format!("{BLOCK_SEPARATOR}{}\n{}\n", meta.render_line(), entry_text(content))
 }
 
 /// One block of a category file: its meta line (when it has one) and its text.
@@ -119,12 +119,47 @@ impl Block {
     }
 }
 
+/// The text of an entry as stored in its block: CRLF and lone CR → LF, trimmed, and every
+/// line that is exactly `---` (the block separator) written as `- - -` (the
+/// same Markdown rule), so content can never split its block or forge another entry.
+pub fn entry_text(content: &str) -> String {
+    let normalized = content.replace("\r\n", "\n").replace('\r', "\n");
+    let trimmed = normalized.trim();
+    if !trimmed.lines().any(|l| l == "---") {
+        return trimmed.to_owned();
+    }
+    trimmed.lines().map(|l| if l == "---" { "- - -" } else { l }).collect::<Vec<_>>().join("\n")
+}
+
+/// Trims a block and drops `---` lines at its edges: a block can only carry one where the
+/// file starts with `---` or ends with `\n---` and no newline — both are separators, and a
+/// rewrite would render them as such (this keeps parse → render → parse stable).
+fn strip_separator_lines(block: &str) -> &str {
+    let mut b = block.trim();
+    loop {
+        let before = b.len();
+        if b == "---" {
+            return "";
+        }
+        if let Some(rest) = b.strip_prefix("---\n") {
+            b = rest.trim();
+        }
+        if let Some(rest) = b.strip_suffix("\n---") {
+            b = rest.trim();
+        }
+        if b.len() == before {
+            return b;
+        }
+    }
+}
+
 /// Splits a category file into its non-empty blocks, as the reference does.
 pub fn parse_blocks(text: &str) -> Vec<Block> {
-    let normalized = text.replace("\r\n", "\n");
+    // Python's universal newlines (the reference reads in text mode): `\r\n` and a lone `\r` end a line.
+    let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
     normalized
         .split(BLOCK_SEPARATOR)
-        .map(str::trim)
+        .map(strip_separator_lines)
         .filter(|b| !b.is_empty())
         .map(|b| Block { text: b.to_owned(), meta: b.lines().next().and_then(EntryMeta::parse_line) })
         .collect()

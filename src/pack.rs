@@ -81,7 +81,7 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
         Some("starts with a dot")
     } else if name.chars().any(char::is_control) {
         Some("contains control characters")
-    } else if name.chars().count() > 128 {
+    } else if name.chars().count() > crate::ops::limits::MAX_PACK_NAME_CHARS {
         Some("longer than 128 characters")
     } else {
         None
@@ -95,6 +95,9 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
 /// Reads `meta.json` as an object, keeping key order.
 pub fn read_meta(dir: &Path) -> Result<Map<String, Value>, String> {
     let path = dir.join("meta.json");
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) && !contained(dir, &path) {
+        return Err("is a symbolic link out of the pack (refused)".into());
+    }
     let bytes = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("is missing".into()),

@@ -15,6 +15,8 @@ pub const ENV_NOW: &str = "ENGRAM_NOW";
 pub const ENV_DURABLE: &str = "ENGRAM_DURABLE";
 /// `1`: print the time of each phase of every write to stderr.
 pub const ENV_TRACE_WRITES: &str = "ENGRAM_TRACE_WRITES";
+/// Bearer token of `engram serve --http` (same as `--auth-token`).
+pub const ENV_AUTH_TOKEN: &str = "ENGRAM_AUTH_TOKEN";
 /// Commit author name.
 pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
 /// Comma-separated packs a project uses (read by `engram hook`; overrides `.claude/engram.json`).

@@ -1,4 +1,4 @@
-//! The command line: `engram serve | list | init | install | lint | log | demo | search | bench-search`.
+//! The command line: `engram serve | list | init | install | lint | log | demo | search | sync | doctor | …`.
 //!
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
@@ -126,6 +126,11 @@ enum Command {
     Search(search::SearchArgs),
     /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
     BenchSearch(searchbench::BenchArgs),
+    /// Diagnose damaged packs (repository, refs, objects, meta.json, working tree) and say how to repair them (exit 1 on errors)
+    Doctor {
+        /// Pack name (every pack directory when omitted)
+        name: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +158,27 @@ struct ServeArgs {
     /// Also sync every SECS seconds, and push soon after each write (in the background)
     #[arg(long, value_name = "SECS")]
     sync_interval: Option<u64>,
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; a bare port means 127.0.0.1)
+    #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
+    http: Option<std::net::SocketAddr>,
+    /// Bearer token HTTP clients must send; required when --http is not a loopback address
+    #[arg(long, env = crate::settings::ENV_AUTH_TOKEN, hide_env_values = true, requires = "http")]
+    auth_token: Option<String>,
+    /// Serve only the tools that read (no commit is ever made)
+    #[arg(long)]
+    read_only: bool,
+}
+
+fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Some(port) = s.strip_prefix("localhost:") {
+        let port: u16 = port.parse().map_err(|_| format!("{s:?}: bad port"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:8765 or [::1]:8765)"))
 }
 
 /// Entry point of the binary.
@@ -216,6 +242,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
         Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
         Some(Command::BenchSearch(args)) => searchbench::run(args),
+        Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
     }
 }
 
@@ -258,20 +285,48 @@ fn lint(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+fn doctor(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
+    let report = engram.doctor(name);
+    if report.is_empty() {
+        match name {
+            Some(n) => println!("未找到 Engram: {n} (no such pack directory)"),
+            None => println!("暂无 Engram (no pack directories)."),
+        }
+        return Ok(ExitCode::from(u8::from(name.is_some())));
+    }
+    for pack in &report {
+        println!("{}", pack.render());
+    }
+    Ok(if report.iter().any(|p| p.has_errors()) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolset::parse_list(&args.tools).map_err(anyhow::Error::msg)?;
-    let engram = engram(cli, args.durable)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
+    config.store.read_only = args.read_only;
+    let engram = Arc::new(Engram::new(config)?);
     let mut server = EngramServer::new(engram.clone(), &toolsets).with_options(args.toolsets.options()?);
+    if args.read_only {
+        server = server.read_only();
+    }
     if args.sync_on_start || args.sync_interval.is_some() {
         let interval = args.sync_interval.filter(|s| *s > 0).map(std::time::Duration::from_secs);
         let worker = crate::ops::SyncWorker::start(engram, args.sync_on_start, interval);
         server = server.with_after_call(Arc::new(move || worker.poke()));
     }
-    runtime.block_on(server.serve_stdio())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(if args.http.is_some() { 4 } else { 2 })
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    match args.http {
+        None => runtime.block_on(server.serve_stdio())?,
+        Some(addr) => {
+            let opts = crate::mcp::http::HttpOptions { addr, auth_token: args.auth_token.clone() };
+            runtime.block_on(server.serve_http(opts, |local| {
+                eprintln!("engram: serving MCP over HTTP at http://{local}{}", crate::mcp::http::MCP_PATH);
+            }))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

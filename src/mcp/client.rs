@@ -1,5 +1,6 @@
-//! A small MCP client over a child process's stdio, used by `engram demo`,
-//! the benchmarks and the integration tests to drive a real `engram serve`.
+//! A small MCP client, over a child process's stdio or over streamable HTTP,
+//! used by `engram demo`, the benchmarks and the integration tests to drive a
+//! real `engram serve`.
 
 use std::path::Path;
 
@@ -8,8 +9,11 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 
-/// A running `engram serve` child and the client talking to it.
-pub struct StdioClient {
+/// The stdio client's historical name: every [`McpClient`] constructor works on it.
+pub type StdioClient = McpClient;
+
+/// A client talking to an `engram serve`: a child over stdio, or a server over HTTP.
+pub struct McpClient {
     service: RunningService<RoleClient, ()>,
     pid: Option<u32>,
 }
@@ -25,7 +29,7 @@ pub struct ToolReply {
     pub structured: Option<serde_json::Value>,
 }
 
-impl StdioClient {
+impl McpClient {
     /// Spawns `bin args…` with `envs` and performs the MCP handshake.
     pub async fn spawn(bin: &Path, args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<Self> {
         let mut cmd = tokio::process::Command::new(bin);
@@ -40,7 +44,21 @@ impl StdioClient {
         Ok(Self { service, pid })
     }
 
-    /// The server process id.
+    /// Connects to `engram serve --http` at `url` (e.g. `http://127.0.0.1:8765/mcp`),
+    /// sending `token` as a bearer token when given, and performs the MCP handshake.
+    pub async fn connect_http(url: &str, token: Option<&str>) -> anyhow::Result<Self> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        if let Some(t) = token {
+            config = config.auth_header(t.to_owned());
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let service = ().serve(transport).await?;
+        Ok(Self { service, pid: None })
+    }
+
+    /// The server process id (stdio clients only).
     pub fn pid(&self) -> Option<u32> {
         self.pid
     }

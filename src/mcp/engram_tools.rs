@@ -36,7 +36,10 @@ impl EngramServer {
     }
 
     #[tool(
-        description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory). as_of (commit id or YYYY-MM-DD) shows the pack as it was."
+        description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory).",
+        // Reads; its only commit is the expiry housekeeping (expired entries, already hidden
+        // from every answer, move to -expired.md), which a read-only server skips.
+        annotations(read_only_hint = true)
     )]
     async fn load_engram(
         &self,

@@ -5,9 +5,11 @@
 //! `spawn_blocking` and maps errors to tool errors (`isError: true`) whose
 //! text the model can act on.
 
+mod access;
 pub mod client;
 mod engram_tools;
 mod history_tools;
+pub mod http;
 mod notes_tools;
 mod params;
 mod search_tools;

@@ -48,6 +48,18 @@ pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
     }
 }
 
+/// Reads `rel` of a pack (or memory root) like [`read_text_file`], but only when the file,
+/// symbolic links resolved, stays inside `root`: a link out of the pack reads as missing.
+pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
+    let full = root.join(rel);
+    match (root.canonicalize(), full.canonicalize()) {
+        (Ok(r), Ok(f)) if f.starts_with(&r) && !f.strip_prefix(&r).is_ok_and(|x| x.starts_with(".git")) => {
+            read_text_file(&f)
+        }
+        _ => Ok(None),
+    }
+}
+
 fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
     index
         .entry_lines()
@@ -87,7 +99,8 @@ impl Engram {
     /// needs to be migrated): expired entries move to `<category>-expired.md`
     /// in one commit of their own.
     pub(super) fn expire_memory(&self, memory_root: &Path, caller: &Caller) -> Result<()> {
-        if !memory_root.join("memory").is_dir() {
+        // A read-only server never commits; expired entries are hidden from answers anyway.
+        if self.config.store.read_only || !memory_root.join("memory").is_dir() {
             return Ok(());
         }
         let today = self.now().date_naive();
@@ -199,12 +212,13 @@ impl Engram {
     }
 
     fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
-        let text = read_text_file(&memory_root.join(HOT_INDEX))?.unwrap_or_default();
+        let text = read_pack_text(memory_root, HOT_INDEX)?.unwrap_or_default();
         Ok(active_lines(&text, self.now().date_naive()))
     }
 
     /// `load_engram`.
     pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
+        limits::check_query("query", query)?;
         let pack = self.resolve(name)?;
         let dir = &pack.dir;
         self.expire_memory(dir, caller)?;
@@ -213,7 +227,7 @@ impl Engram {
             self.expire_memory(&global, caller)?;
         }
         let view = PackView {
-            read: &|rel: &str| read_text_file(&dir.join(rel)),
+            read: &|rel: &str| read_pack_text(dir, rel),
             has_memory_dir: dir.join("memory").is_dir(),
             onboarded: self.onboarded(dir),
             today: self.now().date_naive(),
@@ -245,7 +259,7 @@ impl Engram {
         if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
             && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
         {
-            let text = read_text_file(&parent_dir.join("knowledge/_index.md"))?.unwrap_or_default();
+            let text = read_pack_text(&parent_dir, "knowledge/_index.md")?.unwrap_or_default();
             if !text.trim().is_empty() {
                 sections.push(format!("## 继承知识索引（来自 {parent}）\n{}", text.trim()));
             }

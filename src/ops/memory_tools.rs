@@ -91,6 +91,14 @@ fn check_summary(field: &'static str, s: &str) -> Result<String> {
     if s.chars().count() > limits::MAX_SUMMARY_CHARS {
         return Err(invalid(field, format!("too long (at most {} characters)", limits::MAX_SUMMARY_CHARS)));
     }
+    // The index line is `… [type] [tags] summary`: a leading `[…]` or `expires:` would be read back
+    // as tags or an expiry date, and the entry could no longer be found by delete/correct.
+    if s.starts_with('[') || s.starts_with("expires:") {
+        return Err(invalid(
+            field,
+            "must not start with `[` or `expires:` (they would be read as tags or an expiry); pass tags in `tags` and the date in `expires`",
+        ));
+    }
     Ok(s)
 }
 
@@ -128,7 +136,9 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>> {
     }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
-        let t = single_line(t);
+        // The block's meta line is space-separated (`tags:a,b conv:…`): a tag is one word,
+        // so `machine learning` is stored as `machine-learning`.
+        let t = single_line(t).replace(' ', "-");
         if t.is_empty() {
             continue;
         }
@@ -245,7 +255,10 @@ impl Engram {
         let tags = check_tags(&req.tags)?;
         let expires = check_expires(req.expires.as_deref())?;
         let conversation_id = req.conversation_id.as_deref().map(single_line).filter(|c| !c.is_empty());
-        if conversation_id.as_deref().is_some_and(|c| c.contains(' ') || c.chars().count() > 200) {
+        if conversation_id
+            .as_deref()
+            .is_some_and(|c| c.contains(' ') || c.chars().count() > limits::MAX_CONVERSATION_ID_CHARS)
+        {
             return Err(invalid(
                 "conversation_id",
                 "must be one word without spaces (at most 200 characters)",
@@ -344,7 +357,7 @@ impl Engram {
                     let archive = snap.read_text(&archive_path)?.unwrap_or_default();
                     changes.put(archive_path, format!("{archive}\n\n# 归档于 {ts}\n{old}"));
                 }
-                log.replace_all(format!("[{ts}] type:consolidated\n{}", content.trim()));
+                log.replace_all(format!("[{ts}] type:consolidated\n{}", crate::memory::entry_text(content)));
                 log.write(&mut changes);
                 let mut index = FullIndex::load(snap)?;
                 index.remove_containing(&format!("`{}`", category_path(&category)));
@@ -430,7 +443,7 @@ impl Engram {
                     conversation_id: old_meta.and_then(|m| m.conversation_id),
                 };
                 let block = Block {
-                    text: format!("{}\n{}", meta.render_line(), req.new_content.trim()),
+                    text: format!("{}\n{}", meta.render_line(), crate::memory::entry_text(&req.new_content)),
                     meta: Some(meta.clone()),
                 };
                 match found {

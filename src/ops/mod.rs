@@ -5,6 +5,7 @@
 //! reference server would return. Failures are [`EngramError`]s whose
 //! messages start with the reference's text and then say what to do.
 
+mod doctor;
 mod files;
 mod history;
 mod hooks;
@@ -63,6 +64,40 @@ pub mod limits {
     pub const MAX_PATH_BYTES: usize = 1024;
     /// Largest file `read_engram_file` returns.
     pub const MAX_READ_BYTES: usize = 1024 * 1024;
+    /// Longest search/focus query (`load_engram`'s `query`, search tools), in characters.
+    pub const MAX_QUERY_CHARS: usize = 2000;
+    /// Most entities (graph nodes/edges, notes, …) one call may create or change.
+    /// For the toolsets that take lists; a call over it writes nothing.
+    pub const MAX_ENTITIES_PER_CALL: usize = 100;
+    /// Longest pack name, in characters (checked by `pack::validate_name`).
+    pub const MAX_PACK_NAME_CHARS: usize = 128;
+    /// Longest conversation id, in characters.
+    pub const MAX_CONVERSATION_ID_CHARS: usize = 200;
+
+    /// Checks a query argument against [`MAX_QUERY_CHARS`].
+    pub fn check_query(field: &'static str, query: &str) -> Result<(), super::EngramError> {
+        let n = query.chars().count();
+        if n > MAX_QUERY_CHARS {
+            return Err(super::EngramError::Invalid {
+                field,
+                reason: format!("is {n} characters; the limit is {MAX_QUERY_CHARS} — shorten the query"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the length of a list argument against [`MAX_ENTITIES_PER_CALL`].
+    pub fn check_entities(field: &'static str, count: usize) -> Result<(), super::EngramError> {
+        if count > MAX_ENTITIES_PER_CALL {
+            return Err(super::EngramError::Invalid {
+                field,
+                reason: format!(
+                    "has {count} items; at most {MAX_ENTITIES_PER_CALL} per call — split it into several calls"
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Errors of the Engram tools. `Display` is what the model reads.
@@ -72,7 +107,7 @@ pub enum EngramError {
     #[error(transparent)]
     Pack(#[from] PackError),
     /// The store failed.
-    #[error("操作失败 (storage error): {0}")]
+    #[error("操作失败 (storage error): {0} (`engram doctor` diagnoses a damaged pack)")]
     Store(StoreError),
     /// The new text holds a credential (the store's secret guard refused the write).
     #[error("{0}")]

@@ -2,8 +2,8 @@
 //!
 //! Every commit adds a handful of loose objects (each takes a 4 KiB block on
 //! most filesystems). Like `git gc --auto`, we estimate the loose count from
-//! one fan-out directory and, past a threshold, write every reachable object
-//! into one pack, then delete the loose objects and older packs it covers.
+//! one fan-out directory and, past a threshold, write every object reachable
+//! from the refs, HEAD, the reflogs and the index into one pack, then delete the loose objects and older packs it covers.
 
 use std::fs;
 use std::path::Path;
@@ -52,6 +52,23 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
     let mut walk = git.revwalk().map_err(|e| git_err("packing objects", dir, e))?;
     walk.push_glob("refs/*").map_err(|e| git_err("packing objects", dir, e))?;
     let _ = walk.push_head();
+    // Like git, keep what the reflogs name: a writer killed between appending to the reflog
+    // and moving the ref leaves an entry for a commit no ref reaches (and `git fsck` checks it).
+    let mut logs = vec!["HEAD".to_owned()];
+    if let Ok(branch) = repo.branch_ref() {
+        logs.push(branch);
+    }
+    for name in &logs {
+        if let Ok(log) = git.reflog(name) {
+            for entry in log.iter() {
+                for id in [entry.id_new(), entry.id_old()] {
+                    if !id.is_zero() && git.find_commit(id).is_ok() {
+                        let _ = walk.push(id);
+                    }
+                }
+            }
+        }
+    }
     builder.insert_walk(&mut walk).map_err(|e| git_err("packing objects", dir, e))?;
     if let Ok(index) = git.index() {
         for entry in index.iter() {

@@ -14,10 +14,12 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 
+pub mod doctor;
 pub mod floor;
 mod gc;
 mod guard;
 mod history;
+mod locks;
 mod merge;
 mod purge;
 mod recover;
@@ -118,6 +120,20 @@ pub enum StoreError {
         /// libgit2's message.
         message: String,
     },
+    /// The pack's working tree or repository is damaged in a way a write must not paper over.
+    #[error("the pack {dir} is damaged: {problem}")]
+    Damaged {
+        /// Pack directory.
+        dir: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The server is read-only.
+    #[error("this engram server is read-only (--read-only): nothing was written to {dir}")]
+    ReadOnly {
+        /// Pack directory.
+        dir: PathBuf,
+    },
     /// Something other than a file sits where a file is expected.
     #[error("{path} is not a regular file")]
     NotAFile {
@@ -166,6 +182,8 @@ pub struct StoreOptions {
     pub durable: bool,
     /// Print the time of each phase of every write to stderr (diagnostics).
     pub trace_timing: bool,
+    /// Refuse every commit (`engram serve --read-only`).
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -175,6 +193,7 @@ impl Default for StoreOptions {
             author_email: "engram@localhost".to_owned(),
             durable: false,
             trace_timing: false,
+            read_only: false,
         }
     }
 }
@@ -408,6 +427,9 @@ impl PackRepo {
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
+        if options.read_only {
+            return Err(StoreError::ReadOnly { dir: dir.to_owned() });
+        }
         // Two processes may adopt the same pack at once: serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
         fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
@@ -494,6 +516,10 @@ impl PackRepo {
         E: From<StoreError>,
     {
         let mut trace = PhaseTimer::new(self.options.trace_timing);
+
+        if self.options.read_only {
+            return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
+        }
         let _lock = self.lock()?;
         trace.mark("lock");
         recover::finish_pending(self)?;
@@ -657,7 +683,14 @@ impl PackRepo {
         };
         match res {
             Ok(()) => Ok(true),
-            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Locked | ErrorCode::Exists) => {
+            Err(e) if e.code() == ErrorCode::Locked => {
+                // A lock file another process left: wait for it, or clear it once stale.
+                for lock in locks::lock_files(self) {
+                    locks::wait_for(&lock);
+                }
+                Ok(false)
+            }
+            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => {
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 Ok(false)
             }
@@ -700,6 +733,7 @@ impl PackRepo {
                 }
             }
         }
+        locks::wait_for(&self.git_dir().join("index.lock"));
         index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
         Ok(())
     }
@@ -716,6 +750,15 @@ impl PackRepo {
             .transpose()
             .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
         guard::check_hand_edits(&self.repo, &self.dir, head_tree.as_ref(), &paths)?;
+
+        // A tracked file replaced by a directory would be committed as a deletion: refuse.
+        let replaced = doctor::replaced_files(&self.repo, &self.dir);
+        if !replaced.is_empty() {
+            return Err(StoreError::Damaged {
+                dir: self.dir.clone(),
+                problem: format!("{} replaced by a directory in the working tree", replaced.join(", ")),
+            });
+        }
         let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
         let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };
         let message = CommitMessage {
@@ -760,6 +803,7 @@ impl PackRepo {
         if let Some(h) = &head
             && h.tree_id() == tree_id
         {
+            locks::wait_for(&self.git_dir().join("index.lock"));
             index.write().map_err(|e| git_err("writing the index", dir, e))?;
             return Ok(());
         }
@@ -773,6 +817,7 @@ impl PackRepo {
         if !self.move_branch(head.as_ref().map(|h| h.id()), id, &message.subject)? {
             return Err(StoreError::Contention { dir: dir.clone(), attempts: 1 });
         }
+        locks::wait_for(&self.git_dir().join("index.lock"));
         index.write().map_err(|e| git_err("writing the index", dir, e))?;
         Ok(())
     }

@@ -48,6 +48,8 @@ pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_err("read", &path, e)),
     };
+    // The writer died between recording the write and finishing it: its git locks are stale.
+    super::locks::remove_dead_writer_locks(repo);
     let mut lines = text.lines();
     let new = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| Oid::from_str(s).ok());
     let paths: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();

@@ -1,0 +1,205 @@
+//! Reliability benchmarks (release build): the cost of `--durable` (fsync) and capture
+//! throughput over streamable HTTP with 1, 4 and 16 concurrent clients, into one pack and
+//! into one pack per client.
+//!
+//! `cargo bench --bench reliability` (optional: `ENGRAM_BENCH_WRITES=<captures per client>`).
+//! Prints markdown tables for BENCHMARKS.md.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use engram::mcp::client::McpClient;
+use serde_json::json;
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_engram"))
+}
+
+fn init(packs: &Path, name: &str) {
+    let out = Command::new(bin()).args(["init", name, "--packs-dir"]).arg(packs).output().expect("init");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+struct Server(Child, String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http_server(packs: &Path, home: &Path) -> Server {
+    let mut child = Command::new(bin())
+        .args(["serve", "--http", "127.0.0.1:0", "--packs-dir"])
+        .arg(packs)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut err = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let mut b = [0u8; 1];
+    while err.read(&mut b).unwrap_or(0) == 1 {
+        seen.push(b[0]);
+        if b[0] == b'\n' && String::from_utf8_lossy(&seen).contains("http://") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    let url = text[text.find("http://").expect("url")..].trim().to_owned();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = err.read_to_end(&mut sink);
+    });
+    Server(child, url)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+async fn capture_loop(client: &McpClient, pack: &str, tag: &str, n: usize) -> Vec<Duration> {
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let text = format!("{tag} capture {i} — some remembered fact about the user");
+        let t = Instant::now();
+        let r = client
+            .call(
+                "capture_memory",
+                json!({"name": pack, "category": format!("c{}", i % 4), "content": text, "summary": text}),
+            )
+            .await
+            .expect("call");
+        lat.push(t.elapsed());
+        assert!(!r.is_error, "{}", r.text);
+    }
+    lat
+}
+
+/// p50 of stdio captures with and without --durable.
+async fn durable_cost(n: usize) -> (Duration, Duration) {
+    let mut out = Vec::new();
+    for durable in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let packs = dir.path().join("packs");
+        init(&packs, "p");
+        let packs_s = packs.display().to_string();
+        let mut args = vec!["serve", "--packs-dir", packs_s.as_str()];
+        if durable {
+            args.push("--durable");
+        }
+        let home = dir.path().display().to_string();
+        let client = McpClient::spawn(&bin(), &args, &[("HOME", home.as_str())]).await.expect("spawn");
+        let _ = capture_loop(&client, "p", "warmup", 10).await;
+        let mut lat = capture_loop(&client, "p", if durable { "durable" } else { "default" }, n).await;
+        client.close().await.expect("close");
+        lat.sort();
+        out.push(percentile(&lat, 0.5));
+    }
+    (out[0], out[1])
+}
+
+struct Row {
+    clients: usize,
+    layout: &'static str,
+    writes: usize,
+    per_sec: f64,
+    p50: Duration,
+    p95: Duration,
+}
+
+async fn http_throughput(clients: usize, separate: bool, per_client: usize) -> Row {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let packs = dir.path().join("packs");
+    let names: Vec<String> =
+        if separate { (0..clients).map(|i| format!("p{i}")).collect() } else { vec!["shared".to_owned()] };
+    for n in &names {
+        init(&packs, n);
+    }
+    let server = http_server(&packs, dir.path());
+    let mut conns = Vec::new();
+    for i in 0..clients {
+        let c = McpClient::connect_http(&server.1, None).await.expect("connect");
+        let pack = names[if separate { i } else { 0 }].clone();
+        let _ = capture_loop(&c, &pack, &format!("warm{i}"), 2).await;
+        conns.push((c, pack));
+    }
+    let started = Instant::now();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, (c, pack))| {
+            tokio::spawn(async move {
+                let lat = capture_loop(&c, &pack, &format!("client{i}"), per_client).await;
+                let _ = c.close().await;
+                lat
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.expect("task"));
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    Row {
+        clients,
+        layout: if separate { "one pack per client" } else { "one shared pack" },
+        writes: all.len(),
+        per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&all, 0.5),
+        p95: percentile(&all, 0.95),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful: run only under bench.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("reliability bench: run with `cargo bench --bench reliability`");
+        return;
+    }
+    let n: usize = std::env::var("ENGRAM_BENCH_WRITES").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let (plain, durable) = durable_cost(n.max(50)).await;
+        println!("### fsync cost (stdio, one writer, {} captures each)\n", n.max(50));
+        println!("| mode | capture p50 (ms) |\n|---|---|");
+        println!("| default (no fsync) | {} |", ms(plain));
+        println!("| `--durable` | {} |", ms(durable));
+        println!("\nratio durable/default: {:.2}×\n", durable.as_secs_f64() / plain.as_secs_f64().max(1e-9));
+        println!("### capture over streamable HTTP ({n} captures per client)\n");
+        println!("| clients | packs | writes | writes/s | p50 (ms) | p95 (ms) |\n|---|---|---|---|---|---|");
+        for clients in [1, 4, 16] {
+            for separate in [false, true] {
+                if clients == 1 && separate {
+                    continue;
+                }
+                let per_client = if clients == 16 { (n / 2).max(10) } else { n };
+                let r = http_throughput(clients, separate, per_client).await;
+                println!(
+                    "| {} | {} | {} | {:.0} | {} | {} |",
+                    r.clients,
+                    r.layout,
+                    r.writes,
+                    r.per_sec,
+                    ms(r.p50),
+                    ms(r.p95)
+                );
+            }
+        }
+    });
+}

@@ -1,0 +1,26 @@
+//! Read-only serving: only tools annotated `read_only_hint = true` are listed and callable.
+//!
+//! The filter works on the tool annotations, so a toolset added later is
+//! covered without changes here: annotate every reading tool of a new toolset
+//! with `annotations(read_only_hint = true)`, leave writing tools unannotated.
+//! As a second guard, a read-only server's store refuses every commit
+//! (`StoreOptions::read_only`), so a mis-annotated tool fails instead of writing.
+
+use super::EngramServer;
+
+impl EngramServer {
+    /// Keeps only the tools whose annotations say they do not modify anything.
+    pub fn read_only(mut self) -> Self {
+        let writing: Vec<String> = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
+            .map(|t| t.name.to_string())
+            .collect();
+        for name in writing {
+            self.tool_router.remove_route(&name);
+        }
+        self
+    }
+}

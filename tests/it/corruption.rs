@@ -1,0 +1,144 @@
+//! A damaged pack fails alone, with a clear error; `engram doctor` says what and how to repair.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// Two healthy packs and one that `damage` breaks after a first capture.
+async fn scenario(damage: impl FnOnce(&Path)) -> (TestEnv, StdioClient) {
+    let env = TestEnv::new();
+    for p in ["good", "bad"] {
+        env.init(p);
+    }
+    let c = env.client().await;
+    for p in ["good", "bad"] {
+        ok(&c, "capture_memory", json!({"name": p, "category": "c", "content": "first", "summary": "first"}))
+            .await;
+    }
+    c.close().await.expect("close");
+    damage(&env.pack("bad"));
+    // A server started on the damaged packs directory.
+    let c = env.client().await;
+    (env, c)
+}
+
+/// The damaged pack's writes fail with `needle` in the error; the healthy one keeps working.
+async fn assert_isolated(env: &TestEnv, c: &StdioClient, needle: &str) {
+    let text = err(
+        c,
+        "capture_memory",
+        json!({"name": "bad", "category": "c", "content": "second", "summary": "second"}),
+    )
+    .await;
+    assert!(text.contains(needle), "error should say {needle:?}: {text}");
+    ok(
+        c,
+        "capture_memory",
+        json!({"name": "good", "category": "c", "content": "second", "summary": "second"}),
+    )
+    .await;
+    ok(c, "delete_memory", json!({"name": "good", "category": "c", "summary": "first"})).await;
+    assert!(ok(c, "list_engrams", json!({})).await.contains("good"));
+    assert!(ok(c, "load_engram", json!({"name": "good"})).await.contains("second"));
+    assert_fsck(&env.pack("good"));
+    crate::concurrency::assert_consistent(&env.pack("good"));
+}
+
+fn doctor(env: &TestEnv, args: &[&str]) -> (bool, String) {
+    let mut a = vec!["doctor"];
+    a.extend_from_slice(args);
+    let out = env.cli(&a);
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn assert_doctor(env: &TestEnv, needle: &str) {
+    let (success, report) = doctor(env, &["bad"]);
+    assert!(!success, "doctor exits 1 on a damaged pack: {report}");
+    assert!(report.contains(needle) && report.contains("repair:"), "{report}");
+    let (success, report) = doctor(env, &["good"]);
+    assert!(success && report.contains("✓ good"), "{report}");
+    let (success, all) = doctor(env, &[]);
+    assert!(!success && all.contains("✓ good") && all.contains("✗ bad"), "{all}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_object() {
+    let (env, c) = scenario(|pack| {
+        let id = git(pack, &["rev-parse", "HEAD:memory/c.md"]).trim().to_owned();
+        let loose = pack.join(".git/objects").join(&id[..2]).join(&id[2..]);
+        fs::remove_file(&loose).expect("the blob is a loose object");
+    })
+    .await;
+    assert_isolated(&env, &c, "reading a blob").await;
+    assert_doctor(&env, "is missing or corrupt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_ref_and_its_repair() {
+    let (env, c) = scenario(|pack| {
+        let branch = git(pack, &["symbolic-ref", "HEAD"]).trim().to_owned();
+        fs::write(pack.join(".git").join(&branch), "1234567890123456789012345678901234567890\n")
+            .expect("write ref");
+    })
+    .await;
+    assert_isolated(&env, &c, "reading HEAD").await;
+    assert_doctor(&env, "does not resolve to a commit");
+    // Follow the repair doctor prints: `git -C … update-ref <branch> <id>`.
+    let (_, report) = doctor(&env, &["bad"]);
+    let cmd = report.lines().find(|l| l.contains("update-ref")).expect("repair command");
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "update-ref").expect("update-ref");
+    git(&env.pack("bad"), &["update-ref", words[at + 1], words[at + 2]]);
+    assert!(doctor(&env, &["bad"]).0, "repaired");
+    ok(
+        &c,
+        "capture_memory",
+        json!({"name": "bad", "category": "c", "content": "after repair", "summary": "after repair"}),
+    )
+    .await;
+    // `update-ref` logs the bogus old id in the reflog; the objects and refs are sound.
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(env.pack("bad"))
+        .args(["fsck", "--strict", "--no-reflogs", "--no-progress"])
+        .output()
+        .expect("git fsck");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_meta_json() {
+    let (env, c) = scenario(|pack| fs::write(pack.join("meta.json"), "{ not json").expect("write")).await;
+    assert_isolated(&env, &c, "meta.json is not valid JSON").await;
+    assert!(!ok(&c, "list_engrams", json!({})).await.contains("bad"), "a broken pack is not listed");
+    assert_doctor(&env, "meta.json is not valid JSON");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_replaced_by_a_directory() {
+    let (env, c) = scenario(|pack| {
+        let f = pack.join("memory/_index_full.md");
+        fs::remove_file(&f).expect("rm");
+        fs::create_dir_all(f.join("sub")).expect("mkdir");
+        fs::write(f.join("sub/x.md"), "x").expect("write");
+    })
+    .await;
+    assert_isolated(&env, &c, "replaced by a directory").await;
+    assert_doctor(&env, "memory/_index_full.md is a file in the last commit");
+    // Nothing was committed over the damage: HEAD still has the file.
+    git(&env.pack("bad"), &["cat-file", "-e", "HEAD:memory/_index_full.md"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_dir_replaced_by_a_file() {
+    let (env, c) = scenario(|pack| {
+        fs::rename(pack.join(".git"), pack.with_extension("git-moved")).expect("mv");
+        fs::write(pack.join(".git"), "gitdir: /nonexistent\n").expect("write");
+    })
+    .await;
+    assert_isolated(&env, &c, "cannot open the git repository").await;
+    assert_doctor(&env, ".git is not a directory");
+}
