@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod graph;
 pub mod jsonfmt;
 pub mod lint;
 pub mod mcp;
@@ -19,3 +20,4 @@ pub mod pack;
 pub mod settings;
 pub mod store;
 pub mod templates;
+pub mod timerange;

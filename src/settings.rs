@@ -18,6 +18,16 @@ pub const ENV_AUTHOR_NAME: &str = "ENGRAM_AUTHOR_NAME";
 /// Commit author e-mail.
 pub const ENV_AUTHOR_EMAIL: &str = "ENGRAM_AUTHOR_EMAIL";
 
+/// The user of the graph and personal toolsets (`--user`).
+pub const ENV_USER: &str = "ENGRAM_USER";
+/// The reference memory server's file; engram only tells how to import it.
+pub const ENV_MEMORY_FILE_PATH: &str = "MEMORY_FILE_PATH";
+
+/// `MEMORY_FILE_PATH`, when set and not empty.
+pub fn memory_file_path() -> Option<PathBuf> {
+    std::env::var_os(ENV_MEMORY_FILE_PATH).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
 /// `~/.engram`.
 pub fn default_packs_dir() -> PathBuf {
     std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(".engram")

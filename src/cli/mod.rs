@@ -4,6 +4,7 @@
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
 mod demo;
+mod graph;
 mod log;
 
 use std::path::PathBuf;
@@ -54,13 +55,17 @@ enum Command {
     Log(log::LogArgs),
     /// Install the demo pack, check it over a real MCP round trip and print the client config
     Demo,
+    /// Import or export the knowledge graph in the reference memory server's JSONL format
+    Graph(graph::GraphArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), all
+    /// Toolsets to expose, comma-separated: engram (default), graph, personal, all
     #[arg(long, default_value = "engram")]
     tools: String,
+    #[command(flatten)]
+    structured: graph::StructuredArgs,
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
     #[arg(long)]
     durable: bool,
@@ -109,6 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
+        Some(Command::Graph(args)) => graph::run(engram(&cli, false)?, args),
     }
 }
 
@@ -159,6 +165,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(EngramServer::new(engram, &toolsets).serve_stdio())?;
+    let structured = graph::structured(engram.clone(), &args.structured, &toolsets)?;
+    runtime.block_on(EngramServer::with_structured(engram, &toolsets, structured).serve_stdio())?;
     Ok(ExitCode::SUCCESS)
 }

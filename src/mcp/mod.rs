@@ -7,7 +7,10 @@
 
 pub mod client;
 mod engram_tools;
+mod graph_tools;
 mod params;
+mod personal_tools;
+mod resources;
 
 use std::sync::Arc;
 
@@ -15,12 +18,13 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    PaginatedRequestParams, Prompt, PromptMessage, Role, ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
-use crate::ops::{Caller, Engram, EngramError};
+use crate::ops::{Caller, Engram, EngramError, Personal, StructuredConfig, UserGraph};
 pub use params::*;
 
 /// Name of the system prompt.
@@ -31,16 +35,22 @@ pub const SYSTEM_PROMPT_NAME: &str = "engram-system-prompt";
 pub enum Toolset {
     /// The Engram tools (default).
     Engram,
+    /// The knowledge-graph tools of the reference MCP memory server.
+    Graph,
+    /// Profile, entity and event tools of one user.
+    Personal,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] = &[Self::Engram];
+    pub const ALL: &'static [Self] = &[Self::Engram, Self::Graph, Self::Personal];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Self::Engram => "engram",
+            Self::Graph => "graph",
+            Self::Personal => "personal",
         }
     }
 
@@ -81,6 +91,27 @@ impl Toolset {
 pub struct EngramServer {
     engram: Arc<Engram>,
     tool_router: ToolRouter<Self>,
+    structured: Option<Arc<Structured>>,
+    toolsets: Vec<Toolset>,
+}
+
+/// The graph and personal tools of one user (see [`StructuredConfig`]).
+pub struct Structured {
+    graph: Arc<UserGraph>,
+    personal: Personal,
+}
+
+impl Structured {
+    /// The graph and personal tools of `config.user` in `config.pack`.
+    pub fn new(engram: Arc<Engram>, config: StructuredConfig) -> Result<Self, EngramError> {
+        let graph = Arc::new(UserGraph::new(engram, config)?);
+        Ok(Self { personal: Personal::new(graph.clone()), graph })
+    }
+
+    /// The user's graph.
+    pub fn graph(&self) -> &Arc<UserGraph> {
+        &self.graph
+    }
 }
 
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -93,13 +124,25 @@ fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
 impl EngramServer {
     /// A server over `engram` with the given toolsets.
     pub fn new(engram: Arc<Engram>, toolsets: &[Toolset]) -> Self {
+        let structured = Structured::new(engram.clone(), StructuredConfig::default()).ok().map(Arc::new);
+        Self::with_structured(engram, toolsets, structured)
+    }
+
+    /// A server whose graph and personal toolsets use `structured`.
+    pub fn with_structured(
+        engram: Arc<Engram>,
+        toolsets: &[Toolset],
+        structured: Option<Arc<Structured>>,
+    ) -> Self {
         let mut tool_router = ToolRouter::new();
         for t in toolsets {
             match t {
                 Toolset::Engram => tool_router.merge(Self::engram_tools()),
+                Toolset::Graph => tool_router.merge(graph_tools::graph_tools()),
+                Toolset::Personal => tool_router.merge(Self::personal_tools()),
             }
         }
-        Self { engram, tool_router }
+        Self { engram, tool_router, structured, toolsets: toolsets.to_vec() }
     }
 
     /// The names of the tools this server lists.
@@ -131,7 +174,7 @@ impl EngramServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EngramServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
             .with_server_info(Implementation::new("engram", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "engram: git-native long-term memory. Call list_engrams, then load_engram(name, query); capture what should be remembered with capture_memory. Every write is a git commit.",
@@ -149,6 +192,22 @@ impl ServerHandler for EngramServer {
             None,
         );
         Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list(&self.toolsets)))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&self.toolsets, self.structured.clone(), request.uri).await.map(Into::into)
     }
 
     async fn get_prompt(

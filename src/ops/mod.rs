@@ -9,7 +9,9 @@ mod install;
 mod knowledge;
 mod load;
 mod memory_tools;
+mod personal;
 mod prompt;
+mod user_graph;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,10 @@ use crate::store::{PackRepo, StoreError, StoreOptions};
 
 pub use install::Registry;
 pub use memory_tools::{CaptureRequest, CorrectRequest};
+pub use personal::{EVENT_TEMPLATES_URI, EVENT_TYPES, PROFILE_CATEGORIES, Personal};
+pub use user_graph::{
+    DEFAULT_GRAPH_PACK, DEFAULT_USER, StructuredConfig, UserFiles, UserGraph, validate_user,
+};
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -48,6 +54,9 @@ pub enum EngramError {
     /// The store failed.
     #[error("操作失败 (storage error): {0}")]
     Store(#[from] StoreError),
+    /// The store failed under the graph module.
+    #[error("操作失败 (storage error): {}", graph_error_text(.0))]
+    Graph(#[from] crate::graph::GraphError),
     /// A file is missing.
     #[error("未找到文件: {path}")]
     FileNotFound {
@@ -107,6 +116,13 @@ pub enum EngramError {
     /// Initialising a pack failed (message in the reference's form).
     #[error("{0}")]
     Init(String),
+}
+
+fn graph_error_text(e: &crate::graph::GraphError) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 fn candidates_text(c: &[String]) -> String {

@@ -17,6 +17,7 @@
 mod gc;
 mod history;
 mod recover;
+mod tree_read;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};

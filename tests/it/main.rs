@@ -4,4 +4,6 @@ mod common;
 mod compat;
 mod concurrency;
 mod engram_tools;
+mod graph_tools;
 mod lint;
+mod personal_tools;
