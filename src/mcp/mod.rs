@@ -18,8 +18,8 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourcesResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool_handler};
@@ -192,6 +192,18 @@ impl ServerHandler for EngramServer {
             None,
         );
         Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // rmcp lists by name; the graph tools keep the reference's order (after the others).
+        let mut tools = self.tool_router.list_all();
+        let rank = |name: &str| crate::graph::TOOL_NAMES.iter().position(|n| *n == name).map_or(0, |i| i + 1);
+        tools.sort_by_key(|t| rank(&t.name));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_resources(

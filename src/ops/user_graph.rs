@@ -223,7 +223,7 @@ impl UserGraph {
         self.with_repo(|repo| {
             let mut base = None;
             let mut graph_changes = GraphChanges::default();
-            let (committed, value) = repo.write(|snap| {
+            let (committed, value) = repo.write_scoped(|snap| {
                 base = snap.head();
                 let files = UserFiles { snapshot: snap, prefix: &self.prefix };
                 let (graph, mut changes, subject, value) = edit(&files, snap)?;

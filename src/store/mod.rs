@@ -17,6 +17,7 @@
 mod gc;
 mod history;
 mod recover;
+mod scoped_write;
 mod tree_read;
 
 use std::collections::BTreeMap;
@@ -415,6 +416,7 @@ impl PackRepo {
     {
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
+        scoped_write::flush_index(self)?;
         self.commit_hand_edits()?;
         for _attempt in 0..MAX_ATTEMPTS {
             let head = self.head_commit()?;
@@ -432,7 +434,7 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            match self.commit_changes(head.as_ref(), snapshot.tree.as_ref(), &changes, &message)? {
+            match self.commit_changes(head.as_ref(), snapshot.tree.as_ref(), &changes, &message, false)? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
                     return Ok((Some(committed), value));
@@ -470,6 +472,7 @@ impl PackRepo {
         base: Option<&git2::Tree<'_>>,
         changes: &Changes,
         message: &CommitMessage,
+        defer_index: bool,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
         let mut update = TreeUpdateBuilder::new();
@@ -519,7 +522,11 @@ impl PackRepo {
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
         }
-        self.sync_working_tree(changes)?;
+        if defer_index {
+            scoped_write::sync_working_tree_deferred(self, changes)?;
+        } else {
+            self.sync_working_tree(changes)?;
+        }
         recover::clear_pending(self)?;
         let id = commit_id.to_string();
         Ok(CommitOutcome::Committed(Committed { short: short_id(&id), id }))
@@ -573,7 +580,8 @@ impl PackRepo {
     /// Writes changed files into the working tree and the index.
     fn sync_working_tree(&self, changes: &Changes) -> Result<()> {
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        index.read(true).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        // Re-read only when another process changed it (libgit2 compares the file's stamp).
+        index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
         for (path, content) in &changes.files {
             let full = self.dir.join(path);
             match content {
