@@ -197,10 +197,14 @@ async fn create_read_search_open_with_reference_results() {
         json!({"entities": [{"name": "张伟", "entityType": "person", "observations": ["喜欢喝咖啡", "住在上海"]}], "relations": []})
     );
     let pack = env.pack("personal");
-    assert!(!git(&pack, &["ls-files", "users/default/graph/relations"]).contains(".json"));
+    assert!(
+        !git(&pack, &["ls-tree", "-r", "--name-only", "HEAD", "users/default/graph/relations"])
+            .contains(".json")
+    );
+    client.close().await.expect("close");
+    // The index is brought up to date when the server exits.
     assert_clean(&pack);
     assert_fsck(&pack);
-    client.close().await.expect("close");
 }
 
 #[tokio::test]
@@ -254,7 +258,7 @@ async fn one_commit_per_changing_call_with_a_readable_subject() {
     let msg = git(&pack, &["log", "-1", "--format=%B"]);
     assert!(msg.contains("Engram-Tool: create_relations") && msg.contains("Engram-User: default"), "{msg}");
     // Files are pretty JSON, one per entity, under the user's graph directory.
-    let files = git(&pack, &["ls-files", "users/default/graph/entities"]);
+    let files = git(&pack, &["ls-tree", "-r", "--name-only", "HEAD", "users/default/graph/entities"]);
     assert_eq!(files.lines().count(), 2, "{files}");
     let alice = files.lines().find(|l| l.contains("alice-")).expect("alice file");
     let text = std::fs::read_to_string(pack.join(alice)).expect("read");
@@ -373,7 +377,10 @@ async fn two_processes_adding_200_entities_each_lose_nothing() {
     second.close().await.expect("close");
     assert_eq!(graph_commits(&env).len(), 400);
     let pack = env.pack("personal");
-    assert_eq!(git(&pack, &["ls-files", "users/default/graph/entities"]).lines().count(), 400);
+    assert_eq!(
+        git(&pack, &["ls-tree", "-r", "--name-only", "HEAD", "users/default/graph/entities"]).lines().count(),
+        400
+    );
     assert_clean(&pack);
     assert_fsck(&pack);
 }
@@ -384,4 +391,30 @@ async fn add_200(client: &StdioClient, tag: &str) {
         let r = client.call("create_entities", args).await.expect("call");
         assert!(!r.is_error, "{}", r.text);
     }
+}
+
+#[tokio::test]
+async fn a_hand_edit_of_a_touched_file_is_committed_first_and_kept() {
+    let env = TestEnv::new();
+    let client = graph_client(&env).await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "Alice", "entityType": "person", "observations": ["a"]}]}),
+    )
+    .await;
+    let pack = env.pack("personal");
+    let files = git(&pack, &["ls-tree", "-r", "--name-only", "HEAD", "users/default/graph/entities"]);
+    let path = pack.join(files.lines().next().expect("entity file"));
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("\"a\"", "\"a\",\n    \"by hand\"")).expect("hand edit");
+    ok(&client, "add_observations", json!({"observations": [{"entityName": "Alice", "contents": ["b"]}]}))
+        .await;
+    let r = call(&client, "open_nodes", json!({"names": ["Alice"]})).await;
+    assert_eq!(structured(&r)["entities"][0]["observations"], json!(["a", "by hand", "b"]));
+    let log = git(&pack, &["log", "--format=%s"]);
+    let subjects: Vec<&str> = log.lines().take(2).collect();
+    assert!(subjects[0].starts_with("graph: add_observations") && subjects[1].starts_with("edit: "), "{log}");
+    client.close().await.expect("close");
+    assert_clean(&pack);
 }

@@ -106,8 +106,8 @@ async fn profile_replaces_with_history_and_deletes() {
     }
     let e = err(&c, "update_profile", json!({"key": 5, "value": 1})).await;
     assert!(e.to_lowercase().contains("invalid"), "{e}");
-    assert_clean(&pack);
     c.close().await.expect("close");
+    assert_clean(&pack);
 }
 
 #[tokio::test]
@@ -169,8 +169,8 @@ async fn entities_are_graph_entities() {
         let e = err(&c, tool, args).await;
         assert!(e.to_lowercase().contains(&needle.to_lowercase()), "{tool}: {e}");
     }
-    assert_clean(&env.pack("personal"));
     c.close().await.expect("close");
+    assert_clean(&env.pack("personal"));
 }
 
 #[tokio::test]
@@ -212,7 +212,7 @@ async fn events_search_time_ranges_and_timelines() {
     .await;
     okj(&c, "add_event", json!({"event_type": "milestone", "description": "today"})).await;
 
-    let files = git(&env.pack("personal"), &["ls-files", "users/default/events"]);
+    let files = git(&env.pack("personal"), &["ls-tree", "-r", "--name-only", "HEAD", "users/default/events"]);
     assert!(files.contains(&format!("users/default/events/2026/11/{ill_id}.json")), "{files}");
 
     let count = |v: &Value| v["events"].as_array().map_or(0, Vec::len);
