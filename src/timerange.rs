@@ -3,7 +3,7 @@
 //!
 //! Every range is half-open, `[start, end)`, in UTC.
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
 
 /// The forms [`parse`] accepts, for error messages.
 pub const ACCEPTED_FORMS: &str = "last_week, last_month, last_year, YYYY, YYYY-MM, YYYY-MM-DD, START..END \
@@ -59,7 +59,7 @@ fn period(s: &str) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
 
 /// Parses an ISO 8601 timestamp; a date without a time is that day's start.
 /// A time without an offset is UTC.
-pub fn parse_instant(s: &str) -> Option<DateTime<Utc>> {
+fn parse_instant(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
@@ -128,11 +128,6 @@ pub fn parse(s: &str, now: DateTime<Utc>) -> Result<(DateTime<Utc>, DateTime<Utc
         "unknown form".to_owned()
     };
     Err(error(s, hint))
-}
-
-/// The year and month of an instant, for `events/YYYY/MM/` paths.
-pub fn year_month(t: DateTime<Utc>) -> (i32, u32) {
-    (t.year(), t.month())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 use serde_json::{Map, Value, json};
 
 use super::user_graph::{UserFiles, UserGraph};
@@ -56,6 +56,21 @@ fn file_text(value: &Value) -> String {
 
 fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Parses an ISO 8601 timestamp; a date alone is that day's start; no offset means UTC.
+fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(Utc.from_utc_datetime(&t));
+        }
+    }
+    let date = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().filter(|_| s.len() == 10)?;
+    Some(Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0)?))
 }
 
 fn check_label(field: &'static str, s: &str) -> Result<()> {
@@ -529,13 +544,13 @@ impl Personal {
         check_size("description", &Value::String(description.to_owned()))?;
         let now = self.now();
         let at = match timestamp {
-            Some(t) => timerange::parse_instant(t).ok_or_else(|| {
+            Some(t) => parse_timestamp(t).ok_or_else(|| {
                 invalid("timestamp", format!("{t:?} is not ISO 8601 (e.g. 2026-11-21, 2026-11-21T18:30:00Z, 2026-11-21T18:30:00+08:00)"))
             })?,
             None => now,
         };
         let id = new_id("evt");
-        let (year, month) = timerange::year_month(at);
+        let (year, month) = (at.year(), at.month());
         let path = self.path(&format!("events/{year:04}/{month:02}/{id}.json"));
         let now_ms = u64::try_from(now.timestamp_millis()).unwrap_or(0);
         // Resolve links at HEAD: an entity id, or the exact name of a graph entity.
@@ -628,10 +643,7 @@ impl Personal {
         // Newest first; ties by id for a stable order.
         out.sort_by(|a, b| {
             let key = |v: &Value| {
-                (
-                    v["timestamp"].as_str().and_then(timerange::parse_instant),
-                    v["id"].as_str().map(str::to_owned),
-                )
+                (v["timestamp"].as_str().and_then(parse_timestamp), v["id"].as_str().map(str::to_owned))
             };
             key(b).cmp(&key(a))
         });
@@ -669,7 +681,7 @@ impl Personal {
                 return false;
             }
             if let Some((start, end)) = range {
-                match e["timestamp"].as_str().and_then(timerange::parse_instant) {
+                match e["timestamp"].as_str().and_then(parse_timestamp) {
                     Some(t) if t >= start && t < end => {}
                     _ => return false,
                 }
@@ -742,7 +754,7 @@ impl Personal {
             "entity_types": ["pet", "property", "vehicle", "person", "(any other type)"],
             "timestamp": "ISO 8601; a date without a time is that day (UTC)",
             "importance": "0..1, default 0.5",
-            "time_range": timerange::ACCEPTED_FORMS,
+            "time_range": "last_week, last_month, last_year, YYYY, YYYY-MM, YYYY-MM-DD, START..END",
             "example": {"tool": "add_event", "arguments": {"event_type": "illness", "description": "旺财昨天生病了，花了 2000 元",
                         "related_entity_ids": ["<id from create_entity>"], "metadata": {"cost": 2000, "currency": "CNY"}, "timestamp": "2026-11-21"}}
         }))

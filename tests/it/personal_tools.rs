@@ -142,6 +142,15 @@ async fn entities_are_graph_entities() {
     let r = call(&c, "open_nodes", json!({"names": ["Model 3", "特斯拉"]})).await;
     assert_eq!(r.structured.clone().expect("s")["entities"].as_array().map(Vec::len), Some(1));
 
+    // A rename would orphan relations (they name their endpoints): refused.
+    ok(
+        &c,
+        "create_relations",
+        json!({"relations": [{"from": "旺财 🐕", "to": "特斯拉", "relationType": "rides_in"}]}),
+    )
+    .await;
+    let e = err(&c, "update_entity", json!({"entity_id": id, "name": "Wangcai"})).await;
+    assert!(e.contains("has relations"), "{e}");
     let list = okj(&c, "list_entities", json!({})).await;
     assert_eq!(list["count"], 2);
     let pets = okj(&c, "list_entities", json!({"entity_type": "pet"})).await;
