@@ -243,10 +243,10 @@ async fn events_search_time_ranges_and_timelines() {
 
     for bad in ["yesterday", "2026-13", "2026-02-30", "2026..2025", "12345"] {
         let e = err(&c, "search_events", json!({"time_range": bad})).await;
-        assert!(
-            e.contains("last_week, last_month, last_year, YYYY, YYYY-MM, YYYY-MM-DD, START..END"),
-            "{bad}: {e}"
-        );
+        // The error lists the accepted forms.
+        for form in ["last_week", "last_month", "last_year", "YYYY-MM-DD", "START..END"] {
+            assert!(e.contains(form), "{bad}: {e}");
+        }
     }
     let e = err(&c, "search_events", json!({"event_type": "party"})).await;
     assert!(e.contains("purchase, illness"), "{e}");
