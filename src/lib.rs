@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod frontmatter;
+pub mod graph;
 pub mod jsonfmt;
 pub mod lint;
 pub mod llm;

@@ -52,6 +52,16 @@ fn non_empty_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty()).map(|v| v.trim().to_owned())
 }
 
+/// The user of the graph and personal toolsets (`--user`).
+pub const ENV_USER: &str = "ENGRAM_USER";
+/// The reference memory server's file; engram only tells how to import it.
+pub const ENV_MEMORY_FILE_PATH: &str = "MEMORY_FILE_PATH";
+
+/// `MEMORY_FILE_PATH`, when set and not empty.
+pub fn memory_file_path() -> Option<PathBuf> {
+    std::env::var_os(ENV_MEMORY_FILE_PATH).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
 /// `~/.engram`.
 pub fn default_packs_dir() -> PathBuf {
     std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(".engram")

@@ -4,6 +4,7 @@
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
 mod demo;
+mod graph;
 mod history;
 mod hook;
 mod ingest;
@@ -131,6 +132,8 @@ enum Command {
         /// Pack name (every pack directory when omitted)
         name: Option<String>,
     },
+    /// Import or export the knowledge graph in the reference memory server's JSONL format
+    Graph(graph::GraphArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,9 +147,11 @@ enum HooksAction {
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, all
+    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, graph, personal, all
     #[arg(long, default_value = "engram")]
     tools: String,
+    #[command(flatten)]
+    structured: graph::StructuredArgs,
     /// fsync every write before acknowledging it (also ENGRAM_DURABLE=1)
     #[arg(long)]
     durable: bool,
@@ -243,6 +248,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
         Some(Command::BenchSearch(args)) => searchbench::run(args),
         Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
+        Some(Command::Graph(args)) => graph::run(engram(&cli, false)?, args),
     }
 }
 
@@ -305,7 +311,9 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
     config.store.read_only = args.read_only;
     let engram = Arc::new(Engram::new(config)?);
-    let mut server = EngramServer::new(engram.clone(), &toolsets).with_options(args.toolsets.options()?);
+    let structured = graph::structured(engram.clone(), &args.structured, &toolsets)?;
+    let mut server = EngramServer::with_structured(engram.clone(), &toolsets, structured)
+        .with_options(args.toolsets.options()?);
     if args.read_only {
         server = server.read_only();
     }

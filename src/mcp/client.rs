@@ -89,6 +89,33 @@ impl McpClient {
         Ok(serde_json::to_value(self.service.list_all_tools().await?)?)
     }
 
+    /// The listed resources as JSON.
+    pub async fn resources_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.service.list_all_resources().await?)?)
+    }
+
+    /// Reads a resource's text.
+    pub async fn read_resource(&self, uri: &str) -> anyhow::Result<String> {
+        let res = self.service.read_resource(rmcp::model::ReadResourceRequestParams::new(uri)).await?;
+        let mut out = String::new();
+        for c in res.contents {
+            if let rmcp::model::ResourceContents::TextResourceContents { text, .. } = c {
+                out.push_str(&text);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls a tool and returns every text item separately.
+    pub async fn call_items(&self, tool: &str, args: serde_json::Value) -> anyhow::Result<Vec<String>> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let serde_json::Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let res = self.service.call_tool(params).await?;
+        Ok(res.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect())
+    }
+
     /// Gets a prompt's text.
     pub async fn prompt(&self, name: &str) -> anyhow::Result<String> {
         let res = self.service.get_prompt(GetPromptRequestParams::new(name.to_owned())).await?;

@@ -8,10 +8,13 @@
 mod access;
 pub mod client;
 mod engram_tools;
+mod graph_tools;
 mod history_tools;
 pub mod http;
 mod notes_tools;
 mod params;
+mod personal_tools;
+mod resources;
 mod search_tools;
 mod sync_tools;
 mod tool_json;
@@ -23,12 +26,13 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    PaginatedRequestParams, Prompt, PromptMessage, Role, ServerCapabilities, ServerConfig,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
-use crate::ops::{Caller, Engram, EngramError};
+use crate::ops::{Caller, Engram, EngramError, Personal, StructuredConfig, UserGraph};
 pub use params::*;
 pub use tool_json::{ToolOptions, dotted_name};
 
@@ -48,12 +52,23 @@ pub enum Toolset {
     Sync,
     /// `search_engram_knowledge`: knowledge and example passages of a pack.
     Knowledge,
+    /// The knowledge-graph tools of the reference MCP memory server.
+    Graph,
+    /// Profile, entity and event tools of one user.
+    Personal,
 }
 
 impl Toolset {
     /// Every toolset, in the order `all` enables them.
-    pub const ALL: &'static [Self] =
-        &[Self::Engram, Self::Knowledge, Self::Notes, Self::Workspace, Self::Sync];
+    pub const ALL: &'static [Self] = &[
+        Self::Engram,
+        Self::Knowledge,
+        Self::Notes,
+        Self::Workspace,
+        Self::Sync,
+        Self::Graph,
+        Self::Personal,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -63,6 +78,8 @@ impl Toolset {
             Self::Workspace => "workspace",
             Self::Sync => "sync",
             Self::Knowledge => "knowledge",
+            Self::Graph => "graph",
+            Self::Personal => "personal",
         }
     }
 
@@ -105,6 +122,27 @@ pub struct EngramServer {
     tool_router: ToolRouter<Self>,
     options: Arc<ToolOptions>,
     after_call: Option<Arc<dyn Fn() + Send + Sync>>,
+    structured: Option<Arc<Structured>>,
+    toolsets: Vec<Toolset>,
+}
+
+/// The graph and personal tools of one user (see [`StructuredConfig`]).
+pub struct Structured {
+    graph: Arc<UserGraph>,
+    personal: Personal,
+}
+
+impl Structured {
+    /// The graph and personal tools of `config.user` in `config.pack`.
+    pub fn new(engram: Arc<Engram>, config: StructuredConfig) -> Result<Self, EngramError> {
+        let graph = Arc::new(UserGraph::new(engram, config)?);
+        Ok(Self { personal: Personal::new(graph.clone()), graph })
+    }
+
+    /// The user's graph.
+    pub fn graph(&self) -> &Arc<UserGraph> {
+        &self.graph
+    }
 }
 
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -117,6 +155,16 @@ fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
 impl EngramServer {
     /// A server over `engram` with the given toolsets.
     pub fn new(engram: Arc<Engram>, toolsets: &[Toolset]) -> Self {
+        let structured = Structured::new(engram.clone(), StructuredConfig::default()).ok().map(Arc::new);
+        Self::with_structured(engram, toolsets, structured)
+    }
+
+    /// A server whose graph and personal toolsets use `structured`.
+    pub fn with_structured(
+        engram: Arc<Engram>,
+        toolsets: &[Toolset],
+        structured: Option<Arc<Structured>>,
+    ) -> Self {
         let mut tool_router = ToolRouter::new();
         for t in toolsets {
             match t {
@@ -129,9 +177,18 @@ impl EngramServer {
                 Toolset::Notes => tool_router.merge(Self::notes_tools()),
                 Toolset::Workspace => tool_router.merge(Self::workspace_tools()),
                 Toolset::Sync => tool_router.merge(Self::sync_tools()),
+                Toolset::Graph => tool_router.merge(graph_tools::graph_tools()),
+                Toolset::Personal => tool_router.merge(Self::personal_tools()),
             }
         }
-        Self { engram, tool_router, options: Arc::default(), after_call: None }
+        Self {
+            engram,
+            tool_router,
+            options: Arc::default(),
+            after_call: None,
+            structured,
+            toolsets: toolsets.to_vec(),
+        }
     }
 
     /// Sets the options of the notes and workspace toolsets (`--dotted-names` renames tools here).
@@ -184,7 +241,7 @@ impl EngramServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EngramServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
             .with_server_info(Implementation::new("engram", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "engram: git-native long-term memory. Call list_engrams, then load_engram(name, query); capture what should be remembered with capture_memory. Every write is a git commit.",
@@ -202,6 +259,34 @@ impl ServerHandler for EngramServer {
             None,
         );
         Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // rmcp lists by name; the graph tools keep the reference's order (after the others).
+        let mut tools = self.tool_router.list_all();
+        let rank = |name: &str| crate::graph::TOOL_NAMES.iter().position(|n| *n == name).map_or(0, |i| i + 1);
+        tools.sort_by_key(|t| rank(&t.name));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list(&self.toolsets)))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&self.toolsets, self.structured.clone(), request.uri).await.map(Into::into)
     }
 
     async fn get_prompt(

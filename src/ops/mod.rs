@@ -15,10 +15,12 @@ mod load;
 mod memory_tools;
 mod notes;
 mod own_pack;
+mod personal;
 mod prompt;
 mod search;
 mod sync;
 mod sync_worker;
+mod user_graph;
 mod workspace;
 
 use std::collections::HashMap;
@@ -49,6 +51,10 @@ pub use workspace::*;
 pub const fn search_default_limit() -> usize {
     search::DEFAULT_LIMIT
 }
+pub use personal::{EVENT_TEMPLATES_URI, EVENT_TYPES, PROFILE_CATEGORIES, Personal};
+pub use user_graph::{
+    DEFAULT_GRAPH_PACK, DEFAULT_USER, StructuredConfig, UserFiles, UserGraph, validate_user,
+};
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -109,6 +115,9 @@ pub enum EngramError {
     /// The store failed.
     #[error("操作失败 (storage error): {0} (`engram doctor` diagnoses a damaged pack)")]
     Store(StoreError),
+    /// The store failed under the graph module.
+    #[error("操作失败 (storage error): {}", graph_error_text(.0))]
+    Graph(#[from] crate::graph::GraphError),
     /// The new text holds a credential (the store's secret guard refused the write).
     #[error("{0}")]
     Secret(StoreError),
@@ -210,6 +219,13 @@ fn conflicts_text(c: &[crate::store::RevertConflict]) -> String {
     c.iter()
         .map(|x| format!("\n- {} — changed later by commit {} ({})", x.path, x.later, x.later_subject))
         .collect()
+}
+
+fn graph_error_text(e: &crate::graph::GraphError) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 fn candidates_text(c: &[String]) -> String {

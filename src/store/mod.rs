@@ -24,8 +24,10 @@ mod merge;
 mod purge;
 mod recover;
 mod revert;
+mod scoped_write;
 mod sync;
 mod tree;
+mod tree_read;
 mod workspace_git;
 
 use std::collections::BTreeMap;
@@ -524,6 +526,7 @@ impl PackRepo {
         trace.mark("lock");
         recover::finish_pending(self)?;
         trace.mark("recover");
+        scoped_write::flush_index(self)?;
         self.commit_hand_edits()?;
         trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
@@ -553,6 +556,7 @@ impl PackRepo {
                 snapshot.tree.as_ref(),
                 &changes,
                 &message,
+                false,
                 &mut trace,
             )? {
                 CommitOutcome::Committed(committed) => {
@@ -594,6 +598,7 @@ impl PackRepo {
         base: Option<&git2::Tree<'_>>,
         changes: &Changes,
         message: &CommitMessage,
+        defer_index: bool,
         trace: &mut PhaseTimer,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
@@ -649,7 +654,11 @@ impl PackRepo {
             return Ok(CommitOutcome::Retry);
         }
         trace.mark("branch-cas");
-        self.sync_working_tree(changes)?;
+        if defer_index {
+            scoped_write::sync_working_tree_deferred(self, changes)?;
+        } else {
+            self.sync_working_tree(changes)?;
+        }
         trace.mark("worktree+index");
         recover::clear_pending(self)?;
         trace.mark("clear-pending");
@@ -712,7 +721,8 @@ impl PackRepo {
     /// Writes changed files into the working tree and the index.
     fn sync_working_tree(&self, changes: &Changes) -> Result<()> {
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        index.read(true).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        // Re-read only when another process changed it (libgit2 compares the file's stamp).
+        index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
         for (path, content) in &changes.files {
             let full = self.dir.join(path);
             match content {

@@ -252,7 +252,15 @@ async fn read_only_serves_only_reading_tools_and_never_commits() {
         tools.sort();
         assert_eq!(
             tools,
-            ["get_engram_info", "list_engrams", "load_engram", "memory_history", "ping", "read_engram_file", "search_memory"]
+            [
+                "get_engram_info",
+                "list_engrams",
+                "load_engram",
+                "memory_history",
+                "ping",
+                "read_engram_file",
+                "search_memory"
+            ]
         );
         let r = c
             .call("capture_memory", json!({"name": "p", "category": "c", "content": "x", "summary": "x"}))

@@ -1,0 +1,218 @@
+//! [`PackRepo::write_scoped`]: a write whose cost does not grow with the
+//! number of files in the pack.
+//!
+//! [`PackRepo::write`] looks for hand edits in the whole working tree
+//! (`git status`) before every write, which costs a `stat` per file. A
+//! scoped write checks only the paths it is about to change: each must be
+//! in the working tree exactly as in HEAD (same blob, or absent in both).
+//! If one is not, it was edited by hand, and the write falls back to the
+//! full check (hand edits committed as their own `edit:` commit) and runs the
+//! edit again, so a hand edit is never overwritten nor mixed into a tool's
+//! commit. Hand edits elsewhere stay in the working tree untouched and are
+//! committed by the first write of the process (which always does the full
+//! check) or by the next full write.
+//!
+//! The git index is a cache of the working tree (path → blob, file stat),
+//! and rewriting it costs a hash of the whole file (a few MB for tens of
+//! thousands of files). A scoped write therefore updates the working tree at
+//! once but the index lazily: the paths it wrote are remembered and applied
+//! to a fresh read of the index at most every [`INDEX_FLUSH_INTERVAL`], before
+//! any full write, and when the repository is dropped (the server exits).
+//! Until then `git status` may show those paths as staged changes; nothing is
+//! lost either way, because the working tree and HEAD agree and a full write
+//! re-stages whatever the index lacks.
+
+/// How long written paths may wait before the index is rewritten.
+pub const INDEX_FLUSH_INTERVAL: Duration = Duration::from_millis(1000);
+
+/// Paths written by scoped writes but not yet in the index, per pack.
+struct PendingIndex {
+    paths: BTreeSet<String>,
+    since: Instant,
+}
+
+static PENDING: Mutex<Option<HashMap<PathBuf, PendingIndex>>> = Mutex::new(None);
+
+/// Writes the changed files into the working tree now and records them for
+/// the next index flush (flushing when the oldest is due).
+pub(super) fn sync_working_tree_deferred(repo: &PackRepo, changes: &Changes) -> Result<()> {
+    for (path, content) in &changes.files {
+        let full = repo.dir.join(path);
+        match content {
+            Some(bytes) => super::write_file_atomic_via(&full, bytes, repo.options.durable, &repo.git_dir())?,
+            None => match std::fs::remove_file(&full) {
+                Ok(()) => super::remove_empty_parents(&repo.dir, &full),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("remove", &full, e)),
+            },
+        }
+    }
+    let due = {
+        let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = pending
+            .get_or_insert_with(HashMap::new)
+            .entry(repo.dir.clone())
+            .or_insert_with(|| PendingIndex { paths: BTreeSet::new(), since: Instant::now() });
+        if entry.paths.is_empty() {
+            entry.since = Instant::now();
+        }
+        entry.paths.extend(changes.paths().map(str::to_owned));
+        entry.since.elapsed() >= INDEX_FLUSH_INTERVAL
+    };
+    if due { flush_index(repo) } else { Ok(()) }
+}
+
+/// Applies the paths scoped writes left out of the index to a fresh read of
+/// it. The caller holds the write lock.
+pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
+    let paths = {
+        let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        match pending.as_mut().and_then(|m| m.remove(&repo.dir)) {
+            Some(p) if !p.paths.is_empty() => p.paths,
+            _ => return Ok(()),
+        }
+    };
+    let dir = &repo.dir;
+    let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
+    index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+    for path in &paths {
+        if repo.dir.join(path).is_file() {
+            index.add_path(Path::new(path)).map_err(|e| git_err("updating the index", dir, e))?;
+        } else {
+            let _ = index.remove_path(Path::new(path));
+        }
+    }
+    index.write().map_err(|e| git_err("writing the index", dir, e))
+}
+
+impl Drop for PackRepo {
+    fn drop(&mut self) {
+        let has_pending = PENDING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|m| m.get(&self.dir).is_some_and(|p| !p.paths.is_empty()));
+        if has_pending
+            && let Ok(_lock) = self.lock()
+            && let Err(e) = flush_index(self)
+        {
+            eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
+        }
+    }
+}
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use git2::{ErrorCode, ObjectType, Oid};
+
+use super::{
+    Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, gc, git_err, io_err,
+    recover,
+};
+
+/// Packs whose working tree this process has fully checked since it started.
+static CHECKED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+fn first_time(dir: &Path) -> bool {
+    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    checked.get_or_insert_with(HashSet::new).insert(dir.to_owned())
+}
+
+impl PackRepo {
+    /// Like [`PackRepo::write`], checking for hand edits only on the paths
+    /// the edit changes (see the module docs). For tools whose writes touch a
+    /// few files of a pack that holds many.
+    pub fn write_scoped<T, E>(
+        &self,
+        mut edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
+    ) -> Result<(Option<Committed>, T), E>
+    where
+        E: From<StoreError>,
+    {
+        let _lock = self.lock()?;
+        recover::finish_pending(self)?;
+        if first_time(&self.dir) {
+            flush_index(self)?;
+            self.commit_hand_edits()?;
+        }
+        let mut full_check_done = false;
+        for _attempt in 0..super::MAX_ATTEMPTS {
+            let head = self.head_commit()?;
+            let tree = head
+                .as_ref()
+                .map(|c| c.tree())
+                .transpose()
+                .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+            let snapshot = Snapshot {
+                repo: &self.repo,
+                tree,
+                head: head.as_ref().map(|c| c.id()),
+                dir: &self.dir,
+                overlay: Default::default(),
+            };
+            let (changes, message, value) = match edit(&snapshot)? {
+                Edit::Commit { changes, message, value } => (changes, message, value),
+                Edit::Nothing(value) => return Ok((None, value)),
+            };
+            if changes.is_empty() {
+                return Ok((None, value));
+            }
+            if !full_check_done && !self.paths_match_head(snapshot.tree.as_ref(), changes.paths())? {
+                flush_index(self)?;
+                self.commit_hand_edits()?;
+                full_check_done = true;
+                continue;
+            }
+            match self.commit_changes(
+                head.as_ref(),
+                snapshot.tree.as_ref(),
+                &changes,
+                &message,
+                true,
+                &mut super::PhaseTimer::new(false),
+            )? {
+                CommitOutcome::Committed(committed) => {
+                    gc::maybe_pack(self);
+                    return Ok((Some(committed), value));
+                }
+                CommitOutcome::Unchanged => return Ok((None, value)),
+                CommitOutcome::Retry => continue,
+            }
+        }
+        Err(StoreError::Contention { dir: self.dir.clone(), attempts: super::MAX_ATTEMPTS }.into())
+    }
+
+    /// True when every path is in the working tree exactly as in `tree`.
+    fn paths_match_head<'p>(
+        &self,
+        tree: Option<&git2::Tree<'_>>,
+        paths: impl Iterator<Item = &'p str>,
+    ) -> Result<bool> {
+        for path in paths {
+            let in_head: Option<Oid> = match tree.map(|t| t.get_path(Path::new(path))) {
+                None => None,
+                Some(Ok(entry)) if entry.kind() == Some(ObjectType::Blob) => Some(entry.id()),
+                Some(Ok(_)) => return Ok(false),
+                Some(Err(e)) if e.code() == ErrorCode::NotFound => None,
+                Some(Err(e)) => return Err(git_err("reading the tree", &self.dir, e)),
+            };
+            let full = self.dir.join(path);
+            let on_disk = match std::fs::symlink_metadata(&full) {
+                Ok(m) if m.is_file() => Some(
+                    Oid::hash_file(ObjectType::Blob, &full)
+                        .map_err(|e| git_err("hashing a working-tree file", &self.dir, e))?,
+                ),
+                Ok(_) => return Ok(false),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(_) => return Ok(false),
+            };
+            if in_head != on_disk {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,99 @@
+//! Reading the HEAD tree outside a write: recursive listings of a directory
+//! and a read-only [`Snapshot`] of HEAD, for tools that only read.
+
+use std::path::Path;
+
+use git2::{ErrorCode, ObjectType, TreeWalkMode, TreeWalkResult};
+
+use super::{PackRepo, Result, Snapshot, git_err};
+
+impl Snapshot<'_> {
+    /// The subtree at `dir` (`""` for the root), if it exists and is a directory.
+    fn subtree(&self, dir: &str) -> Result<Option<git2::Tree<'_>>> {
+        let Some(tree) = &self.tree else { return Ok(None) };
+        let dir = dir.trim_end_matches('/');
+        if dir.is_empty() {
+            return Ok(Some(tree.clone()));
+        }
+        match tree.get_path(Path::new(dir)) {
+            Ok(e) if e.kind() == Some(ObjectType::Tree) => {
+                self.repo.find_tree(e.id()).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
+            }
+            Ok(_) => Ok(None),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git_err("reading the tree", self.dir, e)),
+        }
+    }
+
+    /// Every file below `dir`, recursively, as full paths from the pack root, sorted.
+    pub fn list_files_recursive(&self, dir: &str) -> Result<Vec<String>> {
+        Ok(self.files_recursive(dir, false)?.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// Every file below `dir`, recursively, with its content as (lossy) UTF-8 text,
+    /// sorted by path.
+    pub fn read_files_recursive(&self, dir: &str) -> Result<Vec<(String, String)>> {
+        self.files_recursive(dir, true)
+    }
+
+    fn files_recursive(&self, dir: &str, with_content: bool) -> Result<Vec<(String, String)>> {
+        let Some(sub) = self.subtree(dir)? else { return Ok(Vec::new()) };
+        let prefix = match dir.trim_end_matches('/') {
+            "" => String::new(),
+            d => format!("{d}/"),
+        };
+        let mut out = Vec::new();
+        let mut failure = None;
+        sub.walk(TreeWalkMode::PreOrder, |root, entry| {
+            if entry.kind() != Some(ObjectType::Blob) {
+                return TreeWalkResult::Ok;
+            }
+            let Ok(name) = entry.name() else { return TreeWalkResult::Ok };
+            let path = format!("{prefix}{root}{name}");
+            let content = if with_content {
+                match self.repo.find_blob(entry.id()) {
+                    Ok(blob) => String::from_utf8_lossy(blob.content()).into_owned(),
+                    Err(e) => {
+                        failure = Some(e);
+                        return TreeWalkResult::Abort;
+                    }
+                }
+            } else {
+                String::new()
+            };
+            out.push((path, content));
+            TreeWalkResult::Ok
+        })
+        .map_err(|e| git_err("walking the tree", self.dir, e))?;
+        if let Some(e) = failure {
+            return Err(git_err("reading a blob", self.dir, e));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+impl PackRepo {
+    /// Runs `f` on a read-only snapshot of HEAD (an empty one for a repository
+    /// without commits). Takes no lock: HEAD is read once, and the snapshot
+    /// stays consistent while writers move the branch.
+    pub fn read_head<T, E>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<super::StoreError>,
+    {
+        let head = self.head_commit()?;
+        let tree = head
+            .as_ref()
+            .map(|c| c.tree())
+            .transpose()
+            .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+        let snapshot = Snapshot {
+            repo: &self.repo,
+            tree,
+            head: head.as_ref().map(|c| c.id()),
+            dir: &self.dir,
+            overlay: Default::default(),
+        };
+        f(&snapshot)
+    }
+}
