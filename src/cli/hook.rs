@@ -55,10 +55,25 @@ pub fn project_packs(cwd: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The sync seam of SessionEnd: pushes the packs' new commits when a sync
-/// backend exists. Until `engram sync` lands this does nothing; it must never
-/// block on the network (the sync implementation gets a short deadline here).
-fn sync_on_session_end(_engram: &Engram, _packs: &[String]) -> Result<(), String> {
+/// SessionEnd's sync: packs (of this project) with commits their remote has not
+/// seen are synced by a detached `engram sync <pack>` process, so the hook
+/// returns at once and never waits on the network. Deciding costs no network
+/// access (ahead counts are read from the last fetch).
+fn sync_on_session_end(engram: &Engram, packs: &[String]) -> Result<(), String> {
+    let pending = engram.packs_to_push();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    for pack in pending.iter().filter(|p| packs.is_empty() || packs.contains(p)) {
+        std::process::Command::new(&exe)
+            .arg("sync")
+            .arg(pack)
+            .arg("--packs-dir")
+            .arg(&engram.config().packs_dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start `engram sync {pack}`: {e}"))?;
+    }
     Ok(())
 }
 
