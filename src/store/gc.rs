@@ -27,14 +27,73 @@ pub struct PackReport {
 
 /// Packs when the loose-object estimate passes the threshold. Errors are
 /// logged, not returned: packing is housekeeping and must not fail a write.
+///
+/// Most runs pack only the loose objects (cost proportional to what was
+/// written since the last run, not to the history); once [`MAX_INCREMENTAL_PACKS`]
+/// packs have piled up, everything is repacked into one.
 pub(super) fn maybe_pack(repo: &PackRepo) {
     let sample = repo.git_dir().join("objects").join("17");
     let n = fs::read_dir(&sample).map(|d| d.count()).unwrap_or(0);
-    if n > AUTO_PACK_SAMPLE_THRESHOLD
-        && let Err(e) = pack_now(repo)
-    {
+    if n <= AUTO_PACK_SAMPLE_THRESHOLD {
+        return;
+    }
+    let packs = fs::read_dir(repo.git_dir().join("objects").join("pack"))
+        .map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
+        .unwrap_or(0);
+    let res = if packs < MAX_INCREMENTAL_PACKS { pack_loose(repo) } else { pack_now(repo) };
+    if let Err(e) = res {
         eprintln!("engram: packing {} failed: {e}", repo.dir.display());
     }
+}
+
+/// Packs beyond which the next automatic run repacks everything into one.
+const MAX_INCREMENTAL_PACKS: usize = 12;
+
+/// Writes the loose objects into a new pack and deletes them. Call with the lock held.
+fn pack_loose(repo: &PackRepo) -> Result<PackReport> {
+    let git = &repo.repo;
+    let dir = &repo.dir;
+    let objects_dir = repo.git_dir().join("objects");
+    let mut loose: Vec<(git2::Oid, std::path::PathBuf)> = Vec::new();
+    for sub in fs::read_dir(&objects_dir).map_err(|e| io_err("read", &objects_dir, e))?.flatten() {
+        let prefix = sub.file_name().to_string_lossy().into_owned();
+        if prefix.len() != 2 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(files) = fs::read_dir(sub.path()) else { continue };
+        for f in files.flatten() {
+            let rest = f.file_name().to_string_lossy().into_owned();
+            if let Ok(oid) = git2::Oid::from_str(&format!("{prefix}{rest}"))
+                && rest.len() == 38
+            {
+                loose.push((oid, f.path()));
+            }
+        }
+    }
+    let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
+    let mut packed = Vec::with_capacity(loose.len());
+    for (oid, path) in loose {
+        // An unreadable object stays loose (and `engram doctor` reports it).
+        if builder.insert_object(oid, None).is_ok() {
+            packed.push(path);
+        }
+    }
+    if packed.is_empty() {
+        return Ok(PackReport::default());
+    }
+    let pack_dir = objects_dir.join("pack");
+    fs::create_dir_all(&pack_dir).map_err(|e| io_err("create directory", &pack_dir, e))?;
+    builder.write(&pack_dir, 0o444).map_err(|e| git_err("writing the pack", dir, e))?;
+    let mut report = PackReport { objects: packed.len(), ..PackReport::default() };
+    for path in packed {
+        if fs::remove_file(&path).is_ok() {
+            report.loose_removed += 1;
+        }
+        if let Some(parent) = path.parent() {
+            let _ = fs::remove_dir(parent);
+        }
+    }
+    Ok(report)
 }
 
 /// Writes all reachable objects (and those the index names) into one pack. Call with the lock held.
