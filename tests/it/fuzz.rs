@@ -3,8 +3,9 @@
 //!
 //! Short by default so `cargo test` stays fast; `PROPTEST_CASES=100000 cargo test --release
 //! fuzz_ -- --nocapture` runs long. Each property prints how many inputs it ran.
-//! Parsers of later toolsets (graph records, notes) get a property here of the same shape:
-//! `fuzz(name, default_cases, strategy, |input| { parse; render; parse again; compare })`.
+//! Parsers of later toolsets get a property here of the same shape (as the graph records and
+//! the notes' front matter have): `fuzz(name, default_cases, strategy, |input| { parse; render;
+//! parse again; compare })`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

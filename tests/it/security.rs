@@ -1,6 +1,6 @@
 //! Hostile input: path traversal in every path-like argument, a malicious pack from
-//! `install_engram`. (HTTP tokens and Origins: `http.rs`. Cross-user access in the personal
-//! toolset: its engineer adds `personal_*` tests here, with rows in `path_like_arguments`.)
+//! `install_engram`, cross-user access through the graph and personal tools (`personal_*`).
+//! (HTTP tokens and Origins: `http.rs`.)
 
 use std::fs;
 use std::path::Path;
