@@ -114,6 +114,10 @@ pub use mem_files::MemFiles;
 pub use model::{Entity, Relation};
 pub use output::ToolOutput;
 pub use query::{GraphPage, GraphView};
+pub use record::{
+    EntityFile, IncomingFile, NamedRecord, RawLine, RelationEntry, RelationsFile, UnknownFile,
+    is_reserved_entity_key,
+};
 pub use schema::{Field, Shape};
 pub use snapshot::GraphSnapshot;
 pub use tools::{

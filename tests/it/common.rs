@@ -161,3 +161,25 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The working tree holds exactly HEAD's files (tracked and untracked alike), whatever the git
+/// index says: scoped writes (graph, personal) update the index lazily, so a running or killed
+/// server may leave it behind (see `src/store/scoped_write.rs`). Compared through a scratch index.
+pub fn assert_worktree_matches_head(dir: &Path) {
+    let scratch = tempfile::NamedTempFile::new().expect("scratch index");
+    let run = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_INDEX_FILE", scratch.path())
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["read-tree", "HEAD"]);
+    run(&["add", "-A"]);
+    let diff = run(&["diff", "--cached", "--name-status", "HEAD"]);
+    assert!(diff.trim().is_empty(), "working tree differs from HEAD in {}:\n{diff}", dir.display());
+}

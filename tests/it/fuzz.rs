@@ -3,8 +3,9 @@
 //!
 //! Short by default so `cargo test` stays fast; `PROPTEST_CASES=100000 cargo test --release
 //! fuzz_ -- --nocapture` runs long. Each property prints how many inputs it ran.
-//! Parsers of later toolsets (graph records, notes) get a property here of the same shape:
-//! `fuzz(name, default_cases, strategy, |input| { parse; render; parse again; compare })`.
+//! Parsers of later toolsets get a property here of the same shape (as the graph records and
+//! the notes' front matter have): `fuzz(name, default_cases, strategy, |input| { parse; render;
+//! parse again; compare })`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -456,4 +457,231 @@ fn fuzz_tool_arguments() {
 fn git_paths(dir: &std::path::Path) -> Vec<String> {
     let out = std::process::Command::new("git").arg("-C").arg(dir).args(["ls-files"]).output().expect("git");
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+/// Text shaped like a graph record file: a JSON object with the record's keys (sometimes of the
+/// wrong type), random extra fields, or arbitrary text.
+fn graph_recordish() -> impl Strategy<Value = String> {
+    let key = prop_oneof![
+        Just("name"),
+        Just("entityType"),
+        Just("observations"),
+        Just("seq"),
+        Just("duplicateLines"),
+        Just("from"),
+        Just("to"),
+        Just("relations"),
+        Just("relationType"),
+        Just("dupSeqs"),
+        Just("line"),
+        Just("type"),
+        Just("id"),
+        Just("attributes"),
+    ];
+    let string_list = proptest::collection::vec(formatish(4), 0..4)
+        .prop_map(|v| serde_json::Value::Array(v.into_iter().map(serde_json::Value::String).collect()));
+    let relation =
+        (formatish(4), formatish(3), proptest::option::of(any::<u32>()), proptest::option::of(json_value()))
+            .prop_map(|(to, t, seq, extra)| {
+                let mut m = serde_json::Map::new();
+                m.insert("to".into(), to.into());
+                m.insert("relationType".into(), t.into());
+                if let Some(seq) = seq {
+                    m.insert("seq".into(), seq.into());
+                }
+                if let Some(extra) = extra {
+                    m.insert("extra".into(), extra);
+                }
+                serde_json::Value::Object(m)
+            });
+    let raw_line =
+        (any::<u32>(), formatish(6)).prop_map(|(seq, line)| serde_json::json!({"seq": seq, "line": line}));
+    let value = prop_oneof![
+        3 => formatish(6).prop_map(serde_json::Value::String),
+        2 => string_list,
+        1 => any::<u32>().prop_map(|n| serde_json::json!(n)),
+        2 => proptest::collection::vec(prop_oneof![relation, json_value()], 0..4).prop_map(serde_json::Value::Array),
+        1 => proptest::collection::vec(raw_line, 0..3).prop_map(serde_json::Value::Array),
+        1 => json_value(),
+    ];
+    let object = proptest::collection::vec((key, value), 0..9).prop_map(|fields| {
+        serde_json::Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()).to_string()
+    });
+    prop_oneof![
+        6 => object,
+        1 => formatish(30),
+        1 => proptest::collection::vec(any::<u8>(), 0..200).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+    ]
+}
+
+/// parse → render → parse of one kind of graph record: once parsed, rendering is a fixed point
+/// and the parsed value survives it.
+fn graph_round_trip<T>(text: &str) -> Result<(), TestCaseError>
+where
+    T: engram::graph::NamedRecord + PartialEq + std::fmt::Debug,
+{
+    let Ok(first) = T::parse(text) else { return Ok(()) };
+    let rendered = first.render();
+    prop_assert!(rendered.ends_with('\n'), "render ends in a newline: {:?}", rendered);
+    let second = T::parse(&rendered).map_err(|e| TestCaseError::fail(format!("{e}: {rendered}")))?;
+    prop_assert_eq!(second.name(), first.name());
+    let again = second.render();
+    prop_assert_eq!(&again, &rendered);
+    prop_assert_eq!(T::parse(&again).ok(), Some(second));
+    Ok(())
+}
+
+/// Every kind of graph file (`src/graph/record.rs`): no panic on anything, parse → render → parse
+/// stable, and records built by engram round-trip exactly.
+#[test]
+fn fuzz_graph_record_files() {
+    use engram::graph::{EntityFile, IncomingFile, NamedRecord as _, RawLine, RelationsFile, UnknownFile};
+    fuzz("graph records: parse → render → parse", 1024, graph_recordish(), |text| {
+        graph_round_trip::<EntityFile>(&text)?;
+        graph_round_trip::<RelationsFile>(&text)?;
+        graph_round_trip::<IncomingFile>(&text)?;
+        if let Ok(unknown) = UnknownFile::parse(&text) {
+            let rendered = unknown.render();
+            prop_assert_eq!(UnknownFile::parse(&rendered).ok(), Some(unknown));
+        }
+        Ok(())
+    });
+    let extra = proptest::collection::btree_map("[a-z]{1,8}", json_value(), 0..3).prop_map(|m| {
+        m.into_iter()
+            .filter(|(k, _)| !engram::graph::is_reserved_entity_key(k))
+            .collect::<serde_json::Map<_, _>>()
+    });
+    let entity_file = (
+        formatish(6),
+        formatish(4),
+        proptest::collection::vec(formatish(8), 0..5),
+        extra,
+        proptest::option::of(any::<u64>()),
+        proptest::collection::vec((any::<u64>(), formatish(8)), 0..3),
+    )
+        .prop_map(|(name, kind, observations, extra, seq, dups)| {
+            let observations: Vec<&str> = observations.iter().map(String::as_str).collect();
+            let mut entity = engram::graph::Entity::new(&name, &kind, &observations);
+            entity.extra = extra;
+            EntityFile {
+                entity,
+                seq,
+                duplicate_lines: dups.into_iter().map(|(seq, line)| RawLine { seq, line }).collect(),
+            }
+        });
+    fuzz("graph records: engram's entity files render → parse identity", 512, entity_file, |file| {
+        let text = file.render();
+        prop_assert_eq!(EntityFile::parse(&text), Ok(file));
+        Ok(())
+    });
+}
+
+/// The notes' own fields, as `src/ops/notes.rs` writes them in a note's front matter.
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct NoteFrontMatter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    importance: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated: Option<String>,
+}
+
+/// Note files: front matter split/parse/render (`src/frontmatter.rs`) is stable, and the notes
+/// tools read any file in `notes/` (hand edits, corruption) without panicking.
+#[test]
+fn fuzz_notes_front_matter() {
+    let note_file = (
+        proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just("id"),
+                    Just("title"),
+                    Just("importance"),
+                    Just("created"),
+                    Just("updated"),
+                    Just("tags")
+                ],
+                formatish(6),
+            ),
+            0..6,
+        ),
+        formatish(20),
+        any::<bool>(),
+    )
+        .prop_map(|(fields, body, crlf)| {
+            let nl = if crlf { "\r\n" } else { "\n" };
+            let head: String = fields.iter().map(|(k, v)| format!("{k}: {v}{nl}")).collect();
+            format!("---{nl}{head}---{nl}{body}")
+        });
+    let any_text = prop_oneof![
+        4 => note_file,
+        1 => formatish(30),
+        1 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+    ];
+    fuzz("notes: front matter split → parse → render → parse", 1024, any_text, |text| {
+        let split = engram::frontmatter::split(&text);
+        prop_assert!(text.ends_with(split.body), "the body is the file's tail");
+        let Some(yaml) = split.yaml else { return Ok(()) };
+        let Ok(meta) = engram::frontmatter::parse::<NoteFrontMatter>(yaml) else { return Ok(()) };
+        let rendered =
+            engram::frontmatter::render(&meta, split.body).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let again = engram::frontmatter::split(&rendered);
+        let yaml = again.yaml.ok_or_else(|| TestCaseError::fail(format!("no front matter: {rendered:?}")))?;
+        let meta2 = engram::frontmatter::parse::<NoteFrontMatter>(yaml)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {rendered:?}")))?;
+        prop_assert_eq!(&meta2, &meta);
+        prop_assert_eq!(again.body.trim_end_matches('\n'), split.body.trim_end_matches('\n'));
+        let rendered2 = engram::frontmatter::render(&meta2, again.body)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(rendered2, rendered);
+        Ok(())
+    });
+    let values = (
+        proptest::option::of(formatish(8)),
+        proptest::option::of(formatish(8)),
+        proptest::option::of(any::<i64>()),
+        formatish(20),
+    );
+    fuzz(
+        "notes: engram's front matter render → parse identity",
+        512,
+        values,
+        |(id, title, importance, body)| {
+            let meta = NoteFrontMatter {
+                id,
+                title,
+                importance,
+                created: Some("2026-11-22T10:00:00Z".into()),
+                updated: None,
+            };
+            let text =
+                engram::frontmatter::render(&meta, &body).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let split = engram::frontmatter::split(&text);
+            let yaml = split.yaml.ok_or_else(|| TestCaseError::fail(format!("no front matter: {text:?}")))?;
+            let back = engram::frontmatter::parse::<NoteFrontMatter>(yaml)
+                .map_err(|e| TestCaseError::fail(format!("{e}: {text:?}")))?;
+            prop_assert_eq!(back, meta);
+            Ok(())
+        },
+    );
+    // The notes tools over hand-edited files: recall and list_categories never panic.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engram = engram_over(dir.path());
+    let caller = Caller { tool: "fuzz".into(), client: Some("proptest".into()) };
+    let seed_note = engram::ops::StoreNote { content: "seed note".into(), ..Default::default() };
+    engram.notes("personal").store(&seed_note, &caller).expect("store the first note");
+    let notes_dir = dir.path().join("personal/notes/general");
+    fuzz("notes: recall over arbitrary note files", 256, (formatish(40), formatish(4)), |(text, query)| {
+        std::fs::write(notes_dir.join("hand.md"), &text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let notes = engram.notes("personal");
+        let _ = notes.list_categories();
+        let found = notes.recall(Some(&query), None, Some(50));
+        prop_assert!(found.is_ok(), "a hand-edited note never breaks recall: {:?}", found.err());
+        Ok(())
+    });
 }

@@ -133,3 +133,70 @@ async fn hand_edits_with_a_secret_are_not_auto_committed() {
     .await;
     assert_eq!(commit_count(&dir), before + 2, "the hand edit and the capture");
 }
+
+/// The graph, notes and personal toolsets go through the same guard: a credential in an
+/// observation, a note or a profile value is refused, named (masked) in the error, and nothing
+/// is committed.
+#[tokio::test]
+async fn graph_notes_and_profile_refuse_a_secret_and_commit_nothing() {
+    let env = TestEnv::new();
+    let c = env.client_with(&["--tools", "graph,notes,personal"]).await;
+    ok(
+        &c,
+        "create_entities",
+        json!({"entities": [{"name": "张伟", "entityType": "person", "observations": ["喜欢喝咖啡"]}]}),
+    )
+    .await;
+    ok(&c, "store", json!({"content": "周五交周报。", "title": "周报"})).await;
+    ok(&c, "update_profile", json!({"key": "city", "value": "上海"})).await;
+    let dir = env.pack("personal");
+    assert_worktree_matches_head(&dir);
+    let before = commit_count(&dir);
+    let (aws, gh) = (fake_aws(), fake_github());
+
+    let refusals = [
+        (
+            "create_entities",
+            json!({"entities": [{"name": "deploy", "entityType": "server", "observations": [format!("key {aws}")]}]}),
+            "AWS access key id",
+            &aws,
+        ),
+        (
+            "add_observations",
+            json!({"observations": [{"entityName": "张伟", "contents": [format!("token {gh}")]}]}),
+            "GitHub token",
+            &gh,
+        ),
+        ("store", json!({"content": format!("CI token:\n{gh}\n"), "title": "ci"}), "GitHub token", &gh),
+        ("update_profile", json!({"key": "aws", "value": format!("id {aws}")}), "AWS access key id", &aws),
+    ];
+    for (tool, args, found, secret) in refusals {
+        let e = err(&c, tool, args).await;
+        assert!(e.contains(found), "{tool}: the error names what was found: {e}");
+        assert!(!e.contains(secret.as_str()), "{tool}: the error masks the secret: {e}");
+        assert_eq!(commit_count(&dir), before, "{tool}: a refused write commits nothing");
+        assert_worktree_matches_head(&dir);
+    }
+    // Nothing of them is visible either.
+    let r = call(&c, "open_nodes", json!({"names": ["张伟", "deploy"]})).await;
+    assert_eq!(
+        r.structured.clone().expect("structured")["entities"],
+        json!([{"name": "张伟", "entityType": "person", "observations": ["喜欢喝咖啡"]}])
+    );
+    let recalled = ok(&c, "recall", json!({"query": "ci"})).await;
+    assert!(!recalled.contains(&gh), "{recalled}");
+    let profile = ok(&c, "query_profile", json!({"keys": ["aws"]})).await;
+    assert!(profile.contains("\"missing\"") && !profile.contains(&aws), "{profile}");
+    // No object in the repository holds them.
+    let all = git(&dir, &["log", "-p", "--all"]);
+    assert!(!all.contains(&aws) && !all.contains(&gh), "a secret reached the history");
+    // A redacted version goes through.
+    ok(
+        &c,
+        "add_observations",
+        json!({"observations": [{"entityName": "张伟", "contents": ["token [REDACTED]"]}]}),
+    )
+    .await;
+    assert_eq!(commit_count(&dir), before + 1);
+    c.close().await.expect("close");
+}

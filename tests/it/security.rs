@@ -1,6 +1,6 @@
 //! Hostile input: path traversal in every path-like argument, a malicious pack from
-//! `install_engram`. (HTTP tokens and Origins: `http.rs`. Cross-user access in the personal
-//! toolset: its engineer adds `personal_*` tests here, with rows in `path_like_arguments`.)
+//! `install_engram`, cross-user access through the graph and personal tools (`personal_*`).
+//! (HTTP tokens and Origins: `http.rs`.)
 
 use std::fs;
 use std::path::Path;
@@ -228,4 +228,117 @@ async fn a_malicious_pack_never_runs_code_or_reads_outside() {
     let doctor = env.cli(&["doctor", "evil-src"]);
     assert!(!marker.exists());
     assert!(!String::from_utf8_lossy(&doctor.stdout).contains("root:"));
+}
+
+/// Cross-user access through the graph and personal tools: every tool of both toolsets, called
+/// by bob with alice's names and ids, leaves alice's records byte for byte as they were (her
+/// subtree of the pack keeps its tree id) and shows bob none of them. (Complements
+/// `personal_tools::users_never_see_or_change_each_others_records`, which checks the answers.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn personal_cross_user_graph_and_personal_tools_touch_only_their_user() {
+    let env = TestEnv::new();
+    let user = |u: &str| {
+        vec!["--tools", "graph,personal", "--user"]
+            .into_iter()
+            .chain([u])
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let alice_args = user("alice");
+    let alice = env.client_with(&alice_args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    ok(&alice, "update_profile", json!({"key": "pin", "value": "alice's private note"})).await;
+    let pet: Value = serde_json::from_str(
+        &ok(
+            &alice,
+            "create_entity",
+            json!({"entity_type": "pet", "name": "Mimi", "attributes": {"breed": "ragdoll"}}),
+        )
+        .await,
+    )
+    .expect("json");
+    let pet = pet["id"].as_str().expect("id").to_owned();
+    ok(
+        &alice,
+        "add_event",
+        json!({"event_type": "other", "description": "vet visit", "related_entity_ids": [pet]}),
+    )
+    .await;
+    ok(
+        &alice,
+        "create_entities",
+        json!({"entities": [{"name": "Alice graph", "entityType": "t", "observations": ["alice obs"]}]}),
+    )
+    .await;
+    ok(
+        &alice,
+        "create_relations",
+        json!({"relations": [{"from": "Alice graph", "to": "Mimi", "relationType": "owns"}]}),
+    )
+    .await;
+    alice.close().await.expect("close");
+    let pack = env.pack("personal");
+    let alice_tree = || git(&pack, &["rev-parse", "HEAD:users/alice"]);
+    let before = alice_tree();
+    let head_before = git(&pack, &["rev-parse", "HEAD"]).trim().to_owned();
+
+    let bob_args = user("bob");
+    let bob = env.client_with(&bob_args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let names = json!(["Alice graph", "Mimi"]);
+    // Reads: nothing of alice's.
+    for (tool, args) in [
+        ("read_graph", json!({})),
+        ("search_nodes", json!({"query": "alice"})),
+        ("search_nodes", json!({"query": "ragdoll"})),
+        ("open_nodes", json!({"names": names})),
+        ("query_profile", json!({"keys": ["pin"]})),
+        ("profile_history", json!({"key": "pin"})),
+        ("list_entities", json!({"status": "all"})),
+        ("search_events", json!({"query": "vet"})),
+        ("query_entity_timeline", json!({"entity_id": pet})),
+    ] {
+        let r = call(&bob, tool, args).await;
+        for leak in ["alice obs", "alice's private note", "ragdoll", "vet visit", "Alice graph"] {
+            assert!(!r.text.contains(leak), "{tool} shows bob alice's {leak:?}: {}", r.text);
+        }
+    }
+    // Writes aimed at alice's names and ids: refused or landing in bob's own records.
+    for (tool, args) in [
+        (
+            "add_observations",
+            json!({"observations": [{"entityName": "Alice graph", "contents": ["bob was here"]}]}),
+        ),
+        (
+            "delete_observations",
+            json!({"deletions": [{"entityName": "Alice graph", "observations": ["alice obs"]}]}),
+        ),
+        (
+            "delete_relations",
+            json!({"relations": [{"from": "Alice graph", "to": "Mimi", "relationType": "owns"}]}),
+        ),
+        (
+            "create_relations",
+            json!({"relations": [{"from": "Alice graph", "to": "Mimi", "relationType": "stole"}]}),
+        ),
+        ("delete_entities", json!({"entityNames": names})),
+        ("delete_profile", json!({"key": "pin"})),
+        ("update_profile", json!({"key": "pin", "value": "bob's"})),
+        ("update_entity", json!({"entity_id": pet, "name": "stolen"})),
+        ("delete_entity", json!({"entity_id": pet})),
+        ("add_event", json!({"event_type": "other", "description": "x", "related_entity_ids": [pet]})),
+    ] {
+        let _ = call(&bob, tool, args).await;
+        assert_eq!(alice_tree(), before, "{tool} by bob changed alice's records");
+    }
+    bob.close().await.expect("close");
+    assert_fsck(&pack);
+    // Bob's own writes are below his own directory only.
+    let changed = git(&pack, &["diff", "--name-only", &head_before, "HEAD"]);
+    assert!(!changed.trim().is_empty(), "bob's own writes landed");
+    for path in changed.lines() {
+        assert!(path.starts_with("users/bob/"), "bob's write touched {path}");
+    }
+    let alice_again = env.client_with(&alice_args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let r = call(&alice_again, "open_nodes", json!({"names": ["Alice graph"]})).await;
+    assert_eq!(r.structured.clone().expect("s")["entities"][0]["observations"], json!(["alice obs"]));
+    alice_again.close().await.expect("close");
 }
