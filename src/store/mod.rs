@@ -427,7 +427,13 @@ impl PackRepo {
     /// commit of the files already there) when the directory has no `.git`.
     pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
         if dir.join(".git").exists() {
-            return Self::open(dir, options);
+            match Self::open(dir, options.clone()) {
+                Ok(repo) => return Ok(repo),
+                // Another process may be creating the repository right now (it holds the
+                // directory lock until its adopt commit is made): wait for it below.
+                Err(e) if !Self::creation_in_progress(dir) => return Err(e),
+                Err(_) => {}
+            }
         }
         if options.read_only {
             return Err(StoreError::ReadOnly { dir: dir.to_owned() });
@@ -449,6 +455,18 @@ impl PackRepo {
             )?;
         }
         Ok(this)
+    }
+
+    /// True when another process holds the directory lock taken while a pack is adopted.
+    fn creation_in_progress(dir: &Path) -> bool {
+        let Ok(file) = File::open(dir) else { return false };
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => {
+                let _ = fs4::fs_std::FileExt::unlock(&file);
+                false
+            }
+            _ => true,
+        }
     }
 
     /// Opens an existing pack repository.
