@@ -9,6 +9,10 @@ use super::error::SearchError;
 use super::params::Bm25Params;
 use super::tokenize::Tokenizer;
 
+/// Freed slots are reclaimed (by renumbering) once there are at least this
+/// many and they are at least half of all slots.
+const COMPACT_MIN_FREE: usize = 1024;
+
 /// Per-field term frequencies (saturating at 255) of one term in one document.
 pub(super) type FieldTf = [u8; Field::COUNT];
 
@@ -154,18 +158,18 @@ impl SearchIndex {
             return Err(SearchError::IndexFull);
         }
         let replaced = self.remove(&doc.id);
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                let s = u32::try_from(self.docs.len()).map_err(|_| SearchError::IndexFull)?;
-                if s == u32::MAX {
-                    return Err(SearchError::IndexFull);
-                }
-                self.docs.push(None);
-                self.lens.push([0; Field::COUNT]);
-                s
-            }
-        };
+        // Slots are allocated append-only, so the new postings go at the end
+        // of their lists (reusing a freed slot would insert them in the middle
+        // of long lists); freed slots are reclaimed by compaction.
+        if self.free.len() >= COMPACT_MIN_FREE && self.free.len() * 2 >= self.docs.len() {
+            self.compact();
+        }
+        let slot = u32::try_from(self.docs.len()).map_err(|_| SearchError::IndexFull)?;
+        if slot == u32::MAX {
+            return Err(SearchError::IndexFull);
+        }
+        self.docs.push(None);
+        self.lens.push([0; Field::COUNT]);
 
         self.scratch.clear();
         let mut lens = [0u32; Field::COUNT];
@@ -243,6 +247,44 @@ impl SearchIndex {
         }
         self.free.push(slot);
         true
+    }
+
+    /// Renumbers the live documents into consecutive slots (keeping their
+    /// order, so posting lists stay sorted) and drops the freed slots.
+    fn compact(&mut self) {
+        let mut new_slot = vec![u32::MAX; self.docs.len()];
+        let mut next = 0u32;
+        for (old, d) in self.docs.iter().enumerate() {
+            if d.is_some() {
+                new_slot[old] = next;
+                next += 1;
+            }
+        }
+        for term in &mut self.terms {
+            term.postings.retain_mut(|p| match new_slot.get(p.doc as usize) {
+                Some(&n) if n != u32::MAX => {
+                    p.doc = n;
+                    true
+                }
+                _ => false,
+            });
+        }
+        let mut lens = Vec::with_capacity(next as usize);
+        let mut docs = Vec::with_capacity(next as usize);
+        for (d, l) in std::mem::take(&mut self.docs).into_iter().zip(std::mem::take(&mut self.lens)) {
+            if let Some(stored) = d {
+                docs.push(Some(stored));
+                lens.push(l);
+            }
+        }
+        for slot in self.ids.values_mut() {
+            if let Some(&n) = new_slot.get(*slot as usize) {
+                *slot = n;
+            }
+        }
+        self.docs = docs;
+        self.lens = lens;
+        self.free.clear();
     }
 
     /// Id of an existing term.

@@ -296,3 +296,33 @@ fn feedback_and_grouping_do_not_break_basic_results() {
         .group_weight(0.5);
     assert_eq!(idx.search_with(&req).len(), 3);
 }
+
+#[test]
+fn freed_slots_are_compacted_and_postings_stay_consistent() {
+    let mut idx = SearchIndex::new();
+    for i in 0..3000 {
+        idx.upsert(doc(&format!("d{i}"), "", &format!("common word{i}")))
+            .expect("upsert");
+    }
+    // Replace and remove enough documents to trigger compaction.
+    for i in 0..2500 {
+        if i % 2 == 0 {
+            assert!(idx.remove(&format!("d{i}")));
+        } else {
+            idx.upsert(doc(&format!("d{i}"), "", &format!("changed word{i}")))
+                .expect("upsert");
+        }
+    }
+    assert!(idx.docs.len() < 3000 + 1250, "slots were compacted");
+    assert_eq!(idx.len(), 3000 - 1250);
+    assert_eq!(ids(&idx.search("word7", &Filter::all(), 5)), ["d7"]);
+    assert_eq!(ids(&idx.search("word2999", &Filter::all(), 5)), ["d2999"]);
+    assert!(idx.search("word8", &Filter::all(), 5).is_empty());
+    assert_eq!(idx.search("changed", &Filter::all(), 2000).len(), 1250);
+    assert_eq!(idx.search("common", &Filter::all(), 2000).len(), 500);
+    for term in &idx.terms {
+        assert!(term.postings.windows(2).all(|w| w[0].doc < w[1].doc));
+    }
+    let back = SearchIndex::from_snapshot(&idx.to_snapshot()).expect("load");
+    assert_eq!(ids(&back.search("word7", &Filter::all(), 5)), ["d7"]);
+}
