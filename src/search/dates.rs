@@ -8,7 +8,8 @@
 /// Prefix of every date term.
 const PREFIX: &str = "date:";
 
-const MONTHS: [&str; 12] = [
+/// English month names, January first (lower case).
+pub const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",

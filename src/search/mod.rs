@@ -11,7 +11,7 @@
 //! and the index can be saved and restored as a compact checksummed binary
 //! snapshot ([`SearchIndex::to_snapshot`], [`SearchIndex::from_snapshot`]).
 
-mod dates;
+pub mod dates;
 mod doc;
 mod error;
 mod filter;

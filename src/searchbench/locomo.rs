@@ -413,21 +413,7 @@ fn parse_locomo_date(s: &str) -> Option<i64> {
     let [day, month, year] = parts[..] else {
         return None;
     };
-    let months = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let m = months.iter().position(|x| *x == month.to_lowercase())? as i64 + 1;
+    let m = crate::search::dates::MONTHS.iter().position(|x| *x == month.to_lowercase())? as i64 + 1;
     let d: i64 = day.parse().ok()?;
     let y: i64 = year.parse().ok()?;
     Some(days_from_civil(y, m, d) * 86_400)

@@ -549,18 +549,7 @@ impl PackRepo {
         trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
             let head = self.head_commit()?;
-            let tree = head
-                .as_ref()
-                .map(|c| c.tree())
-                .transpose()
-                .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-            let snapshot = Snapshot {
-                repo: &self.repo,
-                tree,
-                head: head.as_ref().map(|c| c.id()),
-                dir: &self.dir,
-                overlay: BTreeMap::new(),
-            };
+            let snapshot = self.snapshot_of(head.as_ref())?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
@@ -588,6 +577,19 @@ impl PackRepo {
             }
         }
         Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS }.into())
+    }
+
+    /// A snapshot of `head` (the empty tree when the repository has no commit yet).
+    fn snapshot_of<'r>(&'r self, head: Option<&git2::Commit<'r>>) -> Result<Snapshot<'r>> {
+        let tree =
+            head.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+        Ok(Snapshot {
+            repo: &self.repo,
+            tree,
+            head: head.map(|c| c.id()),
+            dir: &self.dir,
+            overlay: BTreeMap::new(),
+        })
     }
 
     fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {

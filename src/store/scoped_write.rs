@@ -141,18 +141,7 @@ impl PackRepo {
         let mut full_check_done = false;
         for _attempt in 0..super::MAX_ATTEMPTS {
             let head = self.head_commit()?;
-            let tree = head
-                .as_ref()
-                .map(|c| c.tree())
-                .transpose()
-                .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-            let snapshot = Snapshot {
-                repo: &self.repo,
-                tree,
-                head: head.as_ref().map(|c| c.id()),
-                dir: &self.dir,
-                overlay: Default::default(),
-            };
+            let snapshot = self.snapshot_of(head.as_ref())?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),

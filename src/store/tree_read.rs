@@ -82,18 +82,6 @@ impl PackRepo {
         E: From<super::StoreError>,
     {
         let head = self.head_commit()?;
-        let tree = head
-            .as_ref()
-            .map(|c| c.tree())
-            .transpose()
-            .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-        let snapshot = Snapshot {
-            repo: &self.repo,
-            tree,
-            head: head.as_ref().map(|c| c.id()),
-            dir: &self.dir,
-            overlay: Default::default(),
-        };
-        f(&snapshot)
+        f(&self.snapshot_of(head.as_ref())?)
     }
 }
