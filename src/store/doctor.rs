@@ -120,7 +120,7 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
         return out;
     }
     out.extend(working_tree(&repo, dir));
-    if dir.join(".git").join("engram-pending").exists() {
+    if super::recover::has_record(&dir.join(".git")) {
         out.push(finding(
             Severity::Info,
             "a write was interrupted (the process died after committing, before updating the working tree)",

@@ -59,7 +59,7 @@ pub struct LogQuery {
     pub with_files: bool,
 }
 
-fn parse_trailers(message: &str) -> Vec<(String, String)> {
+pub(super) fn parse_trailers(message: &str) -> Vec<(String, String)> {
     if !message.trim_end().contains("\n\n") {
         return Vec::new();
     }
@@ -174,32 +174,14 @@ impl PackRepo {
     }
 }
 
-/// How many commits the duplicate check walks back at most.
-const MAX_DEDUP_WALK: usize = 200;
-
 impl super::Snapshot<'_> {
     /// The short id of the newest commit at or after `since` (seconds) whose
-    /// trailer `key` has `value`, walking back from this snapshot's HEAD.
+    /// trailer `key` has `value`, walking back from this snapshot's HEAD (at
+    /// most [`super::recent::MAX_DEDUP_WALK`] commits; the walk is cached per
+    /// pack, so a check after one new commit reads one commit).
     pub fn recent_commit_with_trailer(&self, key: &str, value: &str, since: i64) -> Result<Option<String>> {
         let Some(head) = self.head else { return Ok(None) };
-        let mut id = head;
-        // A duplicate is looked for among the newest commits only: a pack taking more
-        // than this many writes in the throttle window is not slowed down by the check.
-        for _ in 0..MAX_DEDUP_WALK {
-            let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", self.dir, e))?;
-            if commit.time().seconds() < since {
-                return Ok(None);
-            }
-            let message = String::from_utf8_lossy(commit.message_bytes());
-            if parse_trailers(&message).iter().any(|(k, v)| k == key && v == value) {
-                return Ok(Some(id.to_string()[..7].to_owned()));
-            }
-            match commit.parent_id(0) {
-                Ok(p) => id = p,
-                Err(_) => return Ok(None),
-            }
-        }
-        Ok(None)
+        super::recent::find_trailer(self.repo, self.dir, head, key, value, since)
     }
 }
 

@@ -7,7 +7,7 @@
 //! git lock belongs either to a dead engram writer or to a git command run
 //! beside engram (which holds its locks for milliseconds). We therefore wait a
 //! moment for a lock to go away and remove it once it is [`STALE_AFTER`] old;
-//! when `.git/engram-pending` shows that a writer died mid-write, its locks are
+//! when the pending-write record (see `recover`) shows that a writer died mid-write, its locks are
 //! removed at once.
 
 use std::path::{Path, PathBuf};

@@ -321,7 +321,7 @@ impl PackRepo {
                 recover::clear_pending(self)?;
                 continue;
             }
-            self.sync_working_tree(&changes)?;
+            self.sync_working_tree(&changes, &BTreeMap::new())?;
             recover::clear_pending(self)?;
             let id = commit_id.to_string();
             return Ok(Integrated::Merged { commit: Committed { short: short_id(&id), id }, value });
@@ -416,7 +416,7 @@ impl PackRepo {
             recover::clear_pending(self)?;
             return Ok(None);
         }
-        self.sync_working_tree(&changes)?;
+        self.sync_working_tree(&changes, &BTreeMap::new())?;
         recover::clear_pending(self)?;
         let id = theirs.id().to_string();
         Ok(Some(Committed { short: short_id(&id), id }))

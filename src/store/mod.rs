@@ -14,6 +14,7 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 
+mod clean;
 pub mod doctor;
 pub mod floor;
 mod gc;
@@ -21,7 +22,10 @@ mod guard;
 mod history;
 mod locks;
 mod merge;
+mod packs;
+mod packwrite;
 mod purge;
+mod recent;
 mod recover;
 mod revert;
 mod scoped_write;
@@ -29,16 +33,14 @@ mod sync;
 mod tree;
 mod tree_read;
 mod workspace_git;
+mod worktree;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use git2::{
-    ErrorCode, FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Status, StatusOptions,
-    build::TreeUpdateBuilder,
-};
+use git2::{ErrorCode, IndexAddOption, ObjectType, Oid, Repository, Signature, Status, StatusOptions};
 
 pub use gc::PackReport;
 pub use guard::scan_added;
@@ -248,7 +250,8 @@ impl CommitMessage {
                 out.push_str(&format!("{k}: {v}\n"));
             }
         }
-        out
+        // Git commit messages cannot hold NUL (libgit2 would cut them there, fsck rejects them).
+        out.replace('\0', "\u{2400}")
     }
 }
 
@@ -394,11 +397,16 @@ enum CommitOutcome {
     Retry,
 }
 
+/// A file a write put into the working tree: path, blob id, content, metadata after writing.
+type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, fs::Metadata);
+
 /// One pack's repository.
 pub struct PackRepo {
     dir: PathBuf,
     repo: Repository,
     options: StoreOptions,
+    /// The working tree as last known to equal HEAD (see [`clean`]).
+    clean: std::sync::Mutex<Option<clean::CleanState>>,
 }
 
 const LOCK_FILE: &str = "engram.lock";
@@ -446,7 +454,7 @@ impl PackRepo {
         }
         let repo =
             Repository::init(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self { dir: dir.to_owned(), repo, options };
+        let this = Self { dir: dir.to_owned(), repo, options, clean: std::sync::Mutex::new(None) };
         this.configure()?;
         {
             let _lock = this.lock()?;
@@ -473,7 +481,7 @@ impl PackRepo {
     pub fn open(dir: &Path, options: StoreOptions) -> Result<Self> {
         let repo =
             Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self { dir: dir.to_owned(), repo, options };
+        let this = Self { dir: dir.to_owned(), repo, options, clean: std::sync::Mutex::new(None) };
         if this.options.durable {
             this.configure()?;
         }
@@ -545,7 +553,7 @@ impl PackRepo {
         recover::finish_pending(self)?;
         trace.mark("recover");
         scoped_write::flush_index(self)?;
-        self.commit_hand_edits()?;
+        self.commit_hand_edits_if_any()?;
         trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
             let head = self.head_commit()?;
@@ -568,6 +576,7 @@ impl PackRepo {
             )? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
+                    packs::maybe_merge(self);
                     trace.mark("gc-check");
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
@@ -623,48 +632,40 @@ impl PackRepo {
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
         guard::check_changes(&self.repo, base, changes)?;
-        let mut update = TreeUpdateBuilder::new();
+        let mut objects = packwrite::NewObjects::default();
+        let mut tree_changes = packwrite::PathChanges::new();
+        let mut blobs = BTreeMap::new();
         for (path, content) in &changes.files {
             if !is_plain_relative(path) || self.crosses_symlink(path) {
                 return Err(StoreError::BadPath { path: path.clone() });
             }
-            match content {
+            let id = match content {
                 Some(bytes) => {
-                    let blob = self.repo.blob(bytes).map_err(|e| git_err("writing a blob", dir, e))?;
-                    update.upsert(path, blob, FileMode::Blob);
+                    let id = objects.add(ObjectType::Blob, bytes.clone(), dir)?;
+                    blobs.insert(path.as_str(), id);
+                    Some(id)
                 }
-                None => {
-                    update.remove(path);
-                }
-            }
+                None => None,
+            };
+            tree_changes.insert(path.as_str(), id);
         }
-        let empty;
-        let base_tree = match base {
-            Some(t) => t,
-            None => {
-                let id = self
-                    .repo
-                    .treebuilder(None)
-                    .and_then(|b| b.write())
-                    .map_err(|e| git_err("writing an empty tree", dir, e))?;
-                empty = self.repo.find_tree(id).map_err(|e| git_err("reading a tree", dir, e))?;
-                &empty
-            }
-        };
         let tree_id =
-            update.create_updated(&self.repo, base_tree).map_err(|e| git_err("building the tree", dir, e))?;
-        if head.is_some() && tree_id == base_tree.id() {
+            packwrite::updated_tree(&self.repo, dir, base, &tree_changes, &mut objects, true)?.ok_or_else(
+                || StoreError::Damaged { dir: dir.clone(), problem: "the new root tree is missing".into() },
+            )?;
+        if head.is_some() && base.is_some_and(|b| b.id() == tree_id) {
             // Nothing actually changed (same bytes): no empty commits.
             return Ok(CommitOutcome::Unchanged);
         }
-        let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the new tree", dir, e))?;
         let sig = self.signature(message.time)?;
-        let parents: Vec<&git2::Commit<'_>> = head.into_iter().collect();
+        let parents: Vec<Oid> = head.map(|h| h.id()).into_iter().collect();
         trace.mark("objects");
-        let commit_id = self
-            .repo
-            .commit(None, &sig, &sig, &message.render(), &tree, &parents)
-            .map_err(|e| git_err("writing the commit", dir, e))?;
+        let commit_id = objects.add(
+            ObjectType::Commit,
+            packwrite::commit_bytes(tree_id, &parents, &sig, &message.render()),
+            dir,
+        )?;
+        objects.write(&self.repo, dir, self.options.durable)?;
         let old = head.map(|h| h.id());
         trace.mark("commit-object");
         recover::write_pending(self, old, commit_id, changes)?;
@@ -675,9 +676,18 @@ impl PackRepo {
         }
         trace.mark("branch-cas");
         if defer_index {
+            *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
             scoped_write::sync_working_tree_deferred(self, changes)?;
         } else {
-            self.sync_working_tree(changes)?;
+            let written = self.sync_working_tree(changes, &blobs)?;
+            let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+            match known.as_mut() {
+                Some(state) if old.is_some_and(|o| state.is_at(o)) => {
+                    let removed = changes.files.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone());
+                    state.committed(&self.dir, commit_id, written, removed.collect());
+                }
+                _ => *known = None,
+            }
         }
         trace.mark("worktree+index");
         recover::clear_pending(self)?;
@@ -738,8 +748,11 @@ impl PackRepo {
         }
     }
 
-    /// Writes changed files into the working tree and the index.
-    fn sync_working_tree(&self, changes: &Changes) -> Result<()> {
+    /// Writes changed files into the working tree and the index. `blobs` are
+    /// the ids of the committed contents: the index entries are made from
+    /// them and the files' `stat`, so no file is read back and hashed.
+    fn sync_working_tree(&self, changes: &Changes, blobs: &BTreeMap<&str, Oid>) -> Result<Vec<WrittenFile>> {
+        let mut written = Vec::new();
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
         // Re-read only when another process changed it (libgit2 compares the file's stamp).
         index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
@@ -747,10 +760,16 @@ impl PackRepo {
             let full = self.dir.join(path);
             match content {
                 Some(bytes) => {
-                    write_file_atomic_via(&full, bytes, self.options.durable, &self.git_dir())?;
-                    index
-                        .add_path(Path::new(path))
-                        .map_err(|e| git_err("updating the index", &self.dir, e))?;
+                    let stat = worktree::write_file(&full, bytes, self.options.durable, &self.git_dir())?;
+                    let id = blobs.get(path.as_str()).copied();
+                    match id.and_then(|id| worktree::index_entry(path, id, &stat)) {
+                        Some(entry) => index.add(&entry),
+                        None => index.add_path(Path::new(path)),
+                    }
+                    .map_err(|e| git_err("updating the index", &self.dir, e))?;
+                    if let Some(id) = id {
+                        written.push((path.clone(), id, std::sync::Arc::new(bytes.clone()), stat));
+                    }
                 }
                 None => {
                     match fs::remove_file(&full) {
@@ -765,6 +784,22 @@ impl PackRepo {
         }
         locks::wait_for(&self.git_dir().join("index.lock"));
         index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
+        Ok(written)
+    }
+
+    /// Commits hand edits unless the working tree provably still equals HEAD
+    /// as this process last left it (see [`clean`]).
+    fn commit_hand_edits_if_any(&self) -> Result<()> {
+        let head = self.repo.refname_to_id("HEAD").ok();
+        let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(state) = known.as_mut()
+            && state.still_clean(&self.dir, head)
+        {
+            return Ok(());
+        }
+        *known = None;
+        self.commit_hand_edits()?;
+        *known = clean::CleanState::record(self)?;
         Ok(())
     }
 

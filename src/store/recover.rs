@@ -1,53 +1,99 @@
 //! Finishing a write that a crashed process left half-done.
 //!
 //! Before the branch moves, the writer records `<old> <new>` and the paths it
-//! is about to write in `.git/engram-pending`. After the working tree and the
-//! index are updated the record is removed. If a process dies in between, the
+//! is about to write in the pack's lock file (`.git/engram.lock`, which it
+//! holds; writing into an open, existing file costs no new inode and no
+//! rename). After the working tree and the index are updated the record is
+//! truncated away. A record without its closing `end` line was cut short by a
+//! crash before the branch could move, so there is nothing to finish. If a process dies in between, the
 //! next writer (holding the lock) finds the record: when the new commit is on
 //! the branch, the listed paths are checked out from HEAD, so the working tree
 //! agrees with the acknowledged history and is not mistaken for a hand edit.
 
 use std::fs;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::PathBuf;
 
 use git2::Oid;
 
 use super::{Changes, PackRepo, Result, git_err, io_err};
 
-const PENDING_FILE: &str = "engram-pending";
+/// Where versions before 0.2 kept the record (still finished when found).
+const OLD_PENDING_FILE: &str = "engram-pending";
+const HEADER: &str = "engram-pending 1\n";
+const FOOTER: &str = "end of engram-pending\n";
 
-fn pending_path(repo: &PackRepo) -> PathBuf {
-    repo.git_dir().join(PENDING_FILE)
+fn lock_path(repo: &PackRepo) -> PathBuf {
+    repo.git_dir().join(super::LOCK_FILE)
 }
 
-/// Records the write about to happen.
+fn open_lock(repo: &PackRepo) -> Result<fs::File> {
+    let path = lock_path(repo);
+    fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| io_err("open", &path, e))
+}
+
+/// Records the write about to happen. Call with the lock held.
 pub(super) fn write_pending(repo: &PackRepo, old: Option<Oid>, new: Oid, changes: &Changes) -> Result<()> {
-    let mut text = format!("{} {new}\n", old.map(|o| o.to_string()).unwrap_or_else(|| "-".into()));
+    let mut text = format!("{HEADER}{} {new}\n", old.map(|o| o.to_string()).unwrap_or_else(|| "-".into()));
     for path in changes.paths() {
         text.push_str(path);
         text.push('\n');
     }
-    super::write_file_atomic(&pending_path(repo), text.as_bytes(), repo.options.durable)
+    text.push_str(FOOTER);
+    let mut file = open_lock(repo)?;
+    let path = lock_path(repo);
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.write_all(text.as_bytes()))
+        .map_err(|e| io_err("write", &path, e))?;
+    file.set_len(text.len() as u64).map_err(|e| io_err("write", &path, e))?;
+    if repo.options.durable {
+        file.sync_data().map_err(|e| io_err("sync", &path, e))?;
+    }
+    Ok(())
 }
 
-/// Removes the record of a finished (or abandoned) write.
+/// Removes the record of a finished (or abandoned) write. Call with the lock held.
 pub(super) fn clear_pending(repo: &PackRepo) -> Result<()> {
-    let path = pending_path(repo);
-    match fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err("remove", &path, e)),
+    let path = lock_path(repo);
+    open_lock(repo)?.set_len(0).map_err(|e| io_err("truncate", &path, e))
+}
+
+/// The record left by a write that did not finish: (new commit, paths).
+fn read_pending(repo: &PackRepo) -> Result<Option<String>> {
+    let path = lock_path(repo);
+    let mut text = String::new();
+    let mut file = open_lock(repo)?;
+    if file.metadata().map(|m| m.len()).unwrap_or(0) > 0 {
+        // Not UTF-8 or torn: cut short before the branch moved (see the module docs).
+        let _ = file.read_to_string(&mut text);
+        if let Some(body) = text.strip_prefix(HEADER)
+            && let Some(end) = body.rfind(FOOTER).filter(|&i| i == 0 || body[..i].ends_with('\n'))
+        {
+            return Ok(Some(body[..end].to_owned()));
+        }
+        file.set_len(0).map_err(|e| io_err("truncate", &path, e))?;
     }
+    let old = repo.git_dir().join(OLD_PENDING_FILE);
+    match fs::read_to_string(&old) {
+        Ok(t) => {
+            fs::remove_file(&old).map_err(|e| io_err("remove", &old, e))?;
+            Ok(Some(t))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("read", &old, e)),
+    }
+}
+
+/// True when the repository at `git_dir` holds the record of a write that
+/// has not finished (a write in progress, or one a crash interrupted).
+pub(super) fn has_record(git_dir: &std::path::Path) -> bool {
+    git_dir.join(OLD_PENDING_FILE).exists()
+        || fs::metadata(git_dir.join(super::LOCK_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
 /// Completes an interrupted write, if there is one. Call with the lock held.
 pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
-    let path = pending_path(repo);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err("read", &path, e)),
-    };
+    let Some(text) = read_pending(repo)? else { return Ok(()) };
     // The writer died between recording the write and finishing it: its git locks are stale.
     super::locks::remove_dead_writer_locks(repo);
     let mut lines = text.lines();

@@ -64,10 +64,34 @@ fn assert_doctor(env: &TestEnv, needle: &str) {
     assert!(!success && all.contains("✓ good") && all.contains("✗ bad"), "{all}");
 }
 
+/// Turns every pack of the repository into loose objects (engram writes packs),
+/// so that one object can be removed.
+fn unpack_all(pack: &std::path::Path) {
+    let pack_dir = pack.join(".git/objects/pack");
+    for entry in fs::read_dir(&pack_dir).expect("pack dir").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "pack") {
+            let bytes = fs::read(&path).expect("read pack");
+            fs::remove_file(&path).expect("remove pack");
+            fs::remove_file(path.with_extension("idx")).expect("remove idx");
+            let mut child = std::process::Command::new("git")
+                .arg("-C")
+                .arg(pack)
+                .args(["unpack-objects", "-q"])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .expect("git unpack-objects");
+            std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), &bytes).expect("feed");
+            assert!(child.wait().expect("wait").success());
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_object() {
     let (env, c) = scenario(|pack| {
         let id = git(pack, &["rev-parse", "HEAD:memory/c.md"]).trim().to_owned();
+        unpack_all(pack);
         let loose = pack.join(".git/objects").join(&id[..2]).join(&id[2..]);
         fs::remove_file(&loose).expect("the blob is a loose object");
     })

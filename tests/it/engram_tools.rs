@@ -413,6 +413,36 @@ async fn hand_edits_are_committed_before_a_tool_write() {
 }
 
 #[tokio::test]
+async fn hand_edits_right_after_a_write_are_seen() {
+    // The write path trusts file signatures (`stat`) only for files older than
+    // the filesystem clock's tick; a same-size edit made at once after a write
+    // (same mtime tick) and a file added by hand must still be committed first.
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture("coach", "facts", "alpha", "alpha")).await;
+    let pack = env.pack("coach");
+    let file = pack.join("memory/facts.md");
+    let text = fs::read_to_string(&file).expect("read");
+    fs::write(&file, text.replace("alpha", "ALPHA")).expect("same-size edit");
+    ok(&c, "capture_memory", capture("coach", "facts", "beta", "beta")).await;
+    ok(&c, "capture_memory", capture("coach", "facts", "gamma", "gamma")).await;
+    fs::write(pack.join("memory/notes-by-hand.md"), "手写的笔记\n").expect("new file");
+    ok(&c, "capture_memory", capture("coach", "facts", "delta", "delta")).await;
+    let subjects = git(&pack, &["log", "--format=%s"]);
+    let lines: Vec<&str> = subjects.lines().collect();
+    assert_eq!(lines[0], "capture: facts — delta", "{subjects}");
+    assert_eq!(lines[1], "edit: memory/notes-by-hand.md", "{subjects}");
+    assert_eq!(lines[2], "capture: facts — gamma", "{subjects}");
+    assert_eq!(lines[3], "capture: facts — beta", "{subjects}");
+    assert_eq!(lines[4], "edit: memory/facts.md", "{subjects}");
+    let facts = fs::read_to_string(&file).expect("read");
+    assert!(facts.contains("ALPHA") && facts.contains("beta") && facts.contains("delta"), "{facts}");
+    assert_clean(&pack);
+    c.close().await.expect("close");
+}
+
+#[tokio::test]
 async fn system_prompt_lists_packs() {
     let env = TestEnv::new();
     let c = env.client().await;

@@ -1,0 +1,70 @@
+//! A profiling driver for the write path: `cargo run --release --example
+//! capture_loop -- [prefill] [captures]` prefills a fresh pack with `prefill`
+//! memories, then times `captures` more through the library (the code the
+//! `capture_memory` tool runs, without MCP) and prints p50/p95. Run it under
+//! `perf record` or `strace -c`, or with `ENGRAM_TRACE_WRITES=1` for phases.
+
+use std::time::{Duration, Instant};
+
+use engram::ops::{Caller, CaptureRequest, Config, Engram};
+
+fn capture(engram: &Engram, caller: &Caller, i: usize) -> anyhow::Result<()> {
+    let req = CaptureRequest {
+        name: "loop".into(),
+        content: format!(
+            "第{i}条记忆：用户提到 project-{} 的进展，周{}早上训练 (note {i}).",
+            i % 37,
+            i % 7 + 1
+        ),
+        category: format!("cat{}", i % 10),
+        summary: format!("记忆 {i} 摘要"),
+        memory_type: Some("fact".into()),
+        tags: vec!["loop".into()],
+        ..CaptureRequest::default()
+    };
+    engram.capture_memory(&req, caller)?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1).map(|s| s.parse::<usize>());
+    let prefill = args.next().transpose()?.unwrap_or(100);
+    let n = args.next().transpose()?.unwrap_or(300);
+    let tmp = tempfile::tempdir()?;
+    let packs = tmp.path().join("packs");
+    std::fs::create_dir_all(packs.join("loop/memory"))?;
+    std::fs::write(packs.join("loop/meta.json"), "{\"name\": \"loop\", \"description\": \"write loop\"}\n")?;
+    let mut config = Config::new(packs);
+    config.store.trace_timing = std::env::var_os("ENGRAM_TRACE_WRITES").is_some();
+    let engram = Engram::new(config)?;
+    let caller = Caller { tool: "capture_memory".into(), client: Some("loop".into()) };
+    for i in 0..prefill {
+        capture(&engram, &caller, i)?;
+    }
+    let cpu_before = cpu_ns();
+    let mut times: Vec<Duration> = Vec::with_capacity(n);
+    for i in prefill..prefill + n {
+        let t = Instant::now();
+        capture(&engram, &caller, i)?;
+        times.push(t.elapsed());
+    }
+    let cpu = cpu_ns().zip(cpu_before).map(|(a, b)| (a - b) as f64 / n.max(1) as f64 / 1e6);
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    if !times.is_empty() {
+        println!(
+            "{n} captures after {prefill}: p50 {:.3} ms, p95 {:.3} ms",
+            ms(times[times.len() / 2]),
+            ms(times[times.len() * 95 / 100])
+        );
+        if let Some(cpu) = cpu {
+            println!("CPU time per capture (this process, from /proc/self/schedstat): {cpu:.3} ms");
+        }
+    }
+    Ok(())
+}
+
+/// Nanoseconds this process has run on a CPU (Linux only).
+fn cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}

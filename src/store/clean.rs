@@ -1,0 +1,292 @@
+//! Knowing cheaply that the working tree still equals HEAD.
+//!
+//! Before every write, hand edits in the working tree must be found (and
+//! committed as their own `edit:` commit). `git status` does that by
+//! comparing every file with the index and, for files written in the same
+//! clock tick as the index ("racily clean"), by hashing them with attribute
+//! lookups: hundreds of system calls per write. This module keeps, per pack
+//! and per process, what the working tree looked like the last time it was
+//! known to equal HEAD: the `stat` signature of every tracked file and of
+//! every directory (a file created, deleted or renamed changes its
+//! directory's signature), and the content of the files engram itself just
+//! wrote. A check then costs one `lstat` per file and directory, and a read
+//! and compare of files too young for their timestamps to be trusted.
+//! Anything unexpected — another HEAD, any signature that differs — means
+//! "maybe dirty", and the write falls back to `git status`.
+//!
+//! Rolled history segments (any path with a `_log` directory, which engram
+//! never rewrites) are many and grow with the pack; in-place edits of them
+//! are looked for at most every [`COLD_CHECK_INTERVAL`] (a file added or
+//! removed there is still seen at once through its directory). Every other
+//! file is checked before every write.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use git2::{ObjectType, Oid, TreeWalkMode, TreeWalkResult};
+
+use super::{PackRepo, Result, git_err};
+
+/// How often in-place edits of rolled history segments are looked for.
+pub const COLD_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+
+/// A timestamp younger than this when its signature was taken cannot be
+/// trusted: the filesystem clock ticks coarsely (1–10 ms), so an edit in the
+/// same tick could leave the signature unchanged.
+const RACY_MARGIN: Duration = Duration::from_millis(15);
+
+/// The parts of `stat` that change when a file or directory is modified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sig {
+    len: u64,
+    mtime: Option<SystemTime>,
+    #[cfg(unix)]
+    ctime: (i64, i64),
+    #[cfg(unix)]
+    ino: u64,
+    is_dir: bool,
+}
+
+impl Sig {
+    fn of(meta: &fs::Metadata) -> Self {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt as _;
+        Sig {
+            len: meta.len(),
+            mtime: meta.modified().ok(),
+            #[cfg(unix)]
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            #[cfg(unix)]
+            ino: meta.ino(),
+            is_dir: meta.is_dir(),
+        }
+    }
+
+    fn read(path: &Path) -> Option<Self> {
+        fs::symlink_metadata(path).ok().map(|m| Self::of(&m))
+    }
+
+    /// True when a change made after `taken` could have left this signature unchanged.
+    fn racy(&self, taken: SystemTime) -> bool {
+        match self.mtime {
+            Some(m) => m + RACY_MARGIN > taken,
+            None => true,
+        }
+    }
+}
+
+/// A tracked file as last known.
+#[derive(Debug, Clone)]
+struct FileState {
+    sig: Sig,
+    taken: SystemTime,
+    id: Oid,
+    /// The bytes engram wrote, kept while the signature is racy.
+    content: Option<Arc<Vec<u8>>>,
+    cold: bool,
+}
+
+/// A directory as last known; its entry names are kept while its signature is racy.
+#[derive(Debug, Clone)]
+struct DirState {
+    sig: Sig,
+    taken: SystemTime,
+    names: Option<HashSet<String>>,
+}
+
+/// What the working tree looked like when it last equalled `head`.
+#[derive(Debug)]
+pub(super) struct CleanState {
+    head: Oid,
+    files: HashMap<String, FileState>,
+    dirs: HashMap<String, DirState>,
+    cold_checked: Instant,
+}
+
+fn is_cold(path: &str) -> bool {
+    path.split('/').rev().skip(1).any(|dir| dir == "_log")
+}
+
+fn dir_names(path: &Path) -> Option<HashSet<String>> {
+    let entries = fs::read_dir(path).ok()?;
+    Some(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+}
+
+fn join(root: &Path, rel: &str) -> std::path::PathBuf {
+    if rel.is_empty() { root.to_owned() } else { root.join(rel) }
+}
+
+impl CleanState {
+    /// Records the working tree of `repo`, which the caller has just found
+    /// equal to HEAD (`git status` clean, or hand edits committed).
+    pub(super) fn record(repo: &PackRepo) -> Result<Option<Self>> {
+        let Some(head) = repo.head_commit()? else { return Ok(None) };
+        let tree = head.tree().map_err(|e| git_err("reading HEAD's tree", &repo.dir, e))?;
+        let mut tracked = Vec::new();
+        tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
+            if entry.kind() == Some(ObjectType::Blob)
+                && let Ok(name) = entry.name()
+            {
+                tracked.push((format!("{parent}{name}"), entry.id()));
+            }
+            TreeWalkResult::Ok
+        })
+        .map_err(|e| git_err("reading HEAD's tree", &repo.dir, e))?;
+        let mut state = CleanState {
+            head: head.id(),
+            files: HashMap::new(),
+            dirs: HashMap::new(),
+            cold_checked: Instant::now(),
+        };
+        let taken = SystemTime::now();
+        for (path, id) in tracked {
+            let Some(sig) = Sig::read(&repo.dir.join(&path)) else { return Ok(None) };
+            let cold = is_cold(&path);
+            state.files.insert(path, FileState { sig, taken, id, content: None, cold });
+        }
+        state.record_dirs(&repo.dir, "", taken);
+        Ok(Some(state))
+    }
+
+    /// Records `rel` and, recursively, every directory under it (not `.git`).
+    fn record_dirs(&mut self, root: &Path, rel: &str, taken: SystemTime) {
+        let full = join(root, rel);
+        let Some(sig) = Sig::read(&full) else { return };
+        let names = dir_names(&full);
+        for name in names.iter().flatten() {
+            let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            if rel.is_empty() && name == ".git" {
+                continue;
+            }
+            if fs::symlink_metadata(root.join(&child)).is_ok_and(|m| m.is_dir()) {
+                self.record_dirs(root, &child, taken);
+            }
+        }
+        let names = if sig.racy(taken) { names } else { None };
+        self.dirs.insert(rel.to_owned(), DirState { sig, taken, names });
+    }
+
+    /// True when the working tree provably still equals `head`.
+    pub(super) fn still_clean(&mut self, root: &Path, head: Option<Oid>) -> bool {
+        if head != Some(self.head) {
+            return false;
+        }
+        let now = SystemTime::now();
+        for (rel, dir) in &mut self.dirs {
+            let full = join(root, rel);
+            if Sig::read(&full).as_ref() != Some(&dir.sig) {
+                return false;
+            }
+            if dir.sig.racy(dir.taken) {
+                match (&dir.names, dir_names(&full)) {
+                    (Some(before), Some(after)) if *before == after => {}
+                    _ => return false,
+                }
+                if !dir.sig.racy(now) {
+                    dir.taken = now;
+                    dir.names = None;
+                }
+            }
+        }
+        let check_cold = self.cold_checked.elapsed() >= COLD_CHECK_INTERVAL;
+        for (rel, file) in &mut self.files {
+            if file.cold && !check_cold {
+                continue;
+            }
+            let full = root.join(rel);
+            if Sig::read(&full).as_ref() != Some(&file.sig) {
+                return false;
+            }
+            if file.sig.racy(file.taken) {
+                let same = match &file.content {
+                    Some(bytes) => fs::read(&full).is_ok_and(|now| now == **bytes),
+                    None => Oid::hash_file(ObjectType::Blob, &full).is_ok_and(|id| id == file.id),
+                };
+                if !same {
+                    return false;
+                }
+                if !file.sig.racy(now) {
+                    file.taken = now;
+                    file.content = None;
+                }
+            }
+        }
+        if check_cold {
+            self.cold_checked = Instant::now();
+        }
+        true
+    }
+
+    /// True when the state was recorded at (or last brought up to) `head`.
+    pub(super) fn is_at(&self, head: Oid) -> bool {
+        self.head == head
+    }
+
+    /// Takes in a commit engram made on top of the recorded HEAD: the files it
+    /// wrote (with their content, id and signature after writing) and removed.
+    pub(super) fn committed(
+        &mut self,
+        root: &Path,
+        new_head: Oid,
+        written: Vec<super::WrittenFile>,
+        removed: Vec<String>,
+    ) {
+        let taken = SystemTime::now();
+        let mut touched_dirs: HashSet<String> = HashSet::new();
+        for (path, id, content, meta) in written {
+            touched_dirs.extend(ancestors(&path));
+            let cold = is_cold(&path);
+            self.files
+                .insert(path, FileState { sig: Sig::of(&meta), taken, id, content: Some(content), cold });
+        }
+        for path in removed {
+            touched_dirs.extend(ancestors(&path));
+            self.files.remove(&path);
+        }
+        for rel in touched_dirs {
+            let full = join(root, &rel);
+            match Sig::read(&full) {
+                Some(sig) if sig.is_dir => {
+                    let names = if sig.racy(taken) { dir_names(&full) } else { None };
+                    self.dirs.insert(rel, DirState { sig, taken, names });
+                }
+                _ => {
+                    self.dirs.remove(&rel);
+                }
+            }
+        }
+        self.head = new_head;
+    }
+}
+
+/// The directories above a path, `""` (the root) included.
+fn ancestors(path: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut acc = String::new();
+    let parts: Vec<&str> = path.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        if !acc.is_empty() {
+            acc.push('/');
+        }
+        acc.push_str(part);
+        out.push(acc.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ancestors_and_cold_paths() {
+        assert_eq!(ancestors("memory/_log/a/1.md"), vec!["", "memory", "memory/_log", "memory/_log/a"]);
+        assert_eq!(ancestors("role.md"), vec![""]);
+        assert!(is_cold("memory/_log/a/1.md"));
+        assert!(!is_cold("memory/_log"));
+        assert!(!is_cold("memory/a.md"));
+    }
+}
