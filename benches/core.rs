@@ -4,7 +4,8 @@
 //! For each pack size (100, 1,000, 10,000 memories; `ENGRAM_BENCH_SIZES` to
 //! change) it prefills a pack through the library (the same code the tools run),
 //! then over stdio times `capture_memory` and `load_engram`, and times the floors:
-//! a bare git2 commit changing one file of a copy of the same repository, and
+//! a bare git2 commit changing one file of a copy of the same repository (in
+//! rounds alternating with the captures, so both see the same load), and
 //! reading the pack's always-loaded files from disk. It also times server start
 //! to the first `tools/list` answer and reports the repository size.
 
@@ -17,6 +18,8 @@ use engram::ops::{Caller, CaptureRequest, Config, Engram};
 use serde_json::json;
 
 const SAMPLES: usize = 200;
+/// Rounds in which captures and floor commits alternate.
+const ROUNDS: usize = 10;
 
 fn percentile(times: &mut [Duration], p: f64) -> f64 {
     times.sort();
@@ -152,20 +155,38 @@ async fn measure(bin: &Path, size: usize) -> Row {
         loads.push(t.elapsed());
         assert!(!r.is_error, "{}", r.text);
     }
+    // Captures and the floor (bare git2 commits on a bare copy of the same
+    // repository) alternate in rounds, so both see the same machine load.
+    let copy: PathBuf = tmp.path().join("floor.git");
+    let st = Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(&pack)
+        .arg(&copy)
+        .status()
+        .expect("git clone");
+    assert!(st.success());
     let mut captures = Vec::new();
-    for i in 0..SAMPLES {
-        let content = format!("{} (bench capture {i})", sentence(size + i));
-        let t = Instant::now();
-        let r = client
-            .call(
-                "capture_memory",
-                json!({"name": "bench", "category": CATEGORIES[i % CATEGORIES.len()], "content": content,
-                       "summary": format!("bench {i}"), "memory_type": "fact", "tags": ["bench"]}),
-            )
-            .await
-            .expect("capture");
-        captures.push(t.elapsed());
-        assert!(!r.is_error, "{}", r.text);
+    let mut floor = Vec::new();
+    for round in 0..ROUNDS {
+        for j in 0..SAMPLES / ROUNDS {
+            let i = round * (SAMPLES / ROUNDS) + j;
+            let content = format!("{} (bench capture {i})", sentence(size + i));
+            let t = Instant::now();
+            let r = client
+                .call(
+                    "capture_memory",
+                    json!({"name": "bench", "category": CATEGORIES[i % CATEGORIES.len()], "content": content,
+                           "summary": format!("bench {i}"), "memory_type": "fact", "tags": ["bench"]}),
+                )
+                .await
+                .expect("capture");
+            captures.push(t.elapsed());
+            assert!(!r.is_error, "{}", r.text);
+        }
+        floor.extend(
+            engram::store::floor::time_bare_commits(&copy, "memory/preferences.md", SAMPLES / ROUNDS)
+                .expect("floor"),
+        );
     }
     client.close().await.expect("close");
 
@@ -177,16 +198,6 @@ async fn measure(bin: &Path, size: usize) -> Row {
         std::hint::black_box(read_always_loaded(&pack, &global));
         reads.push(t.elapsed());
     }
-    let copy: PathBuf = tmp.path().join("floor.git");
-    let st = Command::new("git")
-        .args(["clone", "-q", "--bare"])
-        .arg(&pack)
-        .arg(&copy)
-        .status()
-        .expect("git clone");
-    assert!(st.success());
-    let mut floor =
-        engram::store::floor::time_bare_commits(&copy, "memory/preferences.md", SAMPLES).expect("floor");
 
     Row {
         size,

@@ -2,11 +2,10 @@
 //!
 //! Each write adds one small pack (see `packwrite`). Many packs make every
 //! object lookup that misses visit each of them, so once [`MERGE_AT`] packs
-//! exist the smallest are merged, geometrically (like `git repack
-//! --geometric=2`): the smallest packs are merged while the next one holds
-//! fewer than twice the objects gathered so far. Each object is therefore
-//! rewritten O(log n) times over the life of a pack, and one merge costs time
-//! proportional to what it merges, never to the whole history.
+//! exist the smallest half of them are merged into one (tiered, like an LSM
+//! tree with fan-out 8): a merge takes packs of similar size, so each object
+//! is rewritten O(log n) times over the life of a pack, and one merge costs
+//! time proportional to what it merges, never to the whole history.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -64,16 +63,9 @@ fn idx_object_ids(idx: &Path) -> Result<Vec<Oid>> {
     Ok(out)
 }
 
-/// How many of the smallest packs (sorted ascending) a geometric merge takes.
-fn geometric_prefix(counts: &[usize]) -> usize {
-    let Some(&first) = counts.first() else { return 0 };
-    let mut gathered = first;
-    let mut k = 1;
-    while k < counts.len() && counts[k] < 2 * gathered {
-        gathered += counts[k];
-        k += 1;
-    }
-    k
+/// How many of the smallest packs (sorted ascending) a merge takes: half of them.
+fn smallest_half(counts: &[usize]) -> usize {
+    counts.len() / 2
 }
 
 /// Merges the smallest packs when there are [`MERGE_AT`] or more. Errors are
@@ -93,8 +85,7 @@ fn merge_if_due(repo: &PackRepo) -> Result<()> {
     remove_abandoned_temporaries(&pack_dir);
     packs.sort_by_key(|p| p.objects);
     let counts: Vec<usize> = packs.iter().map(|p| p.objects).collect();
-    // Always merge at least half of the packs, so the count drops well below the trigger.
-    let k = geometric_prefix(&counts).max(packs.len() / 2);
+    let k = smallest_half(&counts);
     let merged = &packs[..k];
     let mut builder = repo.repo.packbuilder().map_err(|e| git_err("merging packs", &repo.dir, e))?;
     for pack in merged {
@@ -136,12 +127,11 @@ fn remove_abandoned_temporaries(pack_dir: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::geometric_prefix;
+    use super::smallest_half;
 
     #[test]
-    fn geometric_merge_takes_the_small_run() {
-        assert_eq!(geometric_prefix(&[6, 6, 6, 6, 1000]), 4);
-        assert_eq!(geometric_prefix(&[6, 100, 1000]), 1);
-        assert_eq!(geometric_prefix(&[]), 0);
+    fn a_merge_takes_the_smaller_half() {
+        assert_eq!(smallest_half(&[6; 16]), 8);
+        assert_eq!(smallest_half(&[]), 0);
     }
 }

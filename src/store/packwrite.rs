@@ -72,7 +72,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A version-2 pack of whole (undeltified) objects.
+/// A version-2 pack of whole (undeltified) objects, quickly compressed (packs
+/// are merged, with deltas, later).
 fn encode_pack(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(objects.iter().map(|(_, b)| b.len() / 2 + 32).sum::<usize>() + 32);
     out.extend_from_slice(b"PACK");
@@ -100,7 +101,7 @@ fn encode_pack(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<u8>> {
             }
             out.push(byte);
         }
-        let mut z = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::default());
+        let mut z = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::fast());
         z.write_all(bytes).and_then(|_| z.finish().map(|_| ())).map_err(|e| StoreError::Io {
             step: "compress",
             path: "a pack".into(),

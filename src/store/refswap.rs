@@ -1,0 +1,134 @@
+//! Moving a branch without renaming over its ref file.
+//!
+//! libgit2 moves a ref git's way: write `<ref>.lock`, rename it over the ref.
+//! On ext4 a rename that replaces a file first pushes the new file's data to
+//! the disk, which makes that rename the slowest step of a write. Here the
+//! lock is taken the same way (`<ref>.lock` created exclusively, so git and
+//! libgit2 see the branch locked), the current value is compared with the
+//! expected one (the compare-and-swap), and the lock file is then swapped
+//! with the ref in one `renameat2(RENAME_EXCHANGE)`: readers see the old or
+//! the new id, never neither. The reflogs get their line as git writes it.
+//! Anything unusual (a packed-only ref, a lock already there, `--durable`, a
+//! platform without the swap) is left to libgit2.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::Path;
+
+use git2::{Oid, Signature};
+
+use super::PackRepo;
+
+/// What the swap did.
+pub(super) enum Swap {
+    /// The branch now points at the new commit.
+    Moved,
+    /// The branch no longer pointed at the expected commit: nothing changed.
+    Raced,
+    /// Not attempted or given up before changing anything: use libgit2.
+    NotHere,
+}
+
+/// Moves `branch` (a `refs/heads/…` name) from `old` to `new`.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(super) fn swap_branch(
+    repo: &PackRepo,
+    branch: &str,
+    old: Oid,
+    new: Oid,
+    message: &str,
+    sig: &Signature<'_>,
+) -> Swap {
+    if repo.options.durable || !branch.starts_with("refs/heads/") {
+        return Swap::NotHere;
+    }
+    let git_dir = repo.git_dir();
+    let ref_path = git_dir.join(branch);
+    if !fs::symlink_metadata(&ref_path).is_ok_and(|m| m.is_file()) {
+        return Swap::NotHere;
+    }
+    let lock_path = git_dir.join(format!("{branch}.lock"));
+    let Ok(mut lock) = OpenOptions::new().write(true).create_new(true).open(&lock_path) else {
+        return Swap::NotHere;
+    };
+    let current = fs::read_to_string(&ref_path).ok().and_then(|t| Oid::from_str(t.trim()).ok());
+    if current != Some(old) {
+        let _ = fs::remove_file(&lock_path);
+        return if current.is_some() { Swap::Raced } else { Swap::NotHere };
+    }
+    if lock.write_all(format!("{new}\n").as_bytes()).is_err() {
+        let _ = fs::remove_file(&lock_path);
+        return Swap::NotHere;
+    }
+    drop(lock);
+    let line = reflog_line(old, new, sig, message);
+    if logs_enabled(repo) {
+        append(&git_dir.join("logs").join(branch), &line);
+        if head_points_at(&git_dir, branch) {
+            append(&git_dir.join("logs").join("HEAD"), &line);
+        }
+    }
+    let swapped = rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        &lock_path,
+        rustix::fs::CWD,
+        &ref_path,
+        rustix::fs::RenameFlags::EXCHANGE,
+    );
+    // After a swap the lock path holds the old id; without one, nothing changed.
+    let _ = fs::remove_file(&lock_path);
+    match swapped {
+        Ok(()) => Swap::Moved,
+        Err(_) => Swap::NotHere,
+    }
+}
+
+/// Moves a branch by swapping (not available on this platform).
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub(super) fn swap_branch(
+    _repo: &PackRepo,
+    _branch: &str,
+    _old: Oid,
+    _new: Oid,
+    _message: &str,
+    _sig: &Signature<'_>,
+) -> Swap {
+    Swap::NotHere
+}
+
+/// A reflog line as git writes it: `<old> <new> <name> <<email>> <time> <tz>\t<message>\n`.
+fn reflog_line(old: Oid, new: Oid, sig: &Signature<'_>, message: &str) -> String {
+    let when = sig.when();
+    let offset = when.offset_minutes();
+    let sign = if offset < 0 { '-' } else { '+' };
+    format!(
+        "{old} {new} {} <{}> {} {sign}{:02}{:02}\t{}\n",
+        String::from_utf8_lossy(sig.name_bytes()),
+        String::from_utf8_lossy(sig.email_bytes()),
+        when.seconds(),
+        offset.abs() / 60,
+        offset.abs() % 60,
+        message.replace('\n', " ")
+    )
+}
+
+/// Git's rule: reflogs are kept unless `core.logAllRefUpdates` says no (default: yes outside bare repositories).
+fn logs_enabled(repo: &PackRepo) -> bool {
+    match repo.repo.config().and_then(|c| c.get_bool("core.logAllRefUpdates")) {
+        Ok(on) => on,
+        Err(_) => !repo.repo.is_bare(),
+    }
+}
+
+fn head_points_at(git_dir: &Path, branch: &str) -> bool {
+    fs::read_to_string(git_dir.join("HEAD")).is_ok_and(|t| t.trim() == format!("ref: {branch}"))
+}
+
+fn append(path: &Path, line: &str) {
+    if let Some(dir) = path.parent() {
+        let _ = fs::create_dir_all(dir);
+    }
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
