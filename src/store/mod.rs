@@ -444,8 +444,11 @@ impl PackRepo {
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
-        let repo =
-            Repository::init(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        // No template directory: git's sample hooks are ~20 KiB a small pack does not need.
+        let mut init = git2::RepositoryInitOptions::new();
+        init.external_template(false);
+        let repo = Repository::init_opts(dir, &init)
+            .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
         let this = Self { dir: dir.to_owned(), repo, options };
         this.configure()?;
         {
