@@ -5,7 +5,8 @@
 //! MCP tools use (the same memories as `cargo bench --bench core`'s prefill), and
 //! reports `.git` against the text of the working tree twice: as the writes left
 //! it (engram's automatic packing only) and after `engram gc` (one full repack),
-//! each with a breakdown (packs, loose objects, reflogs, index, the rest).
+//! each with a breakdown (packs, loose objects, reflogs, index, the rest), and
+//! the largest ratio seen during the run (sampled every 1% of the captures).
 //! `--keep` leaves the pack in place and prints its path, for `git verify-pack`.
 
 use std::path::Path;
@@ -48,6 +49,8 @@ fn main() -> anyhow::Result<()> {
     let caller = Caller { tool: "bench-prefill".into(), client: Some("bench".into()) };
     let started = Instant::now();
     let mut times = Vec::with_capacity(n);
+    // The largest .git / text seen during the run (sampled every 1% of the captures).
+    let mut worst: Option<(f64, usize)> = None;
     for i in 0..n {
         let t = Instant::now();
         let req = CaptureRequest {
@@ -61,6 +64,13 @@ fn main() -> anyhow::Result<()> {
         };
         engram.capture_memory(&req, &caller)?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
+        if (i + 1) % (n / 100).max(1) == 0 {
+            let git = size(&packs.join("bench/.git"));
+            let ratio = git as f64 / (size(&packs.join("bench")) - git) as f64;
+            if worst.is_none_or(|(r, _)| ratio > r) {
+                worst = Some((ratio, i + 1));
+            }
+        }
     }
     let total = started.elapsed();
     times.sort_by(f64::total_cmp);
@@ -75,6 +85,9 @@ fn main() -> anyhow::Result<()> {
         times[n - 1]
     );
     println!("text in working tree: {:.1} KiB", kib(text));
+    if let Some((ratio, at)) = worst {
+        println!("largest .git / text during the run (sampled every 1%): {ratio:.2}× after {at} captures");
+    }
     report("as left by the writes", &git, text);
     let t = Instant::now();
     engram.with_repo(&dir, |r| Ok(r.pack_objects()?))?;
