@@ -113,6 +113,9 @@ struct Row {
     ping_p50: f64,
     read_floor_p50: f64,
     start_p50: f64,
+    /// `.git` as the prefill's writes left it (automatic packing only).
+    repo_auto_bytes: u64,
+    /// `.git` after `engram gc`.
     repo_bytes: u64,
     text_bytes: u64,
 }
@@ -126,6 +129,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
     eprintln!("size {size}: prefilling…");
     prefill(&engram, size);
     let pack = packs.join("bench");
+    let repo_auto_bytes = dir_size(&pack.join(".git"));
     engram.with_repo(&pack, |r| Ok(r.pack_objects()?)).expect("pack");
     let repo_bytes = dir_size(&pack.join(".git"));
     let text_bytes = dir_size(&pack) - repo_bytes;
@@ -208,6 +212,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
         ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
         start_p50: percentile(&mut starts, 0.5),
+        repo_auto_bytes,
         repo_bytes,
         text_bytes,
     }
@@ -226,12 +231,12 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let rows: Vec<Row> = sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).collect();
     println!(
-        "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 | read always-loaded files p50 | load / read | ping round trip p50 | load / (read + ping) | start → tools/list p50 | .git size | text in pack | .git / text |"
+        "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 | read always-loaded files p50 | load / read | ping round trip p50 | load / (read + ping) | start → tools/list p50 | .git as left by the writes | .git after gc | text in pack | .git / text as left | after gc |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.1}× | {:.3} ms | {:.2}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.2}× |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.1}× | {:.3} ms | {:.2}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.1} KiB | {:.2}× | {:.2}× |",
             r.size,
             r.capture_p50,
             r.capture_p95,
@@ -243,8 +248,10 @@ fn main() {
             r.ping_p50,
             r.load_p50 / (r.read_floor_p50 + r.ping_p50),
             r.start_p50,
+            r.repo_auto_bytes as f64 / 1024.0,
             r.repo_bytes as f64 / 1024.0,
             r.text_bytes as f64 / 1024.0,
+            r.repo_auto_bytes as f64 / r.text_bytes as f64,
             r.repo_bytes as f64 / r.text_bytes as f64,
         );
     }

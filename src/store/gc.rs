@@ -1,18 +1,58 @@
-//! Keeping pack repositories small: loose objects are packed by engram itself.
+//! Keeping pack repositories small: engram packs its own objects.
 //!
-//! Every commit adds a handful of loose objects (each takes a 4 KiB block on
-//! most filesystems). Like `git gc --auto`, we estimate the loose count from
-//! one fan-out directory and, past a threshold, write every object reachable
-//! from the refs, HEAD, the reflogs and the index into one pack, then delete the loose objects and older packs it covers.
+//! Every write adds its objects as one small pack (`packwrite`); other paths
+//! (hand edits, merges) add loose objects. After a write, [`maybe_pack`]
+//! counts the packs and estimates the loose count from a few fan-out
+//! directories and, past a threshold, writes them into a pack together with the
+//! newest packs whose size is within [`GEOMETRIC_FACTOR`] of what is being
+//! packed (geometric consolidation, like `git repack --geometric`): the number
+//! of packs stays logarithmic in the history and every object is rewritten
+//! O(log n) times. [`pack_now`] (`engram gc`) writes everything reachable into
+//! one pack. Both trim the reflogs to the last [`REFLOG_KEEP`] entries.
+//!
+//! Size comes from deltas, and libgit2 only tries a fixed window of 10
+//! neighbours after sorting objects by type, "name hash" and size. Versions of
+//! one file with the same size from different roll cycles (the memory head files
+//! shrink by half when they roll) would fill that window with unrelated blobs, so
+//! [`delta_order`] names every object such that the sort puts the versions of a
+//! file next to each other, newest first (older versions then are copy-only
+//! deltas), and a rolled segment right after the last head version that held its
+//! lines (so the segment costs a copy instruction).
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+use git2::{ObjectType, Oid, Repository};
 
 use super::{PackRepo, Result, git_err, io_err};
 
-/// Loose objects in `objects/17` that trigger packing (≈ 256× as many in all).
-const AUTO_PACK_SAMPLE_THRESHOLD: usize = 6;
+/// Fan-out directories sampled to estimate the loose-object count (1/32 of all).
+const SAMPLE_DIRS: [&str; 8] = ["17", "3c", "5e", "81", "9a", "b4", "d2", "f0"];
+
+/// Loose objects in [`SAMPLE_DIRS`] that trigger packing (≈ 32× as many in all,
+/// a few dozen captures: loose objects are whole files, so they must not pile up).
+const AUTO_PACK_SAMPLE_THRESHOLD: usize = 4;
+
+/// Packs that trigger packing: the store writes each commit's objects as one
+/// small pack (`packwrite`), so small packs pile up instead of loose objects.
+const AUTO_PACK_PACK_COUNT: usize = 16;
+
+/// The number of packs (`*.pack` names only: cheap enough to check after every write).
+fn pack_count(pack_dir: &Path) -> usize {
+    fs::read_dir(pack_dir)
+        .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".pack")).count())
+        .unwrap_or(0)
+}
+
+/// A pack is merged into the new one when it holds at most this many times
+/// the objects of everything newer being packed.
+const GEOMETRIC_FACTOR: usize = 2;
+
+/// Reflog entries kept per log (HEAD and the branch): enough for `engram doctor`
+/// to name the last good commit, without growing ~200 bytes per commit forever.
+const REFLOG_KEEP: usize = 50;
 
 /// What a packing run did.
 #[derive(Debug, Clone, Default)]
@@ -27,70 +67,104 @@ pub struct PackReport {
 
 /// Packs when the loose-object estimate passes the threshold. Errors are
 /// logged, not returned: packing is housekeeping and must not fail a write.
-///
-/// Most runs pack only the loose objects (cost proportional to what was
-/// written since the last run, not to the history); once [`MAX_INCREMENTAL_PACKS`]
-/// packs have piled up, everything is repacked into one.
+/// Call with the write lock held.
 pub(super) fn maybe_pack(repo: &PackRepo) {
-    let sample = repo.git_dir().join("objects").join("17");
-    let n = fs::read_dir(&sample).map(|d| d.count()).unwrap_or(0);
-    if n <= AUTO_PACK_SAMPLE_THRESHOLD {
+    let objects = repo.git_dir().join("objects");
+    let n: usize =
+        SAMPLE_DIRS.iter().map(|d| fs::read_dir(objects.join(d)).map(|d| d.count()).unwrap_or(0)).sum();
+    if n < AUTO_PACK_SAMPLE_THRESHOLD && pack_count(&objects.join("pack")) < AUTO_PACK_PACK_COUNT {
         return;
     }
-    let packs = fs::read_dir(repo.git_dir().join("objects").join("pack"))
-        .map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
-        .unwrap_or(0);
-    let res = if packs < MAX_INCREMENTAL_PACKS { pack_loose(repo) } else { pack_now(repo) };
-    if let Err(e) = res {
+    if let Err(e) = pack_geometric(repo) {
         eprintln!("engram: packing {} failed: {e}", repo.dir.display());
+    }
+    trim_reflogs(repo);
+}
+
+/// A pack file of the repository.
+struct PackFile {
+    /// `objects/pack/pack-<id>` without extension.
+    base: PathBuf,
+    objects: usize,
+    modified: SystemTime,
+}
+
+impl PackFile {
+    fn with_ext(&self, ext: &str) -> PathBuf {
+        self.base.with_extension(ext)
     }
 }
 
-/// Packs beyond which the next automatic run repacks everything into one.
-const MAX_INCREMENTAL_PACKS: usize = 12;
-
-/// Writes the loose objects into a new pack and deletes them. Call with the lock held.
-fn pack_loose(repo: &PackRepo) -> Result<PackReport> {
+/// Packs the loose objects and the newest packs the geometric rule selects into
+/// one new pack, then deletes what it covers. Call with the lock held.
+fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
     let git = &repo.repo;
     let dir = &repo.dir;
     let objects_dir = repo.git_dir().join("objects");
-    let mut loose: Vec<(git2::Oid, std::path::PathBuf)> = Vec::new();
-    for sub in fs::read_dir(&objects_dir).map_err(|e| io_err("read", &objects_dir, e))?.flatten() {
-        let prefix = sub.file_name().to_string_lossy().into_owned();
-        if prefix.len() != 2 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
-            continue;
+    let pack_dir = objects_dir.join("pack");
+    let loose = loose_objects(&objects_dir)?;
+    let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
+    let mut total = loose.len();
+    for pack in packs(&pack_dir) {
+        // With no loose objects, the newest pack (a write's own) seeds the run.
+        if total > 0 && pack.objects > GEOMETRIC_FACTOR * total {
+            break;
         }
-        let Ok(files) = fs::read_dir(sub.path()) else { continue };
-        for f in files.flatten() {
-            let rest = f.file_name().to_string_lossy().into_owned();
-            if let Ok(oid) = git2::Oid::from_str(&format!("{prefix}{rest}"))
-                && rest.len() == 38
-            {
-                loose.push((oid, f.path()));
-            }
-        }
+        // A pack whose index cannot be read stays as it is (and stops the merge: only a
+        // run of the newest packs is merged, so the commit walk below sees their history).
+        let Some(ids) = pack_ids(&pack.with_ext("idx")) else { break };
+        total += pack.objects;
+        merged.push((pack, ids));
     }
-    let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
-    let mut packed = Vec::with_capacity(loose.len());
-    for (oid, path) in loose {
-        // An unreadable object stays loose (and `engram doctor` reports it).
-        if builder.insert_object(oid, None).is_ok() {
-            packed.push(path);
-        }
-    }
-    if packed.is_empty() {
+    if loose.is_empty() && merged.len() < 2 {
         return Ok(PackReport::default());
     }
-    let pack_dir = objects_dir.join("pack");
+    let mut members: HashSet<Oid> = loose.iter().map(|(id, _)| *id).collect();
+    for (_, ids) in &merged {
+        members.extend(ids.iter().copied());
+    }
+
+    let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
+    let order = delta_order(git, &tips(repo), &|id| members.contains(id));
+    for (rank, (id, named)) in order.iter().enumerate() {
+        let name = named.then(|| sort_name(order.len() - rank));
+        let _ = builder.insert_object(*id, name.as_deref());
+    }
+    // Everything else (objects no ref reaches, e.g. left by a killed writer) goes in as it is.
+    let mut packed_loose = Vec::with_capacity(loose.len());
+    for (id, path) in loose {
+        // An unreadable object stays loose (and `engram doctor` reports it).
+        if builder.insert_object(id, None).is_ok() {
+            packed_loose.push(path);
+        }
+    }
+    let mut covered = Vec::with_capacity(merged.len());
+    for (pack, ids) in merged {
+        if ids.iter().all(|id| builder.insert_object(*id, None).is_ok()) {
+            covered.push(pack);
+        }
+    }
+    let objects = builder.object_count();
+    if objects == 0 {
+        return Ok(PackReport::default());
+    }
     fs::create_dir_all(&pack_dir).map_err(|e| io_err("create directory", &pack_dir, e))?;
     builder.write(&pack_dir, 0o444).map_err(|e| git_err("writing the pack", dir, e))?;
-    let mut report = PackReport { objects: packed.len(), ..PackReport::default() };
-    for path in packed {
+    let new_name = builder.name().ok().flatten().map(str::to_owned);
+
+    let mut report = PackReport { objects, ..PackReport::default() };
+    for path in packed_loose {
         if fs::remove_file(&path).is_ok() {
             report.loose_removed += 1;
         }
         if let Some(parent) = path.parent() {
             let _ = fs::remove_dir(parent);
+        }
+    }
+    for pack in covered {
+        let same = new_name.as_deref().is_some_and(|n| pack.base.to_string_lossy().ends_with(n));
+        if !same && remove_pack(&pack.base) {
+            report.packs_removed += 1;
         }
     }
     Ok(report)
@@ -103,32 +177,18 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
     let started = SystemTime::now();
     let objects_dir = repo.git_dir().join("objects");
     let pack_dir = objects_dir.join("pack");
-    let old_packs: Vec<_> = fs::read_dir(&pack_dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+    let old_packs = packs(&pack_dir);
+    trim_reflogs(repo);
 
     let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
-    let mut walk = git.revwalk().map_err(|e| git_err("packing objects", dir, e))?;
-    walk.push_glob("refs/*").map_err(|e| git_err("packing objects", dir, e))?;
-    let _ = walk.push_head();
-    // Like git, keep what the reflogs name: a writer killed between appending to the reflog
-    // and moving the ref leaves an entry for a commit no ref reaches (and `git fsck` checks it).
-    let mut logs = vec!["HEAD".to_owned()];
-    if let Ok(branch) = repo.branch_ref() {
-        logs.push(branch);
+    let order = delta_order(git, &tips(repo), &|_| true);
+    for (rank, (id, named)) in order.iter().enumerate() {
+        let name = named.then(|| sort_name(order.len() - rank));
+        builder.insert_object(*id, name.as_deref()).map_err(|e| git_err("packing objects", dir, e))?;
     }
-    for name in &logs {
-        if let Ok(log) = git.reflog(name) {
-            for entry in log.iter() {
-                for id in [entry.id_new(), entry.id_old()] {
-                    if !id.is_zero() && git.find_commit(id).is_ok() {
-                        let _ = walk.push(id);
-                    }
-                }
-            }
-        }
+    for id in ref_objects(git) {
+        let _ = builder.insert_object(id, None);
     }
-    builder.insert_walk(&mut walk).map_err(|e| git_err("packing objects", dir, e))?;
     if let Ok(index) = git.index() {
         for entry in index.iter() {
             let _ = builder.insert_object(entry.id, None);
@@ -144,16 +204,284 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
 
     let mut report = PackReport { objects, ..PackReport::default() };
     report.loose_removed = remove_loose_before(&objects_dir, started);
-    for p in old_packs {
-        let keep = new_name.as_deref().is_some_and(|n| p.to_string_lossy().contains(n));
-        let is_pack_file = p.extension().is_some_and(|e| e == "pack" || e == "idx" || e == "rev");
-        if !keep && is_pack_file && fs::remove_file(&p).is_ok() && p.extension().is_some_and(|e| e == "pack")
-        {
+    for pack in old_packs {
+        let keep = new_name.as_deref().is_some_and(|n| pack.base.to_string_lossy().ends_with(n));
+        if !keep && remove_pack(&pack.base) {
             report.packs_removed += 1;
         }
     }
     let _ = git.refdb_compress();
     Ok(report)
+}
+
+/// The commits packing starts from: HEAD, every ref, and what the reflogs name
+/// (like git: a writer killed between appending to the reflog and moving the ref
+/// leaves an entry for a commit no ref reaches, and `git fsck` checks it).
+fn tips(repo: &PackRepo) -> Vec<Oid> {
+    let git = &repo.repo;
+    let mut out = Vec::new();
+    if let Ok(head) = git.head().and_then(|h| h.peel_to_commit()) {
+        out.push(head.id());
+    }
+    if let Ok(refs) = git.references() {
+        for r in refs.flatten() {
+            if let Ok(c) = r.peel_to_commit() {
+                out.push(c.id());
+            }
+        }
+    }
+    let mut logs = vec!["HEAD".to_owned()];
+    if let Ok(branch) = repo.branch_ref() {
+        logs.push(branch);
+    }
+    for name in &logs {
+        if let Ok(log) = git.reflog(name) {
+            for entry in log.iter() {
+                for id in [entry.id_new(), entry.id_old()] {
+                    if !id.is_zero() && git.find_commit(id).is_ok() {
+                        out.push(id);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Objects refs point at that are not commits (annotated tags, tagged trees or blobs).
+fn ref_objects(git: &Repository) -> Vec<Oid> {
+    let mut out = Vec::new();
+    if let Ok(refs) = git.references() {
+        for r in refs.flatten() {
+            let Some(id) = r.target() else { continue };
+            if let Ok(obj) = git.find_object(id, None)
+                && obj.kind() != Some(ObjectType::Commit)
+            {
+                out.push(id);
+                if let Ok(peeled) = obj.peel(ObjectType::Any) {
+                    out.push(peeled.id());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One object found by [`delta_order`].
+struct Found {
+    id: Oid,
+    /// 0 commit, 1 tree, 2 blob.
+    kind: u8,
+    /// Interned path (trees) or file family (blobs, see [`family`]).
+    family: usize,
+    /// Position of the first commit that has it, oldest first.
+    born: usize,
+    /// A rolled segment (see [`family`]).
+    segment: bool,
+}
+
+/// The commits, trees and blobs reachable from `tips` for which `member` holds
+/// (the walk stops at commits and trees outside it), in the order they should
+/// reach libgit2's delta search: by kind, then by file family, newest first.
+/// Each id comes with whether to name it: commits are left unnamed, so that
+/// libgit2 sorts them by size (a chain of commits, each a delta of the next, runs
+/// into the depth limit, where deltas stop being worth it; size order makes
+/// shallow fans).
+fn delta_order(git: &Repository, tips: &[Oid], member: &dyn Fn(&Oid) -> bool) -> Vec<(Oid, bool)> {
+    // Commits, newest first, then reversed so that "first seen" is "created".
+    let mut seen: HashSet<Oid> = HashSet::new();
+    let mut queue: VecDeque<Oid> = tips.iter().copied().filter(|id| member(id) && seen.insert(*id)).collect();
+    let mut commits = Vec::new();
+    while let Some(id) = queue.pop_front() {
+        let Ok(commit) = git.find_commit(id) else { continue };
+        commits.push((id, commit.tree_id()));
+        for parent in commit.parent_ids() {
+            if member(&parent) && seen.insert(parent) {
+                queue.push_back(parent);
+            }
+        }
+    }
+    commits.reverse();
+
+    let mut families: HashMap<String, usize> = HashMap::new();
+    let mut intern = |name: String| {
+        let next = families.len();
+        *families.entry(name).or_insert(next)
+    };
+    let mut found = Vec::new();
+    for (born, (id, tree)) in commits.into_iter().enumerate() {
+        found.push(Found { id, kind: 0, family: 0, born, segment: false });
+        let mut stack = vec![(tree, String::new())];
+        while let Some((tree_id, path)) = stack.pop() {
+            if !member(&tree_id) || !seen.insert(tree_id) {
+                continue;
+            }
+            let Ok(tree) = git.find_tree(tree_id) else { continue };
+            for entry in tree.iter() {
+                let name = String::from_utf8_lossy(entry.name_bytes());
+                let child = if path.is_empty() { name.into_owned() } else { format!("{path}/{name}") };
+                match entry.kind() {
+                    Some(ObjectType::Tree) => stack.push((entry.id(), child)),
+                    Some(ObjectType::Blob) if member(&entry.id()) && seen.insert(entry.id()) => {
+                        let (fam, segment) = family(&child);
+                        found.push(Found { id: entry.id(), kind: 2, family: intern(fam), born, segment });
+                    }
+                    _ => {}
+                }
+            }
+            found.push(Found { id: tree_id, kind: 1, family: intern(path), born, segment: false });
+        }
+    }
+    found.sort_by_key(|f| (f.kind, f.family, std::cmp::Reverse(f.born), f.segment));
+
+    // A segment goes right after the next (older) head version: the one that held its lines.
+    let mut out = Vec::with_capacity(found.len());
+    let mut pending: Vec<(Oid, bool)> = Vec::new();
+    let mut group = None;
+    for f in found {
+        if group != Some((f.kind, f.family)) {
+            out.append(&mut pending);
+            group = Some((f.kind, f.family));
+        }
+        if f.segment {
+            pending.push((f.id, true));
+        } else {
+            out.push((f.id, f.kind != 0));
+            out.append(&mut pending);
+        }
+    }
+    out.append(&mut pending);
+    out
+}
+
+/// The file whose versions a blob at `path` should be delta-compressed against:
+/// a segment rolled out of a head file (`<dir>/_log/<name>/<segment>`, see
+/// `memlog`) belongs with `<dir>/<name>.md`; any other file with itself.
+fn family(path: &str) -> (String, bool) {
+    let parts: Vec<&str> = path.split('/').collect();
+    if parts.len() >= 3 && parts[parts.len() - 3] == "_log" {
+        let name = parts[parts.len() - 2];
+        let head = match &parts[..parts.len() - 3] {
+            [] => format!("{name}.md"),
+            dir => format!("{}/{name}.md", dir.join("/")),
+        };
+        return (head, true);
+    }
+    (path.to_owned(), false)
+}
+
+/// Ranks libgit2's "name hash" can order: 13 base-4 digits.
+const MAX_RANK: usize = (1 << 26) - 1;
+
+/// A name whose libgit2 name hash grows with `rank` (so higher ranks sort first).
+///
+/// libgit2 hashes a name as `h = (h >> 2) + (c << 24)` over its bytes, so the
+/// hash of these 16 characters is a constant plus the 13 base-4 digits spelled
+/// by the last 13 (`@ABC` = 0–3, least significant first).
+fn sort_name(rank: usize) -> String {
+    let rank = rank.min(MAX_RANK);
+    let mut name = String::from("@@@");
+    for k in (0..13).rev() {
+        let digit = (rank >> (2 * (12 - k))) & 3;
+        name.push(char::from(b'@' + digit as u8));
+    }
+    name
+}
+
+/// Every loose object file: its id and path.
+fn loose_objects(objects_dir: &Path) -> Result<Vec<(Oid, PathBuf)>> {
+    let mut loose = Vec::new();
+    for sub in fs::read_dir(objects_dir).map_err(|e| io_err("read", objects_dir, e))?.flatten() {
+        let prefix = sub.file_name().to_string_lossy().into_owned();
+        if prefix.len() != 2 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(files) = fs::read_dir(sub.path()) else { continue };
+        for f in files.flatten() {
+            let rest = f.file_name().to_string_lossy().into_owned();
+            if let Ok(oid) = Oid::from_str(&format!("{prefix}{rest}"))
+                && rest.len() == 38
+            {
+                loose.push((oid, f.path()));
+            }
+        }
+    }
+    Ok(loose)
+}
+
+/// The packs with a readable index and no `.keep` file, newest first.
+fn packs(pack_dir: &Path) -> Vec<PackFile> {
+    let mut out: Vec<PackFile> = fs::read_dir(pack_dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+                .filter(|p| !p.with_extension("keep").exists())
+                .filter_map(|p| {
+                    let modified = fs::metadata(&p).and_then(|m| m.modified()).ok()?;
+                    let objects = pack_object_count(&p.with_extension("idx"))?;
+                    Some(PackFile { base: p.with_extension(""), objects, modified })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.base.cmp(&a.base)));
+    out
+}
+
+const IDX_MAGIC: [u8; 4] = [0xff, b't', b'O', b'c'];
+const IDX_HEADER: usize = 8 + 256 * 4;
+
+/// The object count of a version-2 pack index.
+fn pack_object_count(idx: &Path) -> Option<usize> {
+    use std::io::Read;
+    let mut head = [0u8; IDX_HEADER];
+    fs::File::open(idx).ok()?.read_exact(&mut head).ok()?;
+    if head[..4] != IDX_MAGIC || head[4..8] != [0, 0, 0, 2] {
+        return None;
+    }
+    let last: [u8; 4] = head[IDX_HEADER - 4..].try_into().ok()?;
+    Some(u32::from_be_bytes(last) as usize)
+}
+
+/// The object ids a version-2 pack index lists.
+fn pack_ids(idx: &Path) -> Option<Vec<Oid>> {
+    let bytes = fs::read(idx).ok()?;
+    let count = pack_object_count(idx)?;
+    let ids = bytes.get(IDX_HEADER..IDX_HEADER + count * 20)?;
+    ids.chunks_exact(20).map(|raw| Oid::from_bytes(raw).ok()).collect()
+}
+
+/// Deletes a pack (index first, so that no reader sees an index without its pack).
+fn remove_pack(base: &Path) -> bool {
+    let removed = fs::remove_file(base.with_extension("idx")).is_ok();
+    for ext in ["pack", "rev", "bitmap", "mtimes"] {
+        let _ = fs::remove_file(base.with_extension(ext));
+    }
+    removed
+}
+
+/// Keeps the newest [`REFLOG_KEEP`] entries of the HEAD and branch reflogs.
+fn trim_reflogs(repo: &PackRepo) {
+    let mut logs = vec!["HEAD".to_owned()];
+    if let Ok(branch) = repo.branch_ref()
+        && branch != "HEAD"
+    {
+        logs.push(branch);
+    }
+    for name in logs {
+        let Ok(mut log) = repo.repo.reflog(&name) else { continue };
+        if log.len() <= REFLOG_KEEP {
+            continue;
+        }
+        // Entry 0 is the newest; dropping from the end drops the oldest.
+        while log.len() > REFLOG_KEEP {
+            if log.remove(log.len() - 1, false).is_err() {
+                break;
+            }
+        }
+        let _ = log.write();
+    }
 }
 
 fn remove_loose_before(objects_dir: &Path, before: SystemTime) -> usize {
@@ -175,4 +503,97 @@ fn remove_loose_before(objects_dir: &Path, before: SystemTime) -> usize {
         let _ = fs::remove_dir(sub.path());
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libgit2's `name_hash` (pack-objects.c).
+    fn name_hash(name: &str) -> u32 {
+        let mut hash: u32 = 0;
+        for c in name.bytes().filter(|c| !c.is_ascii_whitespace()) {
+            hash = (hash >> 2).wrapping_add(u32::from(c) << 24);
+        }
+        hash
+    }
+
+    #[test]
+    fn sort_names_hash_in_rank_order() {
+        let ranks =
+            [0, 1, 2, 3, 4, 5, 15, 16, 17, 255, 256, 1000, 4095, 4096, 65_535, 65_536, 1 << 20, MAX_RANK];
+        for pair in ranks.windows(2) {
+            assert!(
+                name_hash(&sort_name(pair[0])) < name_hash(&sort_name(pair[1])),
+                "{} !< {}",
+                pair[0],
+                pair[1]
+            );
+        }
+        assert_eq!(name_hash(&sort_name(MAX_RANK)), name_hash(&sort_name(MAX_RANK + 5)));
+    }
+
+    /// Appends a line to `log.md`, rolling 16 lines into `_log/log/NNNNNN.md` when it has 32.
+    fn append(repo: &PackRepo, i: usize) {
+        repo.write(|snap| {
+            let old = snap.read_text("log.md")?.unwrap_or_default();
+            let mut lines: Vec<String> = old.lines().map(str::to_owned).collect();
+            lines.push(format!("entry {i}: some text that takes a few dozen bytes, like a memory"));
+            let mut changes = super::super::Changes::default();
+            if lines.len() >= 32 {
+                let rolled: Vec<String> = lines.drain(..16).collect();
+                changes.put(format!("_log/log/{:06}.md", i), rolled.join("\n"));
+            }
+            changes.put("log.md", lines.join("\n"));
+            let message = super::super::CommitMessage::new(format!("append {i}"));
+            Ok::<_, super::super::StoreError>(super::super::Edit::Commit { changes, message, value: () })
+        })
+        .expect("write");
+    }
+
+    #[test]
+    fn automatic_packing_keeps_few_packs_few_loose_objects_and_all_history() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(dir.path(), super::super::StoreOptions::default()).expect("open");
+        let git = repo.git_dir();
+        let mut most_packs = 0;
+        const WRITES: usize = 1000;
+        for i in 0..WRITES {
+            append(&repo, i);
+            most_packs = most_packs.max(packs(&git.join("objects/pack")).len());
+        }
+        let loose = loose_objects(&git.join("objects")).expect("loose").len();
+        // ~4 objects per write (commit, tree, 2 blobs): 4,000 objects in all.
+        assert!(loose < 1000, "{loose} loose objects");
+        // Each write adds a small pack; packing runs once AUTO_PACK_PACK_COUNT exist.
+        assert!((1..=AUTO_PACK_PACK_COUNT + 4).contains(&most_packs), "{most_packs} packs at once");
+        assert!(repo.repo.reflog("HEAD").expect("reflog").len() < 2 * REFLOG_KEEP + 200);
+        // Every commit and every file of it is still readable.
+        let mut walk = repo.repo.revwalk().expect("revwalk");
+        walk.push_head().expect("head");
+        let mut commits = 0;
+        for id in walk {
+            let commit = repo.repo.find_commit(id.expect("id")).expect("commit");
+            let tree = commit.tree().expect("tree");
+            tree.walk(git2::TreeWalkMode::PreOrder, |_, e| {
+                repo.repo.find_object(e.id(), None).expect("object");
+                git2::TreeWalkResult::Ok
+            })
+            .expect("walk");
+            commits += 1;
+        }
+        assert_eq!(commits, WRITES + 1, "the writes and the adopt commit");
+        let before = repo.git_size();
+        let report = repo.pack_objects().expect("gc");
+        assert!(report.objects > WRITES * 3 && packs(&git.join("objects/pack")).len() == 1);
+        assert!(repo.git_size() <= before, "one pack is no larger than several");
+    }
+
+    #[test]
+    fn segments_belong_with_their_head_file() {
+        assert_eq!(family("memory/_log/work/000003.md"), ("memory/work.md".to_owned(), true));
+        assert_eq!(family("memory/_log/_index_full/000001.md"), ("memory/_index_full.md".to_owned(), true));
+        assert_eq!(family("memory/work.md"), ("memory/work.md".to_owned(), false));
+        assert_eq!(family("_log/a/1.md"), ("a.md".to_owned(), true));
+    }
 }

@@ -22,7 +22,6 @@ mod guard;
 mod history;
 mod locks;
 mod merge;
-mod packs;
 mod packwrite;
 mod purge;
 mod recent;
@@ -454,8 +453,11 @@ impl PackRepo {
             return Self::open(dir, options);
         }
         configure_libgit2();
-        let repo =
-            Repository::init(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        // No template directory: git's sample hooks are ~20 KiB a small pack does not need.
+        let mut init = git2::RepositoryInitOptions::new();
+        init.external_template(false);
+        let repo = Repository::init_opts(dir, &init)
+            .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
         let this = Self { dir: dir.to_owned(), repo, options, clean: std::sync::Mutex::new(None) };
         this.configure()?;
         {
@@ -579,7 +581,6 @@ impl PackRepo {
             )? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
-                    packs::maybe_merge(self);
                     trace.mark("gc-check");
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
@@ -947,10 +948,16 @@ impl PackRepo {
 
 /// Process-wide libgit2 settings, applied once: objects are not re-hashed on
 /// every read (as cargo does; `engram doctor` and `git fsck` still verify
-/// them), which halves the cost of reading the files a write builds on.
+/// them), which halves the cost of reading the files a write builds on; and
+/// index entries and tree entries are not checked for existence one lookup at
+/// a time (every id engram puts there was written first, and the index copy a
+/// write swaps in would otherwise look up every tracked file in every pack).
 fn configure_libgit2() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| git2::opts::strict_hash_verification(false));
+    ONCE.call_once(|| {
+        git2::opts::strict_hash_verification(false);
+        git2::opts::strict_object_creation(false);
+    });
 }
 
 /// Optional timing of the phases of a write, printed to stderr.

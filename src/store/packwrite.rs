@@ -9,7 +9,7 @@
 //! commit are serialised by us (the formats are git's, byte for byte; the
 //! tests compare the ids with libgit2's) and handed to libgit2's indexer as
 //! one pack: two new files per commit, nothing to delete later. Small packs
-//! are merged as they accumulate (see `packs`).
+//! are merged, with deltas, as they accumulate (see `gc`).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -165,7 +165,6 @@ impl PackRepo {
             )? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
-                    super::packs::maybe_merge(self);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),

@@ -135,7 +135,7 @@ pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
         rustix::fs::CWD,
         &spare,
         rustix::fs::CWD,
-        &git_dir.join("index"),
+        git_dir.join("index"),
         rustix::fs::RenameFlags::EXCHANGE,
     )
     .is_ok()
