@@ -17,6 +17,91 @@ pub(super) struct ExpiryState {
     pub head: String,
     /// The earliest `expires:` date among index lines (None: no expiring entry).
     pub earliest: Option<NaiveDate>,
+    /// Proof that HEAD is still `head` without asking git (None: ask git).
+    pub stamps: Option<HeadStamps>,
+}
+
+/// How long after its last change a file's `stat` stamp is trusted to change again when the
+/// file does: file times come from a clock that ticks every few milliseconds, so a change in
+/// the same tick as the stamp could keep it (git's "racily clean" entries).
+const SETTLED: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `stat` stamp of a file: identity, size and both change times (ctime cannot be set back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::symlink_metadata(path).ok().filter(|m| m.is_file())?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// True when the file last changed at least [`SETTLED`] before `before`.
+    fn settled(&self, before: std::time::SystemTime) -> bool {
+        let Some(limit) = before.checked_sub(SETTLED) else { return false };
+        let Ok(limit) = limit.duration_since(std::time::UNIX_EPOCH) else { return false };
+        let limit = (i64::try_from(limit.as_secs()).unwrap_or(i64::MAX), i64::from(limit.subsec_nanos()));
+        self.ctime < limit
+    }
+}
+
+/// Stamps of `.git/HEAD` and of the loose ref it names: while both are unchanged, HEAD names
+/// the same commit (every ref update writes a new file and renames it into place, and a ref
+/// that moves into `packed-refs` loses its loose file). Two `stat` calls instead of reading
+/// both files through libgit2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HeadStamps {
+    head: FileStamp,
+    reference: Option<(std::path::PathBuf, FileStamp)>,
+}
+
+impl HeadStamps {
+    /// Stamps HEAD of the repository at `root/.git`, when they can be trusted: the files exist
+    /// as plain files and settled before `before`. Take them *before* reading HEAD, so a change
+    /// after this call shows as a changed stamp.
+    fn take(root: &Path, before: std::time::SystemTime) -> Option<Self> {
+        let git = root.join(".git");
+        let head_file = git.join("HEAD");
+        let head = FileStamp::of(&head_file)?;
+        let text = fs::read_to_string(&head_file).ok()?;
+        let reference = match text.strip_prefix("ref: ") {
+            Some(name) => {
+                let name = name.trim();
+                if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p.starts_with('.')) {
+                    return None;
+                }
+                let path = git.join(name);
+                let stamp = FileStamp::of(&path)?;
+                Some((path, stamp))
+            }
+            None => None,
+        };
+        let stamps = Self { head, reference };
+        stamps.all_settled(before).then_some(stamps)
+    }
+
+    fn all_settled(&self, before: std::time::SystemTime) -> bool {
+        self.head.settled(before) && self.reference.as_ref().is_none_or(|(_, s)| s.settled(before))
+    }
+
+    /// True when neither file changed since the stamps were taken.
+    fn unchanged(&self, root: &Path) -> bool {
+        FileStamp::of(&root.join(".git").join("HEAD")) == Some(self.head)
+            && self.reference.as_ref().is_none_or(|(path, stamp)| FileStamp::of(path) == Some(*stamp))
+    }
 }
 
 /// What `load_engram` reads a pack through: the working tree, or a commit's tree (`as_of`).
@@ -33,6 +118,11 @@ pub(super) struct PackView<'a> {
 
 /// The hot index without expired lines, and the number of entry lines kept.
 pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
+    if !text.contains("expires:") && !text.contains('\r') {
+        // Nothing can expire and `lines()` would strip nothing: the same text, one search.
+        let n = text.lines().filter(|l| l.starts_with("- `memory/")).count();
+        return (text.trim().to_owned(), n);
+    }
     let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
     let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
     (lines.join("\n").trim().to_owned(), n)
@@ -41,16 +131,41 @@ pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
 /// Reads a text file of the working tree; `Ok(None)` if missing.
 pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
     match fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).replace("\r\n", "\n"))),
+        Ok(bytes) => Ok(Some(text_of(&bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(None),
         Err(e) => Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
     }
 }
 
+/// File bytes as text: invalid UTF-8 replaced, CRLF line ends made LF.
+fn text_of(bytes: &[u8]) -> String {
+    // SIMD validation: std's validator was the largest single cost of a load on CJK text.
+    let text = match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    if text.contains('\r') { text.replace("\r\n", "\n") } else { text }
+}
+
 /// Reads `rel` of a pack (or memory root) like [`read_text_file`], but only when the file,
 /// symbolic links resolved, stays inside `root`: a link out of the pack reads as missing.
 pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
+    use crate::plainread::{NoFollow, read_no_follow};
+    match plain_path(root, rel) {
+        PlainPath::Inside(path) => match read_no_follow(&path, text_of) {
+            Ok(NoFollow::Read(text)) => Ok(Some(text)),
+            Ok(NoFollow::Missing) => Ok(None),
+            Ok(NoFollow::Link) => read_resolved(root, rel),
+            Err(e) => Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
+        },
+        PlainPath::Missing => Ok(None),
+        PlainPath::Unsure => read_resolved(root, rel),
+    }
+}
+
+/// The general case of [`read_pack_text`]: resolve both paths and compare.
+fn read_resolved(root: &Path, rel: &str) -> Result<Option<String>> {
     let full = root.join(rel);
     match (root.canonicalize(), full.canonicalize()) {
         (Ok(r), Ok(f)) if f.starts_with(&r) && !f.strip_prefix(&r).is_ok_and(|x| x.starts_with(".git")) => {
@@ -58,6 +173,45 @@ pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
         }
         _ => Ok(None),
     }
+}
+
+/// What `lstat` on the directories of `rel` below `root` says.
+enum PlainPath {
+    /// Every directory on the way is a real directory (no symbolic link) and the last
+    /// component is a plain name: the file, if not a link itself, is inside `root`.
+    Inside(std::path::PathBuf),
+    /// A directory on the way is missing or not a directory: reads as missing either way.
+    Missing,
+    /// A symbolic link, `.git`, an odd component or an error: let [`read_resolved`] decide.
+    Unsure,
+}
+
+/// Walks `rel` below `root` with one `lstat` per directory (no path resolution): the common
+/// case of [`read_pack_text`] without resolving every component of both paths.
+fn plain_path(root: &Path, rel: &str) -> PlainPath {
+    use std::path::Component;
+    let mut path = root.to_path_buf();
+    let mut components = Path::new(rel).components().peekable();
+    let mut first = true;
+    while let Some(component) = components.next() {
+        let Component::Normal(part) = component else { return PlainPath::Unsure };
+        if first && part == ".git" {
+            return PlainPath::Unsure;
+        }
+        first = false;
+        path.push(part);
+        if components.peek().is_none() {
+            return PlainPath::Inside(path);
+        }
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => return PlainPath::Unsure,
+            Ok(_) => return PlainPath::Missing,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return PlainPath::Missing,
+            Err(_) => return PlainPath::Unsure,
+        }
+    }
+    PlainPath::Unsure
 }
 
 fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
@@ -97,24 +251,39 @@ pub(super) fn onboarding_section(rules: &str) -> Option<String> {
 impl Engram {
     /// Runs the expiry pass when something expired (or the full index still
     /// needs to be migrated): expired entries move to `<category>-expired.md`
-    /// in one commit of their own.
+    /// in one commit of their own. Callers check that `memory_root/memory` is a directory.
     pub(super) fn expire_memory(&self, memory_root: &Path, caller: &Caller) -> Result<()> {
         // A read-only server never commits; expired entries are hidden from answers anyway.
-        if self.config.store.read_only || !memory_root.join("memory").is_dir() {
+        if self.config.store.read_only {
             return Ok(());
         }
         let today = self.now().date_naive();
         let needs_migration =
             !memory_root.join(crate::memlog::FULL_INDEX).exists() && memory_root.join(HOT_INDEX).exists();
-        let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
-        let cached = {
+        let known = {
             let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
-            cache.get(memory_root).filter(|s| s.head == head).cloned()
+            cache.get(memory_root).cloned()
         };
+        // HEAD without asking git when the stamps of its files prove it did not move.
+        let proven = known.as_ref().filter(|k| k.stamps.as_ref().is_some_and(|s| s.unchanged(memory_root)));
+        let (head, stamps, proven) = match proven {
+            Some(state) => (state.head.clone(), state.stamps.clone(), true),
+            None => {
+                let stamps = HeadStamps::take(memory_root, std::time::SystemTime::now());
+                (self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?, stamps, false)
+            }
+        };
+        let cached = known.filter(|s| s.head == head);
         if let Some(state) = &cached
             && !needs_migration
             && state.earliest.is_none_or(|d| d >= today)
         {
+            if !proven {
+                let mut cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(entry) = cache.get_mut(memory_root).filter(|s| s.head == head) {
+                    entry.stamps = stamps;
+                }
+            }
             return Ok(());
         }
         let now = self.now();
@@ -186,7 +355,7 @@ impl Engram {
         self.expiry_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state });
+            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state, stamps: None });
         Ok(())
     }
 
@@ -208,7 +377,7 @@ impl Engram {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest });
+        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest, stamps: None });
     }
 
     fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
@@ -219,21 +388,26 @@ impl Engram {
     /// `load_engram`.
     pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
         limits::check_query("query", query)?;
-        let pack = self.resolve(name)?;
+        let (pack, meta) = self.packs().resolve_with_meta(name)?;
         let dir = &pack.dir;
-        self.expire_memory(dir, caller)?;
-        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
-        if global.join("memory").is_dir() {
-            self.expire_memory(&global, caller)?;
+        let has_memory_dir = dir.join("memory").is_dir();
+        if has_memory_dir {
+            self.expire_memory(dir, caller)?;
         }
+        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
+        let global_text = if global.join("memory").is_dir() {
+            self.expire_memory(&global, caller)?;
+            self.active_hot_index(&global)?.0
+        } else {
+            String::new()
+        };
         let view = PackView {
             read: &|rel: &str| read_pack_text(dir, rel),
-            has_memory_dir: dir.join("memory").is_dir(),
+            has_memory_dir,
             onboarded: self.onboarded(dir),
             today: self.now().date_naive(),
         };
-        let (global_text, _) = self.active_hot_index(&global)?;
-        self.render_load(name, query, &view, &global_text)
+        self.render_load_with_meta(name, query, &view, &global_text, Some(&meta))
     }
 
     /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).
@@ -244,18 +418,41 @@ impl Engram {
         view: &PackView<'_>,
         global_text: &str,
     ) -> Result<String> {
+        self.render_load_with_meta(name, query, view, global_text, None)
+    }
+
+    /// [`Engram::render_load`] with the pack's `meta.json` already parsed (`None`: read it
+    /// through the view).
+    fn render_load_with_meta(
+        &self,
+        name: &str,
+        query: &str,
+        view: &PackView<'_>,
+        global_text: &str,
+        meta: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<String> {
         let read =
             |rel: &str| -> Result<String> { Ok((view.read)(rel)?.unwrap_or_default().trim().to_owned()) };
         let mut sections: Vec<String> = Vec::new();
+        let mut rules = String::new();
         for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
         {
             let text = read(file)?;
             if !text.is_empty() {
                 sections.push(format!("## {title}\n{text}"));
             }
+            if file == "rules.md" {
+                rules = text;
+            }
         }
-        let meta: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&read("meta.json")?).unwrap_or_default();
+        let read_meta;
+        let meta = match meta {
+            Some(meta) => meta,
+            None => {
+                read_meta = serde_json::from_str(&read("meta.json")?).unwrap_or_default();
+                &read_meta
+            }
+        };
         if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
             && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
         {
@@ -287,7 +484,7 @@ impl Engram {
             sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
         }
         if !view.onboarded
-            && let Some(text) = onboarding_section(&read("rules.md")?)
+            && let Some(text) = onboarding_section(&rules)
             && !text.is_empty()
         {
             sections.push(format!(
