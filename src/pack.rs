@@ -154,11 +154,16 @@ fn python_repr(v: &Value) -> String {
 impl Packs {
     /// Packs under `packs_dir`, with `project_root` searched first when it is a directory.
     pub fn new(packs_dir: PathBuf, project_root: Option<PathBuf>) -> Self {
+        let packs_dir = packs_dir.canonicalize().unwrap_or(packs_dir);
+        Self::with_resolved_packs_dir(packs_dir, project_root)
+    }
+
+    /// [`Packs::new`] for a `packs_dir` whose symbolic links the caller already resolved.
+    pub fn with_resolved_packs_dir(packs_dir: PathBuf, project_root: Option<PathBuf>) -> Self {
         let mut roots = Vec::new();
         if let Some(p) = project_root.filter(|p| p.is_dir()) {
             roots.push(p.canonicalize().unwrap_or(p));
         }
-        let packs_dir = packs_dir.canonicalize().unwrap_or(packs_dir);
         if !roots.contains(&packs_dir) {
             roots.push(packs_dir.clone());
         }

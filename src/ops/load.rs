@@ -385,18 +385,49 @@ impl Engram {
         Ok(active_lines(&text, self.now().date_naive()))
     }
 
+    /// True when this process knows, from stamps alone (no git, no lock), that the expiry pass
+    /// has nothing to do for `memory_root`: HEAD is the commit the state was computed for, no
+    /// entry expires before today, and the full index exists.
+    fn expiry_known_clean(&self, memory_root: &Path) -> bool {
+        if self.config.store.read_only {
+            return true;
+        }
+        let today = self.now().date_naive();
+        let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(state) = cache.get(memory_root) else { return false };
+        state.earliest.is_none_or(|d| d >= today)
+            && state.stamps.as_ref().is_some_and(|s| s.unchanged(memory_root))
+            && (memory_root.join(crate::memlog::FULL_INDEX).exists() || !memory_root.join(HOT_INDEX).exists())
+    }
+
     /// `load_engram`.
     pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
+        let text = self.load_with(name, query, &|root| self.expire_memory(root, caller).map(|()| true))?;
+        Ok(text.unwrap_or_default())
+    }
+
+    /// `load_engram` when it needs neither git nor a lock: the answer, or `None` when the
+    /// expiry pass may have work to do (or this process has not looked at the pack's HEAD
+    /// yet) and [`Engram::load_engram`] must run. Reads a few small files and nothing else, so
+    /// a server may answer on its own thread instead of handing the call to a blocking one.
+    pub fn load_engram_if_settled(&self, name: &str, query: &str) -> Option<Result<String>> {
+        self.load_with(name, query, &|root| Ok(self.expiry_known_clean(root))).transpose()
+    }
+
+    /// `load_engram` with the expiry pass given: `expire(root)` answers false to give up.
+    fn load_with(&self, name: &str, query: &str, expire: &dyn Fn(&Path) -> Result<bool>) -> Result<Option<String>> {
         limits::check_query("query", query)?;
         let (pack, meta) = self.packs().resolve_with_meta(name)?;
         let dir = &pack.dir;
         let has_memory_dir = dir.join("memory").is_dir();
-        if has_memory_dir {
-            self.expire_memory(dir, caller)?;
+        if has_memory_dir && !expire(dir)? {
+            return Ok(None);
         }
         let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
         let global_text = if global.join("memory").is_dir() {
-            self.expire_memory(&global, caller)?;
+            if !expire(&global)? {
+                return Ok(None);
+            }
             self.active_hot_index(&global)?.0
         } else {
             String::new()
@@ -407,7 +438,7 @@ impl Engram {
             onboarded: self.onboarded(dir),
             today: self.now().date_naive(),
         };
-        self.render_load_with_meta(name, query, &view, &global_text, Some(&meta))
+        self.render_load_with_meta(name, query, &view, &global_text, Some(&meta)).map(Some)
     }
 
     /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).
