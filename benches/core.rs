@@ -181,6 +181,8 @@ async fn measure(bin: &Path, size: usize) -> Row {
         std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
         inproc.push(t.elapsed());
     }
+    let settled = lib.load_engram_if_settled("bench", "bench").is_some();
+    eprintln!("size {size}: in-process loads answered from stat stamps (no git, no lock): {settled}");
     let mut captures = Vec::new();
     for i in 0..SAMPLES {
         let content = format!("{} (bench capture {i})", sentence(size + i));

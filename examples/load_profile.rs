@@ -18,7 +18,8 @@ fn median(mut v: Vec<Duration>) -> f64 {
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let packs = PathBuf::from(args.next().ok_or_else(|| anyhow::anyhow!("usage: <packs-dir> [memories] [loads]"))?);
+    let packs =
+        PathBuf::from(args.next().ok_or_else(|| anyhow::anyhow!("usage: <packs-dir> [memories] [loads]"))?);
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1_000);
     let loads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2_000);
     let pack = packs.join("bench");
@@ -30,7 +31,11 @@ fn main() -> anyhow::Result<()> {
         for i in 0..n {
             let req = CaptureRequest {
                 name: "bench".into(),
-                content: format!("第{i}条记忆：用户提到 project-{} 的进展，周{}早上训练。", i % 37, i % 7 + 1),
+                content: format!(
+                    "第{i}条记忆：用户提到 project-{} 的进展，周{}早上训练。",
+                    i % 37,
+                    i % 7 + 1
+                ),
                 category: format!("cat{}", i % 10),
                 summary: format!("记忆 {i} 摘要"),
                 memory_type: Some("fact".into()),
@@ -42,12 +47,22 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    let files: Vec<PathBuf> = ["role.md", "workflow.md", "rules.md", "meta.json", "knowledge/_index.md", "examples/_index.md", "memory/_index.md"]
-        .iter()
-        .map(|f| pack.join(f))
-        .chain([packs.join("_global/memory/_index.md")])
-        .collect();
-    let read = |files: &[PathBuf]| files.iter().map(|f| std::fs::read(f).map(|b| b.len()).unwrap_or(0)).sum::<usize>();
+    let files: Vec<PathBuf> = [
+        "role.md",
+        "workflow.md",
+        "rules.md",
+        "meta.json",
+        "knowledge/_index.md",
+        "examples/_index.md",
+        "memory/_index.md",
+    ]
+    .iter()
+    .map(|f| pack.join(f))
+    .chain([packs.join("_global/memory/_index.md")])
+    .collect();
+    let read = |files: &[PathBuf]| {
+        files.iter().map(|f| std::fs::read(f).map(|b| b.len()).unwrap_or(0)).sum::<usize>()
+    };
     let lib = Engram::new(Config::new(packs.clone()))?;
     lib.load_engram("bench", "bench", &caller)?;
     lib.load_engram("bench", "bench", &caller)?;

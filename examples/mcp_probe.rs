@@ -1,7 +1,10 @@
-use std::time::{Duration, Instant};
 use engram::mcp::client::StdioClient;
 use serde_json::json;
-fn med(mut v: Vec<Duration>) -> f64 { v.sort(); v[v.len()/2].as_secs_f64()*1e6 }
+use std::time::{Duration, Instant};
+fn med(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e6
+}
 fn main() -> anyhow::Result<()> {
     let packs = std::env::args().nth(1).unwrap();
     let bin = std::path::PathBuf::from("target/release/engram");
@@ -16,8 +19,17 @@ fn main() -> anyhow::Result<()> {
             ("load_engram", json!({"name":"bench","query":"bench"})),
         ];
         let mut t: Vec<Vec<Duration>> = vec![Vec::new(); calls.len()];
-        for _ in 0..400 { for (i,(n,a)) in calls.iter().enumerate() { let s=Instant::now(); let r=c.call(n, a.clone()).await?; t[i].push(s.elapsed()); assert!(!r.is_error, "{}", r.text); } }
-        for (i,(n,a)) in calls.iter().enumerate() { println!("{n} {a}: {:.1} µs", med(t[i].clone())); }
+        for _ in 0..400 {
+            for (i, (n, a)) in calls.iter().enumerate() {
+                let s = Instant::now();
+                let r = c.call(n, a.clone()).await?;
+                t[i].push(s.elapsed());
+                assert!(!r.is_error, "{}", r.text);
+            }
+        }
+        for (i, (n, a)) in calls.iter().enumerate() {
+            println!("{n} {a}: {:.1} µs", med(t[i].clone()));
+        }
         c.close().await?;
         anyhow::Ok(())
     })

@@ -22,9 +22,11 @@ pub(super) struct ExpiryState {
 }
 
 /// How long after its last change a file's `stat` stamp is trusted to change again when the
-/// file does: file times come from a clock that ticks every few milliseconds, so a change in
-/// the same tick as the stamp could keep it (git's "racily clean" entries).
-const SETTLED: std::time::Duration = std::time::Duration::from_millis(100);
+/// file does: file times come from a clock that ticks every jiffy (at most 10 ms on Linux),
+/// so a change in the same tick as the stamp could keep it (git's "racily clean" entries).
+/// Twice the coarsest tick; a file system whose times have no sub-second part is never
+/// trusted (see [`FileStamp::settled`]).
+const SETTLED: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// `stat` stamp of a file: identity, size and both change times (ctime cannot be set back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,19 +40,32 @@ struct FileStamp {
 
 impl FileStamp {
     fn of(path: &Path) -> Option<Self> {
+        Self::probe(path).flatten()
+    }
+
+    /// `Some(None)` when `path` does not exist, `None` when it cannot be stamped.
+    fn probe(path: &Path) -> Option<Option<Self>> {
         use std::os::unix::fs::MetadataExt;
-        let m = fs::symlink_metadata(path).ok().filter(|m| m.is_file())?;
-        Some(Self {
+        let m = match fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+            _ => return None,
+        };
+        Some(Some(Self {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
-        })
+        }))
     }
 
-    /// True when the file last changed at least [`SETTLED`] before `before`.
+    /// True when the file last changed at least [`SETTLED`] before `before`, on a file system
+    /// with sub-second times (a change time of exactly `.000000000` says they are coarse).
     fn settled(&self, before: std::time::SystemTime) -> bool {
+        if self.ctime.1 == 0 {
+            return false;
+        }
         let Some(limit) = before.checked_sub(SETTLED) else { return false };
         let Ok(limit) = limit.duration_since(std::time::UNIX_EPOCH) else { return false };
         let limit = (i64::try_from(limit.as_secs()).unwrap_or(i64::MAX), i64::from(limit.subsec_nanos()));
@@ -58,20 +73,47 @@ impl FileStamp {
     }
 }
 
-/// Stamps of `.git/HEAD` and of the loose ref it names: while both are unchanged, HEAD names
-/// the same commit (every ref update writes a new file and renames it into place, and a ref
-/// that moves into `packed-refs` loses its loose file). Two `stat` calls instead of reading
-/// both files through libgit2.
+/// Stamps of `.git/HEAD` and of the ref it names (its loose file, or `packed-refs` while it
+/// has none): while all are unchanged, HEAD names the same commit. Every ref update writes a
+/// new file and renames it into place, packing refs rewrites `packed-refs` and deletes the
+/// loose file, so each move of HEAD changes a stamp. A few `stat` calls instead of reading
+/// the files through libgit2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct HeadStamps {
     head: FileStamp,
-    reference: Option<(std::path::PathBuf, FileStamp)>,
+    reference: Option<RefStamps>,
+}
+
+/// Where a branch ref lives, stamped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RefStamps {
+    loose_path: std::path::PathBuf,
+    /// `Some`: the loose file (which wins over `packed-refs`); `None`: no loose file.
+    loose: Option<FileStamp>,
+    /// `packed-refs`, when there is no loose file.
+    packed: Option<FileStamp>,
+}
+
+impl RefStamps {
+    fn take(git: &Path, name: &str) -> Option<Self> {
+        let loose_path = git.join(name);
+        let loose = FileStamp::probe(&loose_path)?;
+        let packed = match loose {
+            Some(_) => None,
+            None => Some(FileStamp::probe(&git.join("packed-refs"))??),
+        };
+        Some(Self { loose_path, loose, packed })
+    }
+
+    fn settled(&self, before: std::time::SystemTime) -> bool {
+        self.loose.is_none_or(|s| s.settled(before)) && self.packed.is_none_or(|s| s.settled(before))
+    }
 }
 
 impl HeadStamps {
-    /// Stamps HEAD of the repository at `root/.git`, when they can be trusted: the files exist
-    /// as plain files and settled before `before`. Take them *before* reading HEAD, so a change
-    /// after this call shows as a changed stamp.
+    /// Stamps HEAD of the repository at `root/.git`, when they can be trusted: the files
+    /// settled before `before`. Take them *before* reading HEAD, so a change after this call
+    /// shows as a changed stamp.
     fn take(root: &Path, before: std::time::SystemTime) -> Option<Self> {
         let git = root.join(".git");
         let head_file = git.join("HEAD");
@@ -83,24 +125,23 @@ impl HeadStamps {
                 if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p.starts_with('.')) {
                     return None;
                 }
-                let path = git.join(name);
-                let stamp = FileStamp::of(&path)?;
-                Some((path, stamp))
+                Some(RefStamps::take(&git, name)?)
             }
             None => None,
         };
         let stamps = Self { head, reference };
-        stamps.all_settled(before).then_some(stamps)
+        (stamps.head.settled(before) && stamps.reference.as_ref().is_none_or(|r| r.settled(before)))
+            .then_some(stamps)
     }
 
-    fn all_settled(&self, before: std::time::SystemTime) -> bool {
-        self.head.settled(before) && self.reference.as_ref().is_none_or(|(_, s)| s.settled(before))
-    }
-
-    /// True when neither file changed since the stamps were taken.
+    /// True when no stamped file changed since the stamps were taken.
     fn unchanged(&self, root: &Path) -> bool {
-        FileStamp::of(&root.join(".git").join("HEAD")) == Some(self.head)
-            && self.reference.as_ref().is_none_or(|(path, stamp)| FileStamp::of(path) == Some(*stamp))
+        let git = root.join(".git");
+        FileStamp::of(&git.join("HEAD")) == Some(self.head)
+            && self.reference.as_ref().is_none_or(|r| {
+                FileStamp::probe(&r.loose_path) == Some(r.loose)
+                    && r.packed.is_none_or(|p| FileStamp::of(&git.join("packed-refs")) == Some(p))
+            })
     }
 }
 
@@ -157,7 +198,9 @@ pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
             Ok(NoFollow::Read(text)) => Ok(Some(text)),
             Ok(NoFollow::Missing) => Ok(None),
             Ok(NoFollow::Link) => read_resolved(root, rel),
-            Err(e) => Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
+            Err(e) => {
+                Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() })
+            }
         },
         PlainPath::Missing => Ok(None),
         PlainPath::Unsure => read_resolved(root, rel),
@@ -415,7 +458,12 @@ impl Engram {
     }
 
     /// `load_engram` with the expiry pass given: `expire(root)` answers false to give up.
-    fn load_with(&self, name: &str, query: &str, expire: &dyn Fn(&Path) -> Result<bool>) -> Result<Option<String>> {
+    fn load_with(
+        &self,
+        name: &str,
+        query: &str,
+        expire: &dyn Fn(&Path) -> Result<bool>,
+    ) -> Result<Option<String>> {
         limits::check_query("query", query)?;
         let (pack, meta) = self.packs().resolve_with_meta(name)?;
         let dir = &pack.dir;
@@ -650,6 +698,73 @@ mod tests {
         assert_eq!(onboarding_section("## Onboarding 首次\n- a"), None);
         // An empty section followed by blank lines captures the next heading.
         assert_eq!(onboarding_section("## Onboarding\n\n## Next\nbody").as_deref(), Some("## Next\nbody"));
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    #[test]
+    fn head_stamps_change_whenever_head_moves() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        git(root, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let later = || std::time::SystemTime::now() + std::time::Duration::from_secs(1);
+        // Just written: not settled yet, so not trusted.
+        assert!(HeadStamps::take(root, std::time::SystemTime::now() - SETTLED * 10).is_none());
+        let stamps = HeadStamps::take(root, later()).expect("stamps of a loose ref");
+        assert!(stamps.unchanged(root));
+        git(root, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert!(!stamps.unchanged(root), "a commit rewrites the loose ref");
+        // Packed refs: the loose file goes away, then comes back with the next commit.
+        let stamps = HeadStamps::take(root, later()).expect("stamps");
+        git(root, &["pack-refs", "--all"]);
+        assert!(!stamps.unchanged(root), "packing deletes the loose ref");
+        let packed = HeadStamps::take(root, later()).expect("stamps of a packed ref");
+        assert!(packed.unchanged(root));
+        git(root, &["commit", "-q", "--allow-empty", "-m", "three"]);
+        assert!(!packed.unchanged(root), "a commit writes a loose ref again");
+        // Another branch checked out, and a detached HEAD.
+        let stamps = HeadStamps::take(root, later()).expect("stamps");
+        git(root, &["checkout", "-q", "-b", "other"]);
+        assert!(!stamps.unchanged(root), "HEAD names another branch");
+        git(root, &["checkout", "-q", "--detach"]);
+        let detached = HeadStamps::take(root, later()).expect("stamps of a detached HEAD");
+        git(root, &["commit", "-q", "--allow-empty", "-m", "four"]);
+        assert!(!detached.unchanged(root));
+    }
+
+    #[test]
+    fn pack_files_read_plainly_and_links_out_read_as_missing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (pack, outside) = (tmp.path().join("pack"), tmp.path().join("outside"));
+        fs::create_dir_all(pack.join("memory")).expect("mkdir");
+        fs::create_dir_all(pack.join(".git")).expect("mkdir");
+        fs::create_dir_all(&outside).expect("mkdir");
+        fs::write(pack.join("role.md"), "a\r\nb\r\n").expect("write");
+        fs::write(pack.join("memory/_index.md"), "m").expect("write");
+        fs::write(pack.join(".git/config"), "secret").expect("write");
+        fs::write(outside.join("x.md"), "outside").expect("write");
+        std::os::unix::fs::symlink(outside.join("x.md"), pack.join("out.md")).expect("link");
+        std::os::unix::fs::symlink(&outside, pack.join("knowledge")).expect("link");
+        std::os::unix::fs::symlink(pack.join("role.md"), pack.join("in.md")).expect("link");
+        let read = |rel: &str| read_pack_text(&pack, rel).expect("read");
+        assert_eq!(read("role.md").as_deref(), Some("a\nb\n"));
+        assert_eq!(read("memory/_index.md").as_deref(), Some("m"));
+        assert_eq!(read("in.md").as_deref(), Some("a\nb\n"), "a link inside the pack is followed");
+        assert_eq!(read("out.md"), None);
+        assert_eq!(read("knowledge/x.md"), None);
+        assert_eq!(read(".git/config"), None);
+        assert_eq!(read("memory"), None);
+        assert_eq!(read("missing/_index.md"), None);
+        assert_eq!(read("role.md/x"), None);
     }
 
     #[test]
