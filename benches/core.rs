@@ -3,11 +3,13 @@
 //!
 //! For each pack size (100, 1,000, 10,000 memories; `ENGRAM_BENCH_SIZES` to
 //! change) it prefills a pack through the library (the same code the tools run),
-//! then over stdio times `capture_memory` and `load_engram`, and times the floors:
-//! a bare git2 commit changing one file of a copy of the same repository (in
-//! rounds alternating with the captures, so both see the same load), and
-//! reading the pack's always-loaded files from disk. It also times server start
-//! to the first `tools/list` answer and reports the repository size.
+//! then over stdio times `capture_memory`, `load_engram` and `ping`, and times the
+//! floors: a bare git2 commit changing one file of a copy of the same repository
+//! (in rounds alternating with the captures, so both see the same load), and
+//! reading the files `load_engram` reads with `std::fs::read`. `load_engram` is
+//! also timed in process (`Engram::load_engram`); "load − ping" is its server-side
+//! cost over stdio. It also times server start to the first `tools/list` answer and
+//! reports the repository size.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,20 +90,29 @@ fn prefill(engram: &Engram, n: usize) {
     }
 }
 
-fn read_always_loaded(pack: &Path, global: &Path) -> usize {
-    let mut n = 0;
-    for f in [
-        "meta.json",
-        "role.md",
-        "workflow.md",
-        "rules.md",
-        "knowledge/_index.md",
-        "examples/_index.md",
-        "memory/_index.md",
-    ] {
-        n += std::fs::read(pack.join(f)).map(|b| b.len()).unwrap_or(0);
+/// The files `load_engram` reads for `pack`, in the order `render_load` reads them: the
+/// persona, meta.json, the parent's knowledge index when meta.json `extends` a pack, the
+/// knowledge and example indexes, the hot memory index and the global hot memory index.
+fn load_read_set(packs: &Path, pack: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        ["role.md", "workflow.md", "rules.md", "meta.json"].iter().map(|f| pack.join(f)).collect();
+    let meta: serde_json::Value = std::fs::read(pack.join("meta.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+        files.push(packs.join(parent).join("knowledge/_index.md"));
     }
-    n + std::fs::read(global.join("memory/_index.md")).map(|b| b.len()).unwrap_or(0)
+    for f in ["knowledge/_index.md", "examples/_index.md", "memory/_index.md"] {
+        files.push(pack.join(f));
+    }
+    files.push(packs.join("_global/memory/_index.md"));
+    files
+}
+
+/// The read floor: what a plain program does to read the files `load_engram` reads.
+fn read_files(files: &[PathBuf]) -> usize {
+    files.iter().map(|f| std::fs::read(f).map(|b| b.len()).unwrap_or(0)).sum()
 }
 
 struct Row {
@@ -112,6 +123,7 @@ struct Row {
     load_p50: f64,
     ping_p50: f64,
     read_floor_p50: f64,
+    inproc_load_p50: f64,
     start_p50: f64,
     /// `.git` as the prefill's writes left it (automatic packing only).
     repo_auto_bytes: u64,
@@ -146,19 +158,38 @@ async fn measure(bin: &Path, size: usize) -> Row {
     }
 
     let client = StdioClient::spawn(bin, &["serve", "--packs-dir", &packs_s], &[]).await.expect("spawn");
+    // Ping and load over stdio, interleaved so both see the same machine load.
     let mut pings = Vec::new();
+    let mut loads = Vec::new();
     for _ in 0..SAMPLES {
         let t = Instant::now();
         client.call("ping", json!({})).await.expect("ping");
         pings.push(t.elapsed());
-    }
-    let mut loads = Vec::new();
-    for _ in 0..SAMPLES {
         let t = Instant::now();
         let r = client.call("load_engram", json!({"name": "bench", "query": "bench"})).await.expect("load");
         loads.push(t.elapsed());
         assert!(!r.is_error, "{}", r.text);
     }
+
+    // In process, through the library (a fresh `Engram`, one warm-up load), interleaved with the
+    // read floor: reading the same files with `std::fs::read`.
+    let files = load_read_set(&packs, &pack);
+    let lib = engram_for(&packs);
+    let caller = Caller { tool: "load_engram".into(), client: Some("bench".into()) };
+    let warm = lib.load_engram("bench", "bench", &caller).expect("in-process load");
+    assert!(warm.contains("<memory>"), "{warm}");
+    let mut inproc = Vec::new();
+    let mut reads = Vec::new();
+    for _ in 0..SAMPLES {
+        let t = Instant::now();
+        std::hint::black_box(read_files(&files));
+        reads.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
+        inproc.push(t.elapsed());
+    }
+    let settled = lib.load_engram_if_settled("bench", "bench").is_some();
+    eprintln!("size {size}: in-process loads answered from stat stamps (no git, no lock): {settled}");
     // Captures and the floor (bare git2 commits on a bare copy of the same
     // repository) alternate in rounds, so both see the same machine load.
     let copy: PathBuf = tmp.path().join("floor.git");
@@ -194,14 +225,6 @@ async fn measure(bin: &Path, size: usize) -> Row {
     }
     client.close().await.expect("close");
 
-    // Floors, in the same run: read the always-loaded files; bare commits on a copy.
-    let global = packs.join("_global");
-    let mut reads = Vec::new();
-    for _ in 0..SAMPLES {
-        let t = Instant::now();
-        std::hint::black_box(read_always_loaded(&pack, &global));
-        reads.push(t.elapsed());
-    }
 
     Row {
         size,
@@ -211,6 +234,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
         load_p50: percentile(&mut loads, 0.5),
         ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
+        inproc_load_p50: percentile(&mut inproc, 0.5),
         start_p50: percentile(&mut starts, 0.5),
         repo_auto_bytes,
         repo_bytes,
@@ -231,28 +255,62 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let rows: Vec<Row> = sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).collect();
     println!(
-        "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 | read always-loaded files p50 | load / read | ping round trip p50 | load / (read + ping) | start → tools/list p50 | .git as left by the writes | .git after gc | text in pack | .git / text as left | after gc |"
+        "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 (stdio) | ping p50 | load − ping | read floor p50 | (load − ping) / read | in-process load p50 | in-process / read | start → tools/list p50 | .git as left by the writes | .git after gc | text in pack | .git / text as left | after gc |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
+        let server = r.load_p50 - r.ping_p50;
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.1}× | {:.3} ms | {:.2}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.1} KiB | {:.2}× | {:.2}× |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.3} ms | {:.3} ms | {:.3} ms | {:.4} ms | {:.2}× | {:.4} ms | {:.2}× | {:.1} ms | {:.1} KiB | {:.1} KiB | {:.1} KiB | {:.2}× | {:.2}× |",
             r.size,
             r.capture_p50,
             r.capture_p95,
             r.floor_p50,
             r.capture_p50 / r.floor_p50,
             r.load_p50,
-            r.read_floor_p50,
-            r.load_p50 / r.read_floor_p50,
             r.ping_p50,
-            r.load_p50 / (r.read_floor_p50 + r.ping_p50),
+            server,
+            r.read_floor_p50,
+            server / r.read_floor_p50,
+            r.inproc_load_p50,
+            r.inproc_load_p50 / r.read_floor_p50,
             r.start_p50,
             r.repo_auto_bytes as f64 / 1024.0,
             r.repo_bytes as f64 / 1024.0,
             r.text_bytes as f64 / 1024.0,
             r.repo_auto_bytes as f64 / r.text_bytes as f64,
             r.repo_bytes as f64 / r.text_bytes as f64,
+        );
+    }
+    println!(
+        "\nload_engram alone:\n\n| memories | load_engram p50 (stdio) | ping p50 (stdio) | load − ping (server side) | read floor p50 | (load − ping) / read | in-process load p50 | in-process / read | stdio load / read |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let server = r.load_p50 - r.ping_p50;
+        println!(
+            "| {} | {:.3} ms | {:.3} ms | {:.3} ms | {:.4} ms | {:.2}× | {:.4} ms | {:.2}× | {:.1}× |",
+            r.size,
+            r.load_p50,
+            r.ping_p50,
+            server,
+            r.read_floor_p50,
+            server / r.read_floor_p50,
+            r.inproc_load_p50,
+            r.inproc_load_p50 / r.read_floor_p50,
+            r.load_p50 / r.read_floor_p50,
+        );
+    }
+    println!();
+    for r in &rows {
+        println!(
+            "load numbers, {} memories (µs): stdio_load_p50={:.1} ping_p50={:.1} server_side={:.1} read_floor_p50={:.2} in_process_p50={:.2}",
+            r.size,
+            r.load_p50 * 1000.0,
+            r.ping_p50 * 1000.0,
+            (r.load_p50 - r.ping_p50) * 1000.0,
+            r.read_floor_p50 * 1000.0,
+            r.inproc_load_p50 * 1000.0,
         );
     }
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {

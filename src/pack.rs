@@ -95,19 +95,32 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
 /// Reads `meta.json` as an object, keeping key order.
 pub fn read_meta(dir: &Path) -> Result<Map<String, Value>, String> {
     let path = dir.join("meta.json");
-    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) && !contained(dir, &path) {
-        return Err("is a symbolic link out of the pack (refused)".into());
+    // The common case in four system calls; links and failures take the careful path below.
+    match crate::plainread::read_no_follow(&path, parse_meta) {
+        Ok(crate::plainread::NoFollow::Read(meta)) => meta,
+        _ => parse_meta(&read_meta_bytes(dir, &path)?),
     }
-    let bytes = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("is missing".into()),
-        Err(e) => return Err(format!("cannot be read: {e}")),
-    };
-    let text = String::from_utf8(bytes).map_err(|_| "is not valid UTF-8".to_owned())?;
-    match serde_json::from_str::<Value>(&text) {
+}
+
+/// `meta.json`'s bytes as a JSON object, keeping key order.
+fn parse_meta(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+    let text = simdutf8::basic::from_utf8(bytes).map_err(|_| "is not valid UTF-8".to_owned())?;
+    match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err("is not a JSON object".into()),
         Err(e) => Err(format!("is not valid JSON ({e})")),
+    }
+}
+
+/// `meta.json`'s bytes, refusing a symbolic link out of the pack.
+fn read_meta_bytes(dir: &Path, path: &Path) -> Result<Vec<u8>, String> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && !contained(dir, path) {
+        return Err("is a symbolic link out of the pack (refused)".into());
+    }
+    match fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("is missing".into()),
+        Err(e) => Err(format!("cannot be read: {e}")),
     }
 }
 
@@ -141,11 +154,16 @@ fn python_repr(v: &Value) -> String {
 impl Packs {
     /// Packs under `packs_dir`, with `project_root` searched first when it is a directory.
     pub fn new(packs_dir: PathBuf, project_root: Option<PathBuf>) -> Self {
+        let packs_dir = packs_dir.canonicalize().unwrap_or(packs_dir);
+        Self::with_resolved_packs_dir(packs_dir, project_root)
+    }
+
+    /// [`Packs::new`] for a `packs_dir` whose symbolic links the caller already resolved.
+    pub fn with_resolved_packs_dir(packs_dir: PathBuf, project_root: Option<PathBuf>) -> Self {
         let mut roots = Vec::new();
         if let Some(p) = project_root.filter(|p| p.is_dir()) {
             roots.push(p.canonicalize().unwrap_or(p));
         }
-        let packs_dir = packs_dir.canonicalize().unwrap_or(packs_dir);
         if !roots.contains(&packs_dir) {
             roots.push(packs_dir.clone());
         }
@@ -194,17 +212,31 @@ impl Packs {
 
     /// Finds a pack by directory name, then by `meta.name`.
     pub fn resolve(&self, name: &str) -> Result<PackDir, PackError> {
+        self.resolve_with_meta(name).map(|(pack, _)| pack)
+    }
+
+    /// [`Packs::resolve`], also handing back the `meta.json` it parsed to decide.
+    pub fn resolve_with_meta(&self, name: &str) -> Result<(PackDir, Map<String, Value>), PackError> {
         validate_name(name)?;
         for root in &self.roots {
             let candidate = root.join(name);
-            if candidate.is_dir() && read_meta(&candidate).is_ok() && contained(root, &candidate) {
-                return Ok(PackDir { dir: candidate, dir_name: name.to_owned() });
+            let meta = match fs::symlink_metadata(&candidate) {
+                // A real directory named by one plain segment is inside its root: no need to
+                // resolve paths (which costs a system call per path component).
+                Ok(m) if m.is_dir() => read_meta(&candidate).ok(),
+                Ok(m) if m.file_type().is_symlink() && candidate.is_dir() && contained(root, &candidate) => {
+                    read_meta(&candidate).ok()
+                }
+                _ => None,
+            };
+            if let Some(meta) = meta {
+                return Ok((PackDir { dir: candidate, dir_name: name.to_owned() }, meta));
             }
         }
         for pack in self.list() {
             if pack.name == name {
                 let dir_name = pack.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-                return Ok(PackDir { dir: pack.dir, dir_name });
+                return Ok((PackDir { dir: pack.dir, dir_name }, pack.meta));
             }
         }
         // A directory that exists but whose meta is broken deserves a precise message.

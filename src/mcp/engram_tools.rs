@@ -46,6 +46,19 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<LoadParams>,
     ) -> Result<String, String> {
+        // Most loads read a few small files and write nothing: answered here, they skip the
+        // hand-off to a blocking thread, which costs more than the load. Anything that may
+        // write (the expiry pass) or touch git goes to a blocking thread below.
+        if p.as_of.as_deref().is_none_or(|a| a.trim().is_empty())
+            && let Some(answer) = self.engram.load_engram_if_settled(&p.name, &p.query)
+        {
+            if answer.is_ok()
+                && let Some(hook) = &self.after_call
+            {
+                hook();
+            }
+            return answer.map_err(|e| e.to_string());
+        }
         self.run("load_engram", &peer, move |e, c| {
             match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
                 Some(as_of) => e.load_engram_as_of(&p.name, &p.query, as_of),

@@ -17,6 +17,132 @@ pub(super) struct ExpiryState {
     pub head: String,
     /// The earliest `expires:` date among index lines (None: no expiring entry).
     pub earliest: Option<NaiveDate>,
+    /// Proof that HEAD is still `head` without asking git (None: ask git).
+    pub stamps: Option<HeadStamps>,
+}
+
+/// How long after its last change a file's `stat` stamp is trusted to change again when the
+/// file does: file times come from a clock that ticks every jiffy (at most 10 ms on Linux),
+/// so a change in the same tick as the stamp could keep it (git's "racily clean" entries).
+/// Twice the coarsest tick; a file system whose times have no sub-second part is never
+/// trusted (see [`FileStamp::settled`]).
+const SETTLED: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// `stat` stamp of a file: identity, size and both change times (ctime cannot be set back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        Self::probe(path).flatten()
+    }
+
+    /// `Some(None)` when `path` does not exist, `None` when it cannot be stamped.
+    fn probe(path: &Path) -> Option<Option<Self>> {
+        use std::os::unix::fs::MetadataExt;
+        let m = match fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+            _ => return None,
+        };
+        Some(Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }))
+    }
+
+    /// True when the file last changed at least [`SETTLED`] before `before`, on a file system
+    /// with sub-second times (a change time of exactly `.000000000` says they are coarse).
+    fn settled(&self, before: std::time::SystemTime) -> bool {
+        if self.ctime.1 == 0 {
+            return false;
+        }
+        let Some(limit) = before.checked_sub(SETTLED) else { return false };
+        let Ok(limit) = limit.duration_since(std::time::UNIX_EPOCH) else { return false };
+        let limit = (i64::try_from(limit.as_secs()).unwrap_or(i64::MAX), i64::from(limit.subsec_nanos()));
+        self.ctime < limit
+    }
+}
+
+/// Stamps of `.git/HEAD` and of the ref it names (its loose file, or `packed-refs` while it
+/// has none): while all are unchanged, HEAD names the same commit. Every ref update writes a
+/// new file and renames it into place, packing refs rewrites `packed-refs` and deletes the
+/// loose file, so each move of HEAD changes a stamp. A few `stat` calls instead of reading
+/// the files through libgit2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HeadStamps {
+    head: FileStamp,
+    reference: Option<RefStamps>,
+}
+
+/// Where a branch ref lives, stamped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RefStamps {
+    loose_path: std::path::PathBuf,
+    /// `Some`: the loose file (which wins over `packed-refs`); `None`: no loose file.
+    loose: Option<FileStamp>,
+    /// `packed-refs`, when there is no loose file.
+    packed: Option<FileStamp>,
+}
+
+impl RefStamps {
+    fn take(git: &Path, name: &str) -> Option<Self> {
+        let loose_path = git.join(name);
+        let loose = FileStamp::probe(&loose_path)?;
+        let packed = match loose {
+            Some(_) => None,
+            None => Some(FileStamp::probe(&git.join("packed-refs"))??),
+        };
+        Some(Self { loose_path, loose, packed })
+    }
+
+    fn settled(&self, before: std::time::SystemTime) -> bool {
+        self.loose.is_none_or(|s| s.settled(before)) && self.packed.is_none_or(|s| s.settled(before))
+    }
+}
+
+impl HeadStamps {
+    /// Stamps HEAD of the repository at `root/.git`, when they can be trusted: the files
+    /// settled before `before`. Take them *before* reading HEAD, so a change after this call
+    /// shows as a changed stamp.
+    fn take(root: &Path, before: std::time::SystemTime) -> Option<Self> {
+        let git = root.join(".git");
+        let head_file = git.join("HEAD");
+        let head = FileStamp::of(&head_file)?;
+        let text = fs::read_to_string(&head_file).ok()?;
+        let reference = match text.strip_prefix("ref: ") {
+            Some(name) => {
+                let name = name.trim();
+                if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p.starts_with('.')) {
+                    return None;
+                }
+                Some(RefStamps::take(&git, name)?)
+            }
+            None => None,
+        };
+        let stamps = Self { head, reference };
+        (stamps.head.settled(before) && stamps.reference.as_ref().is_none_or(|r| r.settled(before)))
+            .then_some(stamps)
+    }
+
+    /// True when no stamped file changed since the stamps were taken.
+    fn unchanged(&self, root: &Path) -> bool {
+        let git = root.join(".git");
+        FileStamp::of(&git.join("HEAD")) == Some(self.head)
+            && self.reference.as_ref().is_none_or(|r| {
+                FileStamp::probe(&r.loose_path) == Some(r.loose)
+                    && r.packed.is_none_or(|p| FileStamp::of(&git.join("packed-refs")) == Some(p))
+            })
+    }
 }
 
 /// What `load_engram` reads a pack through: the working tree, or a commit's tree (`as_of`).
@@ -33,6 +159,11 @@ pub(super) struct PackView<'a> {
 
 /// The hot index without expired lines, and the number of entry lines kept.
 pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
+    if !text.contains("expires:") && !text.contains('\r') {
+        // Nothing can expire and `lines()` would strip nothing: the same text, one search.
+        let n = text.lines().filter(|l| l.starts_with("- `memory/")).count();
+        return (text.trim().to_owned(), n);
+    }
     let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
     let n = lines.iter().filter(|l| l.starts_with("- `memory/")).count();
     (lines.join("\n").trim().to_owned(), n)
@@ -41,16 +172,43 @@ pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
 /// Reads a text file of the working tree; `Ok(None)` if missing.
 pub(super) fn read_text_file(path: &Path) -> Result<Option<String>> {
     match fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).replace("\r\n", "\n"))),
+        Ok(bytes) => Ok(Some(text_of(&bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(None),
         Err(e) => Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
     }
 }
 
+/// File bytes as text: invalid UTF-8 replaced, CRLF line ends made LF.
+fn text_of(bytes: &[u8]) -> String {
+    // SIMD validation: std's validator was the largest single cost of a load on CJK text.
+    let text = match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    if text.contains('\r') { text.replace("\r\n", "\n") } else { text }
+}
+
 /// Reads `rel` of a pack (or memory root) like [`read_text_file`], but only when the file,
 /// symbolic links resolved, stays inside `root`: a link out of the pack reads as missing.
 pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
+    use crate::plainread::{NoFollow, read_no_follow};
+    match plain_path(root, rel) {
+        PlainPath::Inside(path) => match read_no_follow(&path, text_of) {
+            Ok(NoFollow::Read(text)) => Ok(Some(text)),
+            Ok(NoFollow::Missing) => Ok(None),
+            Ok(NoFollow::Link) => read_resolved(root, rel),
+            Err(e) => {
+                Err(EngramError::Unreadable { path: path.display().to_string(), reason: e.to_string() })
+            }
+        },
+        PlainPath::Missing => Ok(None),
+        PlainPath::Unsure => read_resolved(root, rel),
+    }
+}
+
+/// The general case of [`read_pack_text`]: resolve both paths and compare.
+fn read_resolved(root: &Path, rel: &str) -> Result<Option<String>> {
     let full = root.join(rel);
     match (root.canonicalize(), full.canonicalize()) {
         (Ok(r), Ok(f)) if f.starts_with(&r) && !f.strip_prefix(&r).is_ok_and(|x| x.starts_with(".git")) => {
@@ -58,6 +216,45 @@ pub(super) fn read_pack_text(root: &Path, rel: &str) -> Result<Option<String>> {
         }
         _ => Ok(None),
     }
+}
+
+/// What `lstat` on the directories of `rel` below `root` says.
+enum PlainPath {
+    /// Every directory on the way is a real directory (no symbolic link) and the last
+    /// component is a plain name: the file, if not a link itself, is inside `root`.
+    Inside(std::path::PathBuf),
+    /// A directory on the way is missing or not a directory: reads as missing either way.
+    Missing,
+    /// A symbolic link, `.git`, an odd component or an error: let [`read_resolved`] decide.
+    Unsure,
+}
+
+/// Walks `rel` below `root` with one `lstat` per directory (no path resolution): the common
+/// case of [`read_pack_text`] without resolving every component of both paths.
+fn plain_path(root: &Path, rel: &str) -> PlainPath {
+    use std::path::Component;
+    let mut path = root.to_path_buf();
+    let mut components = Path::new(rel).components().peekable();
+    let mut first = true;
+    while let Some(component) = components.next() {
+        let Component::Normal(part) = component else { return PlainPath::Unsure };
+        if first && part == ".git" {
+            return PlainPath::Unsure;
+        }
+        first = false;
+        path.push(part);
+        if components.peek().is_none() {
+            return PlainPath::Inside(path);
+        }
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => return PlainPath::Unsure,
+            Ok(_) => return PlainPath::Missing,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return PlainPath::Missing,
+            Err(_) => return PlainPath::Unsure,
+        }
+    }
+    PlainPath::Unsure
 }
 
 fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
@@ -97,24 +294,39 @@ pub(super) fn onboarding_section(rules: &str) -> Option<String> {
 impl Engram {
     /// Runs the expiry pass when something expired (or the full index still
     /// needs to be migrated): expired entries move to `<category>-expired.md`
-    /// in one commit of their own.
+    /// in one commit of their own. Callers check that `memory_root/memory` is a directory.
     pub(super) fn expire_memory(&self, memory_root: &Path, caller: &Caller) -> Result<()> {
         // A read-only server never commits; expired entries are hidden from answers anyway.
-        if self.config.store.read_only || !memory_root.join("memory").is_dir() {
+        if self.config.store.read_only {
             return Ok(());
         }
         let today = self.now().date_naive();
         let needs_migration =
             !memory_root.join(crate::memlog::FULL_INDEX).exists() && memory_root.join(HOT_INDEX).exists();
-        let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
-        let cached = {
+        let known = {
             let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
-            cache.get(memory_root).filter(|s| s.head == head).cloned()
+            cache.get(memory_root).cloned()
         };
+        // HEAD without asking git when the stamps of its files prove it did not move.
+        let proven = known.as_ref().filter(|k| k.stamps.as_ref().is_some_and(|s| s.unchanged(memory_root)));
+        let (head, stamps, proven) = match proven {
+            Some(state) => (state.head.clone(), state.stamps.clone(), true),
+            None => {
+                let stamps = HeadStamps::take(memory_root, std::time::SystemTime::now());
+                (self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?, stamps, false)
+            }
+        };
+        let cached = known.filter(|s| s.head == head);
         if let Some(state) = &cached
             && !needs_migration
             && state.earliest.is_none_or(|d| d >= today)
         {
+            if !proven {
+                let mut cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(entry) = cache.get_mut(memory_root).filter(|s| s.head == head) {
+                    entry.stamps = stamps;
+                }
+            }
             return Ok(());
         }
         let now = self.now();
@@ -186,7 +398,7 @@ impl Engram {
         self.expiry_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state });
+            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state, stamps: None });
         Ok(())
     }
 
@@ -208,7 +420,7 @@ impl Engram {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest });
+        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest, stamps: None });
     }
 
     fn active_hot_index(&self, memory_root: &Path) -> Result<(String, usize)> {
@@ -216,24 +428,65 @@ impl Engram {
         Ok(active_lines(&text, self.now().date_naive()))
     }
 
+    /// True when this process knows, from stamps alone (no git, no lock), that the expiry pass
+    /// has nothing to do for `memory_root`: HEAD is the commit the state was computed for, no
+    /// entry expires before today, and the full index exists.
+    fn expiry_known_clean(&self, memory_root: &Path) -> bool {
+        if self.config.store.read_only {
+            return true;
+        }
+        let today = self.now().date_naive();
+        let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(state) = cache.get(memory_root) else { return false };
+        state.earliest.is_none_or(|d| d >= today)
+            && state.stamps.as_ref().is_some_and(|s| s.unchanged(memory_root))
+            && (memory_root.join(crate::memlog::FULL_INDEX).exists() || !memory_root.join(HOT_INDEX).exists())
+    }
+
     /// `load_engram`.
     pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
+        let text = self.load_with(name, query, &|root| self.expire_memory(root, caller).map(|()| true))?;
+        Ok(text.unwrap_or_default())
+    }
+
+    /// `load_engram` when it needs neither git nor a lock: the answer, or `None` when the
+    /// expiry pass may have work to do (or this process has not looked at the pack's HEAD
+    /// yet) and [`Engram::load_engram`] must run. Reads a few small files and nothing else, so
+    /// a server may answer on its own thread instead of handing the call to a blocking one.
+    pub fn load_engram_if_settled(&self, name: &str, query: &str) -> Option<Result<String>> {
+        self.load_with(name, query, &|root| Ok(self.expiry_known_clean(root))).transpose()
+    }
+
+    /// `load_engram` with the expiry pass given: `expire(root)` answers false to give up.
+    fn load_with(
+        &self,
+        name: &str,
+        query: &str,
+        expire: &dyn Fn(&Path) -> Result<bool>,
+    ) -> Result<Option<String>> {
         limits::check_query("query", query)?;
-        let pack = self.resolve(name)?;
+        let (pack, meta) = self.packs().resolve_with_meta(name)?;
         let dir = &pack.dir;
-        self.expire_memory(dir, caller)?;
-        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
-        if global.join("memory").is_dir() {
-            self.expire_memory(&global, caller)?;
+        let has_memory_dir = dir.join("memory").is_dir();
+        if has_memory_dir && !expire(dir)? {
+            return Ok(None);
         }
+        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
+        let global_text = if global.join("memory").is_dir() {
+            if !expire(&global)? {
+                return Ok(None);
+            }
+            self.active_hot_index(&global)?.0
+        } else {
+            String::new()
+        };
         let view = PackView {
             read: &|rel: &str| read_pack_text(dir, rel),
-            has_memory_dir: dir.join("memory").is_dir(),
+            has_memory_dir,
             onboarded: self.onboarded(dir),
             today: self.now().date_naive(),
         };
-        let (global_text, _) = self.active_hot_index(&global)?;
-        self.render_load(name, query, &view, &global_text)
+        self.render_load_with_meta(name, query, &view, &global_text, Some(&meta)).map(Some)
     }
 
     /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).
@@ -244,18 +497,41 @@ impl Engram {
         view: &PackView<'_>,
         global_text: &str,
     ) -> Result<String> {
+        self.render_load_with_meta(name, query, view, global_text, None)
+    }
+
+    /// [`Engram::render_load`] with the pack's `meta.json` already parsed (`None`: read it
+    /// through the view).
+    fn render_load_with_meta(
+        &self,
+        name: &str,
+        query: &str,
+        view: &PackView<'_>,
+        global_text: &str,
+        meta: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<String> {
         let read =
             |rel: &str| -> Result<String> { Ok((view.read)(rel)?.unwrap_or_default().trim().to_owned()) };
         let mut sections: Vec<String> = Vec::new();
+        let mut rules = String::new();
         for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
         {
             let text = read(file)?;
             if !text.is_empty() {
                 sections.push(format!("## {title}\n{text}"));
             }
+            if file == "rules.md" {
+                rules = text;
+            }
         }
-        let meta: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&read("meta.json")?).unwrap_or_default();
+        let read_meta;
+        let meta = match meta {
+            Some(meta) => meta,
+            None => {
+                read_meta = serde_json::from_str(&read("meta.json")?).unwrap_or_default();
+                &read_meta
+            }
+        };
         if let Some(parent) = meta.get("extends").and_then(|v| v.as_str()).filter(|s| !s.is_empty())
             && let Some(parent_dir) = self.packs().resolve_dir_name(parent)
         {
@@ -287,7 +563,7 @@ impl Engram {
             sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
         }
         if !view.onboarded
-            && let Some(text) = onboarding_section(&read("rules.md")?)
+            && let Some(text) = onboarding_section(&rules)
             && !text.is_empty()
         {
             sections.push(format!(
@@ -422,6 +698,73 @@ mod tests {
         assert_eq!(onboarding_section("## Onboarding 首次\n- a"), None);
         // An empty section followed by blank lines captures the next heading.
         assert_eq!(onboarding_section("## Onboarding\n\n## Next\nbody").as_deref(), Some("## Next\nbody"));
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    #[test]
+    fn head_stamps_change_whenever_head_moves() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        git(root, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let later = || std::time::SystemTime::now() + std::time::Duration::from_secs(1);
+        // Just written: not settled yet, so not trusted.
+        assert!(HeadStamps::take(root, std::time::SystemTime::now() - SETTLED * 10).is_none());
+        let stamps = HeadStamps::take(root, later()).expect("stamps of a loose ref");
+        assert!(stamps.unchanged(root));
+        git(root, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert!(!stamps.unchanged(root), "a commit rewrites the loose ref");
+        // Packed refs: the loose file goes away, then comes back with the next commit.
+        let stamps = HeadStamps::take(root, later()).expect("stamps");
+        git(root, &["pack-refs", "--all"]);
+        assert!(!stamps.unchanged(root), "packing deletes the loose ref");
+        let packed = HeadStamps::take(root, later()).expect("stamps of a packed ref");
+        assert!(packed.unchanged(root));
+        git(root, &["commit", "-q", "--allow-empty", "-m", "three"]);
+        assert!(!packed.unchanged(root), "a commit writes a loose ref again");
+        // Another branch checked out, and a detached HEAD.
+        let stamps = HeadStamps::take(root, later()).expect("stamps");
+        git(root, &["checkout", "-q", "-b", "other"]);
+        assert!(!stamps.unchanged(root), "HEAD names another branch");
+        git(root, &["checkout", "-q", "--detach"]);
+        let detached = HeadStamps::take(root, later()).expect("stamps of a detached HEAD");
+        git(root, &["commit", "-q", "--allow-empty", "-m", "four"]);
+        assert!(!detached.unchanged(root));
+    }
+
+    #[test]
+    fn pack_files_read_plainly_and_links_out_read_as_missing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (pack, outside) = (tmp.path().join("pack"), tmp.path().join("outside"));
+        fs::create_dir_all(pack.join("memory")).expect("mkdir");
+        fs::create_dir_all(pack.join(".git")).expect("mkdir");
+        fs::create_dir_all(&outside).expect("mkdir");
+        fs::write(pack.join("role.md"), "a\r\nb\r\n").expect("write");
+        fs::write(pack.join("memory/_index.md"), "m").expect("write");
+        fs::write(pack.join(".git/config"), "secret").expect("write");
+        fs::write(outside.join("x.md"), "outside").expect("write");
+        std::os::unix::fs::symlink(outside.join("x.md"), pack.join("out.md")).expect("link");
+        std::os::unix::fs::symlink(&outside, pack.join("knowledge")).expect("link");
+        std::os::unix::fs::symlink(pack.join("role.md"), pack.join("in.md")).expect("link");
+        let read = |rel: &str| read_pack_text(&pack, rel).expect("read");
+        assert_eq!(read("role.md").as_deref(), Some("a\nb\n"));
+        assert_eq!(read("memory/_index.md").as_deref(), Some("m"));
+        assert_eq!(read("in.md").as_deref(), Some("a\nb\n"), "a link inside the pack is followed");
+        assert_eq!(read("out.md"), None);
+        assert_eq!(read("knowledge/x.md"), None);
+        assert_eq!(read(".git/config"), None);
+        assert_eq!(read("memory"), None);
+        assert_eq!(read("missing/_index.md"), None);
+        assert_eq!(read("role.md/x"), None);
     }
 
     #[test]

@@ -312,6 +312,9 @@ pub struct Engram {
     config: Config,
     repos: Mutex<HashMap<PathBuf, Arc<Mutex<PackRepo>>>>,
     expiry_cache: Mutex<HashMap<PathBuf, load::ExpiryState>>,
+    /// The packs directory with symbolic links resolved, once: resolving it on every call cost
+    /// one system call per path component.
+    packs_root: PathBuf,
     search_cache: crate::packsearch::SearchCache,
 }
 
@@ -326,10 +329,12 @@ impl Engram {
             }
             .into());
         }
+        let packs_root = config.packs_dir.canonicalize().unwrap_or_else(|_| config.packs_dir.clone());
         Ok(Self {
             config,
             repos: Mutex::new(HashMap::new()),
             expiry_cache: Mutex::new(HashMap::new()),
+            packs_root,
             search_cache: crate::packsearch::SearchCache::new(),
         })
     }
@@ -341,7 +346,7 @@ impl Engram {
 
     /// The packs (re-read on every call: packs may be installed by another process).
     pub fn packs(&self) -> Packs {
-        Packs::new(self.config.packs_dir.clone(), self.config.project_root.clone())
+        Packs::with_resolved_packs_dir(self.packs_root.clone(), self.config.project_root.clone())
     }
 
     fn now(&self) -> DateTime<Utc> {

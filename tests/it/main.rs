@@ -13,6 +13,7 @@ mod http;
 mod invariants;
 mod limits;
 mod lint;
+mod load_freshness;
 mod notes_tools;
 mod personal_tools;
 mod search;
