@@ -6,7 +6,7 @@
 //! `loads` in-process `load_engram` calls against reading the same files with
 //! `std::fs::read`, interleaved, and prints both medians.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use engram::ops::{Caller, CaptureRequest, Config, Engram};
@@ -79,6 +79,5 @@ fn main() -> anyhow::Result<()> {
     }
     let (l, r) = (median(tl), median(tr));
     println!("in-process load p50 {l:.2} µs, read floor p50 {r:.2} µs, ratio {:.2}×", l / r);
-    let _ = Path::new("");
     Ok(())
 }
