@@ -225,7 +225,6 @@ async fn measure(bin: &Path, size: usize) -> Row {
     }
     client.close().await.expect("close");
 
-
     Row {
         size,
         capture_p50: percentile(&mut captures, 0.5),
