@@ -211,7 +211,8 @@ pub(super) fn commit_bytes(tree: Oid, parents: &[Oid], author: &Signature<'_>, m
     out.into_bytes()
 }
 
-fn signature_line(sig: &Signature<'_>) -> String {
+/// A signature as commits and reflogs spell it: `name <email> <seconds> <±hhmm>`.
+pub(super) fn signature_line(sig: &Signature<'_>) -> String {
     let when = sig.when();
     let offset = when.offset_minutes();
     let sign = if offset < 0 { '-' } else { '+' };

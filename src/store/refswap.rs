@@ -29,7 +29,7 @@ pub(super) enum Swap {
     NotHere,
 }
 
-/// Moves `branch` (a `refs/heads/…` name) from `old` to `new`.
+/// Moves `branch` (the `refs/heads/…` name HEAD points at) from `old` to `new`.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(super) fn swap_branch(
     repo: &PackRepo,
@@ -63,18 +63,11 @@ pub(super) fn swap_branch(
     drop(lock);
     let line = reflog_line(old, new, sig, message);
     if logs_enabled(repo) {
+        // `branch` is what HEAD points at (the caller reads it from HEAD).
         append(&git_dir.join("logs").join(branch), &line);
-        if head_points_at(&git_dir, branch) {
-            append(&git_dir.join("logs").join("HEAD"), &line);
-        }
+        append(&git_dir.join("logs").join("HEAD"), &line);
     }
-    let swapped = rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        &lock_path,
-        rustix::fs::CWD,
-        &ref_path,
-        rustix::fs::RenameFlags::EXCHANGE,
-    );
+    let swapped = super::worktree::swap(&lock_path, &ref_path);
     // After a swap the lock path holds the old id; without one, nothing changed.
     let _ = fs::remove_file(&lock_path);
     match swapped {
@@ -98,18 +91,7 @@ pub(super) fn swap_branch(
 
 /// A reflog line as git writes it: `<old> <new> <name> <<email>> <time> <tz>\t<message>\n`.
 fn reflog_line(old: Oid, new: Oid, sig: &Signature<'_>, message: &str) -> String {
-    let when = sig.when();
-    let offset = when.offset_minutes();
-    let sign = if offset < 0 { '-' } else { '+' };
-    format!(
-        "{old} {new} {} <{}> {} {sign}{:02}{:02}\t{}\n",
-        String::from_utf8_lossy(sig.name_bytes()),
-        String::from_utf8_lossy(sig.email_bytes()),
-        when.seconds(),
-        offset.abs() / 60,
-        offset.abs() % 60,
-        message.replace('\n', " ")
-    )
+    format!("{old} {new} {}\t{}\n", super::packwrite::signature_line(sig), message.replace('\n', " "))
 }
 
 /// Git's rule: reflogs are kept unless `core.logAllRefUpdates` says no (default: yes outside bare repositories).
@@ -118,10 +100,6 @@ fn logs_enabled(repo: &PackRepo) -> bool {
         Ok(on) => on,
         Err(_) => !repo.repo.is_bare(),
     }
-}
-
-fn head_points_at(git_dir: &Path, branch: &str) -> bool {
-    fs::read_to_string(git_dir.join("HEAD")).is_ok_and(|t| t.trim() == format!("ref: {branch}"))
 }
 
 fn append(path: &Path, line: &str) {

@@ -87,14 +87,7 @@ fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<
         file.sync_data().ok()?;
     }
     drop(file);
-    rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        &spare,
-        rustix::fs::CWD,
-        path,
-        rustix::fs::RenameFlags::EXCHANGE,
-    )
-    .ok()?;
+    swap(&spare, path).ok()?;
     fs::symlink_metadata(path).ok()
 }
 
@@ -131,14 +124,15 @@ pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
     if copy.write().is_err() {
         return false;
     }
-    rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        &spare,
-        rustix::fs::CWD,
-        git_dir.join("index"),
-        rustix::fs::RenameFlags::EXCHANGE,
-    )
-    .is_ok()
+    swap(&spare, &git_dir.join("index")).is_ok()
+}
+
+/// Exchanges two existing files in one step (`renameat2(RENAME_EXCHANGE)`):
+/// a reader of either path sees one file or the other, never neither.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(super) fn swap(a: &Path, b: &Path) -> std::io::Result<()> {
+    rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, rustix::fs::RenameFlags::EXCHANGE)
+        .map_err(std::io::Error::from)
 }
 
 /// Writes the index by swapping (not available on this platform).
