@@ -42,16 +42,12 @@ fn blob_at(repo: &Repository, tree: Option<&Tree<'_>>, path: &str) -> Option<Vec
     repo.find_blob(entry.id()).ok().map(|b| b.content().to_vec())
 }
 
-/// Refuses `changes` when the text they add holds a credential.
-pub(super) fn check_changes(
-    repo: &Repository,
-    base: Option<&Tree<'_>>,
-    changes: &Changes,
-) -> Result<(), StoreError> {
+/// Refuses `changes` when the text they add to `base` holds a credential.
+pub(super) fn check_changes(base: &super::Snapshot<'_>, changes: &Changes) -> Result<(), StoreError> {
     let mut findings = Vec::new();
     for (path, content) in &changes.files {
         if let Some(bytes) = content {
-            let old = blob_at(repo, base, path);
+            let old = base.read(path).ok().flatten();
             findings.extend(scan_added(path, old.as_deref(), bytes));
         }
     }

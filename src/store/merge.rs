@@ -270,27 +270,9 @@ impl PackRepo {
             let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
             let view = MergeView {
                 repo: self,
-                base: Snapshot {
-                    repo: &self.repo,
-                    tree: base_tree.clone(),
-                    head: base_id,
-                    dir,
-                    overlay: Default::default(),
-                },
-                ours: Snapshot {
-                    repo: &self.repo,
-                    tree: Some(ours_tree.clone()),
-                    head: Some(ours.id()),
-                    dir,
-                    overlay: Default::default(),
-                },
-                theirs: Snapshot {
-                    repo: &self.repo,
-                    tree: Some(theirs_tree.clone()),
-                    head: Some(theirs.id()),
-                    dir,
-                    overlay: Default::default(),
-                },
+                base: self.snapshot_of_tree(base_tree.as_ref().map(|t| t.id()), base_id),
+                ours: self.snapshot_of_tree(Some(ours_tree.id()), Some(ours.id())),
+                theirs: self.snapshot_of_tree(Some(theirs_tree.id()), Some(theirs.id())),
                 changed,
                 incoming_commits: behind,
             };

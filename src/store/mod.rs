@@ -22,6 +22,7 @@ mod guard;
 mod history;
 mod locks;
 mod merge;
+mod objcache;
 mod packwrite;
 mod purge;
 mod recent;
@@ -294,7 +295,10 @@ impl Changes {
 /// Read access to the tree a write starts from.
 pub struct Snapshot<'r> {
     repo: &'r Repository,
-    tree: Option<git2::Tree<'r>>,
+    /// Where trees and blobs are read through (see [`objcache`]).
+    cache: &'r objcache::ObjectCache,
+    /// The root tree (`None` for an empty repository).
+    tree: Option<Oid>,
     head: Option<Oid>,
     dir: &'r Path,
     /// Pending changes seen through this snapshot (see [`Snapshot::overlaid`]).
@@ -307,17 +311,24 @@ impl Snapshot<'_> {
         if let Some(content) = self.overlay.get(path) {
             return Ok(content.clone());
         }
-        let Some(tree) = &self.tree else { return Ok(None) };
-        let entry = match tree.get_path(Path::new(path)) {
-            Ok(e) => e,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(git_err("reading the tree", self.dir, e)),
-        };
-        if entry.kind() != Some(ObjectType::Blob) {
-            return Err(StoreError::NotAFile { path: path.to_owned() });
+        let Some(id) = self.blob_entry(path)? else { return Ok(None) };
+        let blob = self.cache.blob(self.repo, id).map_err(|e| git_err("reading a blob", self.dir, e))?;
+        Ok(Some(blob.to_vec()))
+    }
+
+    /// The entry at `path` in the tree (mode and id), if any.
+    pub(super) fn entry(&self, path: &str) -> Result<Option<(i32, Oid)>> {
+        let Some(root) = self.tree else { return Ok(None) };
+        self.cache.entry_at(self.repo, root, path).map_err(|e| git_err("reading the tree", self.dir, e))
+    }
+
+    /// The blob id of the file at `path`; `None` if absent, an error for a directory or submodule.
+    fn blob_entry(&self, path: &str) -> Result<Option<Oid>> {
+        match self.entry(path)? {
+            None => Ok(None),
+            Some((mode, id)) if is_blob_mode(mode) => Ok(Some(id)),
+            Some(_) => Err(StoreError::NotAFile { path: path.to_owned() }),
         }
-        let blob = self.repo.find_blob(entry.id()).map_err(|e| git_err("reading a blob", self.dir, e))?;
-        Ok(Some(blob.content().to_vec()))
     }
 
     /// Reads a file as UTF-8 text (lossy for invalid bytes); `None` if absent.
@@ -334,7 +345,7 @@ impl Snapshot<'_> {
         if self.overlay.iter().any(|(p, c)| c.is_some() && p.starts_with(&prefix)) {
             return true;
         }
-        self.tree.as_ref().is_some_and(|t| t.get_path(Path::new(path)).is_ok())
+        self.entry(path).ok().flatten().is_some()
     }
 
     /// Lists the entries (files and directories) directly under `dir` (`""` for the root).
@@ -345,20 +356,21 @@ impl Snapshot<'_> {
     }
 
     fn tree_listing(&self, dir: &str) -> Result<Vec<String>> {
-        let Some(tree) = &self.tree else { return Ok(Vec::new()) };
-        let sub = if dir.is_empty() {
-            tree.clone()
-        } else {
-            match tree.get_path(Path::new(dir)) {
-                Ok(e) if e.kind() == Some(ObjectType::Tree) => {
-                    self.repo.find_tree(e.id()).map_err(|e| git_err("reading a tree", self.dir, e))?
-                }
-                Ok(_) => return Ok(Vec::new()),
-                Err(e) if e.code() == ErrorCode::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(git_err("reading the tree", self.dir, e)),
-            }
-        };
-        Ok(sub.iter().filter_map(|e| e.name().ok().map(str::to_owned)).collect())
+        let Some(id) = self.subtree_id(dir)? else { return Ok(Vec::new()) };
+        let sub = self.cache.tree(self.repo, id).map_err(|e| git_err("reading a tree", self.dir, e))?;
+        Ok(sub.keys().filter_map(|name| std::str::from_utf8(name).ok().map(str::to_owned)).collect())
+    }
+
+    /// The id of the subtree at `dir` (`""` for the root), if it exists and is a directory.
+    pub(super) fn subtree_id(&self, dir: &str) -> Result<Option<Oid>> {
+        let dir = dir.trim_end_matches('/');
+        if dir.is_empty() {
+            return Ok(self.tree);
+        }
+        Ok(match self.entry(dir)? {
+            Some((objcache::MODE_TREE, id)) => Some(id),
+            _ => None,
+        })
     }
 
     /// The commit this snapshot is of (`None` for an empty repository).
@@ -407,6 +419,13 @@ pub struct PackRepo {
     options: StoreOptions,
     /// The working tree as last known to equal HEAD (see [`clean`]).
     clean: std::sync::Mutex<Option<clean::CleanState>>,
+    /// Objects recently written or read (see [`objcache`]).
+    objects: objcache::ObjectCache,
+}
+
+/// True for the modes of a file entry (regular, executable, symbolic link).
+fn is_blob_mode(mode: i32) -> bool {
+    matches!(mode & 0o170000, 0o100000 | 0o120000)
 }
 
 const LOCK_FILE: &str = "engram.lock";
@@ -458,7 +477,13 @@ impl PackRepo {
         init.external_template(false);
         let repo = Repository::init_opts(dir, &init)
             .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self { dir: dir.to_owned(), repo, options, clean: std::sync::Mutex::new(None) };
+        let this = Self {
+            dir: dir.to_owned(),
+            repo,
+            options,
+            clean: std::sync::Mutex::new(None),
+            objects: objcache::ObjectCache::default(),
+        };
         this.configure()?;
         {
             let _lock = this.lock()?;
@@ -486,7 +511,13 @@ impl PackRepo {
         configure_libgit2();
         let repo =
             Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self { dir: dir.to_owned(), repo, options, clean: std::sync::Mutex::new(None) };
+        let this = Self {
+            dir: dir.to_owned(),
+            repo,
+            options,
+            clean: std::sync::Mutex::new(None),
+            objects: objcache::ObjectCache::default(),
+        };
         if this.options.durable {
             this.configure()?;
         }
@@ -561,8 +592,8 @@ impl PackRepo {
         self.commit_hand_edits_if_any()?;
         trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
-            let head = self.head_commit()?;
-            let snapshot = self.snapshot_of(head.as_ref())?;
+            let head = self.head_oid()?;
+            let snapshot = self.snapshot_of(head)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
@@ -571,14 +602,7 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            match self.commit_changes(
-                head.as_ref(),
-                snapshot.tree.as_ref(),
-                &changes,
-                &message,
-                false,
-                &mut trace,
-            )? {
+            match self.commit_changes(head, snapshot.tree, &changes, &message, false, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     gc::maybe_pack(self);
                     trace.mark("gc-check");
@@ -592,17 +616,34 @@ impl PackRepo {
         Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
 
-    /// A snapshot of `head` (the empty tree when the repository has no commit yet).
-    fn snapshot_of<'r>(&'r self, head: Option<&git2::Commit<'r>>) -> Result<Snapshot<'r>> {
-        let tree =
-            head.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-        Ok(Snapshot {
+    /// A snapshot of commit `head` (the empty tree when the repository has no commit yet).
+    fn snapshot_of(&self, head: Option<Oid>) -> Result<Snapshot<'_>> {
+        let tree = head
+            .map(|id| self.objects.commit_tree(&self.repo, id))
+            .transpose()
+            .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
+        Ok(self.snapshot_of_tree(tree, head))
+    }
+
+    /// A snapshot of the tree `tree` (of commit `head`).
+    fn snapshot_of_tree(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'_> {
+        Snapshot {
             repo: &self.repo,
+            cache: &self.objects,
             tree,
-            head: head.map(|c| c.id()),
+            head,
             dir: &self.dir,
             overlay: BTreeMap::new(),
-        })
+        }
+    }
+
+    /// HEAD's commit id, read from the refs alone (`None` before the first commit).
+    fn head_oid(&self) -> Result<Option<Oid>> {
+        match self.repo.refname_to_id("HEAD") {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
+            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
+        }
     }
 
     fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
@@ -627,15 +668,16 @@ impl PackRepo {
     /// Returns `None` when the branch moved and the edit must be re-run.
     fn commit_changes(
         &self,
-        head: Option<&git2::Commit<'_>>,
-        base: Option<&git2::Tree<'_>>,
+        head: Option<Oid>,
+        base: Option<Oid>,
         changes: &Changes,
         message: &CommitMessage,
         defer_index: bool,
         trace: &mut PhaseTimer,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
-        guard::check_changes(&self.repo, base, changes)?;
+        let base_snapshot = self.snapshot_of_tree(base, head);
+        guard::check_changes(&base_snapshot, changes)?;
         let mut objects = packwrite::NewObjects::default();
         let mut tree_changes = packwrite::PathChanges::new();
         let mut blobs = BTreeMap::new();
@@ -654,23 +696,27 @@ impl PackRepo {
             tree_changes.insert(path.as_str(), id);
         }
         let tree_id =
-            packwrite::updated_tree(&self.repo, dir, base, &tree_changes, &mut objects, true)?.ok_or_else(
-                || StoreError::Damaged { dir: dir.clone(), problem: "the new root tree is missing".into() },
-            )?;
-        if head.is_some() && base.is_some_and(|b| b.id() == tree_id) {
+            packwrite::updated_tree(&self.repo, &self.objects, dir, base, &tree_changes, &mut objects, true)?
+                .ok_or_else(|| StoreError::Damaged {
+                    dir: dir.clone(),
+                    problem: "the new root tree is missing".into(),
+                })?;
+        if head.is_some() && base == Some(tree_id) {
             // Nothing actually changed (same bytes): no empty commits.
             return Ok(CommitOutcome::Unchanged);
         }
         let sig = self.signature(message.time)?;
-        let parents: Vec<Oid> = head.map(|h| h.id()).into_iter().collect();
+        let parents: Vec<Oid> = head.into_iter().collect();
         trace.mark("objects");
+        let rendered = message.render();
         let commit_id = objects.add(
             ObjectType::Commit,
-            packwrite::commit_bytes(tree_id, &parents, &sig, &message.render()),
+            packwrite::commit_bytes(tree_id, &parents, &sig, &rendered),
             dir,
         )?;
-        objects.write(&self.repo, dir, self.options.durable)?;
-        let old = head.map(|h| h.id());
+        objects.write(&self.repo, self.options.durable, &self.objects)?;
+        self.objects.keep_commit(commit_id, tree_id);
+        let old = head;
         trace.mark("commit-object");
         recover::write_pending(self, old, commit_id, changes)?;
         trace.mark("pending");
@@ -691,6 +737,9 @@ impl PackRepo {
         if !moved {
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
+        }
+        if let Some(parent) = old {
+            recent::note_commit(dir, commit_id, parent, sig.when().seconds(), &rendered);
         }
         trace.mark("branch-cas");
         if defer_index {

@@ -15,54 +15,49 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use git2::{ObjectType, Oid, Repository, Signature, Tree};
+use std::sync::Arc;
+
+use git2::{ObjectType, Oid, Repository, Signature};
+
+use super::objcache::{MODE_TREE, ObjectCache, TreeEntries};
 
 use super::{Result, StoreError, git_err, io_err};
 
 /// Objects to write, in the order they were made.
 #[derive(Default)]
 pub(super) struct NewObjects {
-    objects: Vec<(ObjectType, Vec<u8>)>,
+    objects: Vec<(ObjectType, Oid, Vec<u8>)>,
+    /// The entries of the new trees (kept in the object cache once written).
+    trees: Vec<(Oid, Arc<TreeEntries>)>,
     ids: std::collections::HashSet<Oid>,
 }
-
-const MODE_TREE: i32 = 0o040000;
 
 impl NewObjects {
     /// Adds an object and returns its id (an object already added is not repeated).
     pub(super) fn add(&mut self, kind: ObjectType, bytes: Vec<u8>, dir: &Path) -> Result<Oid> {
         let id = Oid::hash_object(kind, &bytes).map_err(|e| git_err("hashing an object", dir, e))?;
         if self.ids.insert(id) {
-            self.objects.push((kind, bytes));
+            self.objects.push((kind, id, bytes));
         }
         Ok(id)
     }
 
-    /// Writes the objects into the repository as one pack (fsynced when `durable`).
-    pub(super) fn write(self, repo: &Repository, dir: &Path, durable: bool) -> Result<()> {
+    /// Writes the objects into the repository as one pack (fsynced when
+    /// `durable`), then keeps the blobs and trees in `cache`.
+    pub(super) fn write(self, repo: &Repository, durable: bool, cache: &ObjectCache) -> Result<()> {
         if self.objects.is_empty() {
             return Ok(());
         }
         let pack = encode_pack(&self.objects)?;
-        let odb = repo.odb().map_err(|e| git_err("opening the object database", dir, e))?;
-        let mut writer = odb.packwriter().map_err(|e| git_err("writing a pack", dir, e))?;
-        writer
-            .write_all(&pack)
-            .map_err(|e| io_err("write a pack into", &repo.path().join("objects/pack"), e))?;
-        writer.commit().map_err(|e| git_err("writing a pack", dir, e))?;
-        if durable {
-            let name = hex(&pack[pack.len() - 20..]);
-            let pack_dir = repo.path().join("objects").join("pack");
-            for ext in ["pack", "idx"] {
-                let path = pack_dir.join(format!("pack-{name}.{ext}"));
-                std::fs::File::open(&path)
-                    .and_then(|f| f.sync_all())
-                    .map_err(|e| io_err("sync", &path, e))?;
+        let pack_dir = repo.path().join("objects").join("pack");
+        install_pack(&pack_dir, &pack, durable)?;
+        for (kind, id, bytes) in self.objects {
+            if kind == ObjectType::Blob {
+                cache.keep_blob(id, Arc::from(bytes));
             }
-            #[cfg(unix)]
-            std::fs::File::open(&pack_dir)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| io_err("sync", &pack_dir, e))?;
+        }
+        for (id, entries) in self.trees {
+            cache.keep_tree(id, entries);
         }
         Ok(())
     }
@@ -72,14 +67,28 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A pack and its index, ready to be installed.
+struct EncodedPack {
+    pack: Vec<u8>,
+    index: Vec<u8>,
+    /// The pack's checksum in hex: its name (`pack-<name>.pack`).
+    name: String,
+}
+
 /// A version-2 pack of whole (undeltified) objects, quickly compressed (packs
-/// are merged, with deltas, later).
-fn encode_pack(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(objects.iter().map(|(_, b)| b.len() / 2 + 32).sum::<usize>() + 32);
+/// are merged, with deltas, later), and its version-2 index — what `git
+/// index-pack` would write for it, made here because the objects' ids, offsets
+/// and CRCs are known already (libgit2's indexer would inflate and hash
+/// everything again).
+fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
+    let mut out = Vec::with_capacity(objects.iter().map(|(_, _, b)| b.len() / 2 + 32).sum::<usize>() + 32);
     out.extend_from_slice(b"PACK");
     out.extend_from_slice(&2u32.to_be_bytes());
     out.extend_from_slice(&(objects.len() as u32).to_be_bytes());
-    for (kind, bytes) in objects {
+    // (id, offset, crc32 of the entry as stored)
+    let mut entries: Vec<(Oid, u64, u32)> = Vec::with_capacity(objects.len());
+    for (kind, id, bytes) in objects {
+        let offset = out.len();
         let code: u8 = match kind {
             ObjectType::Commit => 1,
             ObjectType::Tree => 2,
@@ -107,10 +116,105 @@ fn encode_pack(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<u8>> {
             path: "a pack".into(),
             source: e,
         })?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&out[offset..]);
+        entries.push((*id, offset as u64, crc.sum()));
     }
-    let digest = sha1_smol::Sha1::from(&out).digest().bytes();
-    out.extend_from_slice(&digest);
+    let checksum = sha1_smol::Sha1::from(&out).digest().bytes();
+    out.extend_from_slice(&checksum);
+    let index = encode_index(entries, &checksum)?;
+    Ok(EncodedPack { pack: out, index, name: hex(&checksum) })
+}
+
+/// A version-2 pack index (`.idx`) for `entries` (id, offset, crc32).
+fn encode_index(mut entries: Vec<(Oid, u64, u32)>, pack_checksum: &[u8; 20]) -> Result<Vec<u8>> {
+    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut out = Vec::with_capacity(8 + 256 * 4 + entries.len() * 28 + 40);
+    out.extend_from_slice(b"\xfftOc");
+    out.extend_from_slice(&2u32.to_be_bytes());
+    let mut fanout = [0u32; 256];
+    for (id, _, _) in &entries {
+        fanout[usize::from(id.as_bytes()[0])] += 1;
+    }
+    let mut total = 0u32;
+    for count in fanout {
+        total += count;
+        out.extend_from_slice(&total.to_be_bytes());
+    }
+    for (id, _, _) in &entries {
+        out.extend_from_slice(id.as_bytes());
+    }
+    for (_, _, crc) in &entries {
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    for (_, offset, _) in &entries {
+        // One commit's objects; a pack past 2 GiB would need the large-offset table.
+        let small =
+            u32::try_from(*offset).ok().filter(|o| o & 0x8000_0000 == 0).ok_or_else(|| StoreError::Io {
+                step: "index",
+                path: "a pack".into(),
+                source: std::io::Error::other("a single write larger than 2 GiB"),
+            })?;
+        out.extend_from_slice(&small.to_be_bytes());
+    }
+    out.extend_from_slice(pack_checksum);
+    let own = sha1_smol::Sha1::from(&out).digest().bytes();
+    out.extend_from_slice(&own);
     Ok(out)
+}
+
+/// Puts a pack and its index into `pack_dir` as git does: each written to a
+/// temporary file and renamed into place, the pack first, so a reader that
+/// finds the index finds the whole pack. A pack of the same name is the same
+/// objects: it is left as it is.
+fn install_pack(pack_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<()> {
+    let pack_path = pack_dir.join(format!("pack-{}.pack", encoded.name));
+    let idx_path = pack_dir.join(format!("pack-{}.idx", encoded.name));
+    if idx_path.exists() && pack_path.exists() {
+        return Ok(());
+    }
+    for (path, bytes, ext) in [(&pack_path, &encoded.pack, "pack"), (&idx_path, &encoded.index, "idx")] {
+        // Writes hold the pack's write lock, so the name is this write's alone.
+        let tmp = pack_dir.join(format!("{TEMP_PREFIX}{}.{ext}", encoded.name));
+        let mut file = match create_read_only(&tmp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(pack_dir).and_then(|()| create_read_only(&tmp))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // Left by a write that was killed: this write makes it anew.
+                std::fs::remove_file(&tmp).and_then(|()| create_read_only(&tmp))
+            }
+            other => other,
+        }
+        .map_err(|e| io_err("create a temporary pack file", &tmp, e))?;
+        file.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?;
+        if durable {
+            file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+        }
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| io_err("rename into place", path, e))?;
+    }
+    if durable {
+        #[cfg(unix)]
+        std::fs::File::open(pack_dir).and_then(|f| f.sync_all()).map_err(|e| io_err("sync", pack_dir, e))?;
+    }
+    Ok(())
+}
+
+/// Names of the temporary files a write makes in `objects/pack` (packing
+/// removes old ones a killed write left).
+pub(super) const TEMP_PREFIX: &str = "tmp_engram_";
+
+/// Creates a new file, read-only once closed (pack files are, as git makes them).
+fn create_read_only(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o444);
+    }
+    options.open(path)
 }
 
 /// A change below a tree: a new blob id for a path, or `None` to remove it.
@@ -121,19 +225,18 @@ pub(super) type PathChanges<'a> = BTreeMap<&'a str, Option<Oid>>;
 /// empty subtree (which git does not store), the base id when nothing changed.
 pub(super) fn updated_tree(
     repo: &Repository,
+    cache: &ObjectCache,
     dir: &Path,
-    base: Option<&Tree<'_>>,
+    base: Option<Oid>,
     changes: &PathChanges<'_>,
     objects: &mut NewObjects,
     is_root: bool,
 ) -> Result<Option<Oid>> {
     // name → (mode, id)
-    let mut entries: BTreeMap<Vec<u8>, (i32, Oid)> = BTreeMap::new();
-    if let Some(tree) = base {
-        for e in tree.iter() {
-            entries.insert(e.name_bytes().to_vec(), (e.filemode(), e.id()));
-        }
-    }
+    let mut entries: TreeEntries = match base {
+        Some(id) => cache.tree(repo, id).map_err(|e| git_err("reading a tree", dir, e))?.as_ref().clone(),
+        None => TreeEntries::new(),
+    };
     // Group the changes by their first component.
     let mut below: BTreeMap<&str, PathChanges<'_>> = BTreeMap::new();
     for (path, change) in changes {
@@ -153,12 +256,10 @@ pub(super) fn updated_tree(
     }
     for (name, sub_changes) in below {
         let sub_base = match entries.get(name.as_bytes()) {
-            Some((mode, id)) if *mode == MODE_TREE => {
-                Some(repo.find_tree(*id).map_err(|e| git_err("reading a tree", dir, e))?)
-            }
+            Some((mode, id)) if *mode == MODE_TREE => Some(*id),
             _ => None,
         };
-        match updated_tree(repo, dir, sub_base.as_ref(), &sub_changes, objects, false)? {
+        match updated_tree(repo, cache, dir, sub_base, &sub_changes, objects, false)? {
             Some(id) => {
                 entries.insert(name.as_bytes().to_vec(), (MODE_TREE, id));
             }
@@ -172,14 +273,15 @@ pub(super) fn updated_tree(
     }
     let bytes = serialize_tree(&entries);
     let id = Oid::hash_object(ObjectType::Tree, &bytes).map_err(|e| git_err("hashing a tree", dir, e))?;
-    if base.is_some_and(|b| b.id() == id) {
+    if base == Some(id) {
         return Ok(Some(id));
     }
+    objects.trees.push((id, Arc::new(entries)));
     objects.add(ObjectType::Tree, bytes, dir).map(Some)
 }
 
 /// Git's tree encoding: entries sorted as if directory names ended in `/`.
-fn serialize_tree(entries: &BTreeMap<Vec<u8>, (i32, Oid)>) -> Vec<u8> {
+fn serialize_tree(entries: &TreeEntries) -> Vec<u8> {
     let mut sorted: Vec<(&Vec<u8>, &(i32, Oid))> = entries.iter().collect();
     let key = |name: &[u8], mode: i32| {
         let mut k = name.to_vec();
@@ -274,7 +376,9 @@ mod tests {
             }
             let expected = theirs.create_updated(&repo, &base).expect("libgit2");
             let mut objects = NewObjects::default();
-            let got = updated_tree(&repo, dir, Some(&base), &ours, &mut objects, true).expect("ours");
+            let cache = ObjectCache::default();
+            let got =
+                updated_tree(&repo, &cache, dir, Some(base_id), &ours, &mut objects, true).expect("ours");
             assert_eq!(got, Some(expected), "{case:?}");
         }
         // A commit, written through a pack, reads back as libgit2 would have made it.
@@ -285,12 +389,14 @@ mod tests {
         let blob_id = objects.add(ObjectType::Blob, blob_bytes, dir).expect("blob");
         let mut changes: PathChanges<'_> = BTreeMap::new();
         changes.insert("memory/p.md", Some(blob_id));
-        let tree =
-            updated_tree(&repo, dir, Some(&base), &changes, &mut objects, true).expect("tree").expect("root");
+        let cache = ObjectCache::default();
+        let tree = updated_tree(&repo, &cache, dir, Some(base_id), &changes, &mut objects, true)
+            .expect("tree")
+            .expect("root");
         let message = "capture: x — 中文\n\nEngram-Tool: capture_memory\n";
         let commit =
             objects.add(ObjectType::Commit, commit_bytes(tree, &[], &sig, message), dir).expect("commit");
-        objects.write(&repo, dir, true).expect("pack");
+        objects.write(&repo, true, &cache).expect("pack");
         let read = repo.find_commit(commit).expect("commit readable");
         assert_eq!(read.message().ok(), Some(message));
         assert_eq!(read.author().when().offset_minutes(), 120);

@@ -94,8 +94,8 @@ fn extend(repo: &Repository, dir: &Path, head: Oid, cached: Option<Walk>, since:
     let mut floor = Floor::Complete;
     let mut joined = None;
     while let Some(id) = next {
-        if let Some(walk) = cached.as_ref().filter(|w| w.anchor == id) {
-            joined = Some(walk);
+        if cached.as_ref().is_some_and(|w| w.anchor == id) {
+            joined = cached;
             break;
         }
         if fresh.len() >= MAX_DEDUP_WALK {
@@ -112,7 +112,7 @@ fn extend(repo: &Repository, dir: &Path, head: Oid, cached: Option<Walk>, since:
         next = commit.parent_id(0).ok();
     }
     if let Some(old) = joined {
-        fresh.extend(old.commits.iter().cloned());
+        fresh.extend(old.commits);
         floor = old.floor;
         if fresh.len() > MAX_DEDUP_WALK {
             fresh.truncate(MAX_DEDUP_WALK);
@@ -120,6 +120,23 @@ fn extend(repo: &Repository, dir: &Path, head: Oid, cached: Option<Walk>, since:
         }
     }
     Ok(Walk { anchor: head, commits: fresh, floor })
+}
+
+/// Tells the cache of `dir` about a commit this process just made on top of
+/// `parent` (so the next check need not read it back through libgit2). A
+/// cache anchored elsewhere is left alone: the next check walks as usual.
+pub(super) fn note_commit(dir: &Path, id: Oid, parent: Oid, time: i64, message: &str) {
+    let mut walks = WALKS.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(walk) = walks.as_mut().and_then(|w| w.get_mut(dir)) else { return };
+    if walk.anchor != parent {
+        return;
+    }
+    walk.commits.insert(0, Recent { id, time, trailers: super::history::parse_trailers(message) });
+    walk.anchor = id;
+    if walk.commits.len() > MAX_DEDUP_WALK {
+        walk.commits.truncate(MAX_DEDUP_WALK);
+        walk.floor = Floor::Complete;
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +168,13 @@ mod tests {
         let c = commit(&repo, Some(b), 1_020, "c");
         assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "a", 990).expect("find").is_some());
         assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "c", 990).expect("find").is_some());
+        // A commit noted by its writer is found without reading it back.
+        let d = Oid::hash_object(git2::ObjectType::Commit, b"not in the repository").expect("id");
+        note_commit(tmp.path(), d, c, 1_030, "capture\n\nEngram-Dedup: d\n");
+        assert_eq!(
+            find_trailer(&repo, tmp.path(), d, "Engram-Dedup", "d", 990).expect("find"),
+            Some(d.to_string()[..7].to_owned())
+        );
         // Outside the window: not a duplicate.
         assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "a", 1_005).expect("find").is_none());
         // A wider window than the cache covers walks again.

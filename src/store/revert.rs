@@ -10,10 +10,9 @@
 //!   regenerated), and a merge that conflicts names the later commit.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use chrono::{NaiveDate, NaiveDateTime, TimeZone as _, Utc};
-use git2::{ObjectType, Oid, Sort};
+use git2::{Oid, Sort};
 
 use super::{Changes, CommitInfo, PackRepo, Result, Snapshot, StoreError, git_err};
 
@@ -108,15 +107,7 @@ impl PackRepo {
     pub fn snapshot_at(&self, rev: &str) -> Result<Snapshot<'_>> {
         let id = self.resolve_commit(rev)?;
         let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        let commit = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
-        Ok(Snapshot {
-            repo: &self.repo,
-            tree: Some(tree),
-            head: Some(oid),
-            dir: &self.dir,
-            overlay: BTreeMap::new(),
-        })
+        self.snapshot_of(Some(oid))
     }
 
     /// One commit's details, with the files it changed when `with_files`.
@@ -133,7 +124,14 @@ impl<'r> Snapshot<'r> {
     pub fn overlaid(&self, changes: &Changes) -> Snapshot<'r> {
         let mut overlay = self.overlay.clone();
         overlay.extend(changes.files.clone());
-        Snapshot { repo: self.repo, tree: self.tree.clone(), head: self.head, dir: self.dir, overlay }
+        Snapshot {
+            repo: self.repo,
+            cache: self.cache,
+            tree: self.tree,
+            head: self.head,
+            dir: self.dir,
+            overlay,
+        }
     }
 
     pub(super) fn overlay_listing(&self, dir: &str, names: &mut Vec<String>) {
@@ -162,24 +160,22 @@ impl<'r> Snapshot<'r> {
     /// A snapshot of another commit of the same repository (no overlay).
     pub fn at(&self, rev: &str) -> Result<Snapshot<'r>> {
         let commit = self.commit_of(rev)?;
-        let tree = commit.tree().map_err(|e| git_err("reading a tree", self.dir, e))?;
-        Ok(Snapshot {
-            repo: self.repo,
-            tree: Some(tree),
-            head: Some(commit.id()),
-            dir: self.dir,
-            overlay: BTreeMap::new(),
-        })
+        Ok(self.other(Some(commit.tree_id()), Some(commit.id())))
     }
 
     /// A snapshot of the first parent of `rev` (an empty snapshot for a root commit).
     pub fn parent_of(&self, rev: &str) -> Result<Snapshot<'r>> {
         let commit = self.commit_of(rev)?;
         let (tree, head) = match commit.parent(0) {
-            Ok(p) => (Some(p.tree().map_err(|e| git_err("reading a tree", self.dir, e))?), Some(p.id())),
+            Ok(p) => (Some(p.tree_id()), Some(p.id())),
             Err(_) => (None, None),
         };
-        Ok(Snapshot { repo: self.repo, tree, head, dir: self.dir, overlay: BTreeMap::new() })
+        Ok(self.other(tree, head))
+    }
+
+    /// A snapshot of another tree of the same repository (no overlay).
+    fn other(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'r> {
+        Snapshot { repo: self.repo, cache: self.cache, tree, head, dir: self.dir, overlay: BTreeMap::new() }
     }
 
     /// Paths a commit changed relative to its first parent.
@@ -236,8 +232,8 @@ impl<'r> Snapshot<'r> {
     }
 
     fn blob_id(&self, path: &str) -> Option<Oid> {
-        let entry = self.tree.as_ref()?.get_path(Path::new(path)).ok()?;
-        (entry.kind() == Some(ObjectType::Blob)).then(|| entry.id())
+        let (mode, id) = self.entry(path).ok()??;
+        super::is_blob_mode(mode).then_some(id)
     }
 
     /// Plans the revert of `rev` on top of this snapshot. Paths for which

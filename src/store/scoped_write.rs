@@ -106,7 +106,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use git2::{ErrorCode, ObjectType, Oid};
+use git2::{ObjectType, Oid};
 
 use super::{
     Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, gc, git_err, io_err,
@@ -140,8 +140,8 @@ impl PackRepo {
         }
         let mut full_check_done = false;
         for _attempt in 0..super::MAX_ATTEMPTS {
-            let head = self.head_commit()?;
-            let snapshot = self.snapshot_of(head.as_ref())?;
+            let head = self.head_oid()?;
+            let snapshot = self.snapshot_of(head)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
@@ -149,15 +149,15 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            if !full_check_done && !self.paths_match_head(snapshot.tree.as_ref(), changes.paths())? {
+            if !full_check_done && !self.paths_match_head(&snapshot, changes.paths())? {
                 flush_index(self)?;
                 self.commit_hand_edits()?;
                 full_check_done = true;
                 continue;
             }
             match self.commit_changes(
-                head.as_ref(),
-                snapshot.tree.as_ref(),
+                head,
+                snapshot.tree,
                 &changes,
                 &message,
                 true,
@@ -174,19 +174,17 @@ impl PackRepo {
         Err(StoreError::Contention { dir: self.dir.clone(), attempts: super::MAX_ATTEMPTS }.into())
     }
 
-    /// True when every path is in the working tree exactly as in `tree`.
+    /// True when every path is in the working tree exactly as in `head`.
     fn paths_match_head<'p>(
         &self,
-        tree: Option<&git2::Tree<'_>>,
+        head: &Snapshot<'_>,
         paths: impl Iterator<Item = &'p str>,
     ) -> Result<bool> {
         for path in paths {
-            let in_head: Option<Oid> = match tree.map(|t| t.get_path(Path::new(path))) {
+            let in_head: Option<Oid> = match head.entry(path)? {
                 None => None,
-                Some(Ok(entry)) if entry.kind() == Some(ObjectType::Blob) => Some(entry.id()),
-                Some(Ok(_)) => return Ok(false),
-                Some(Err(e)) if e.code() == ErrorCode::NotFound => None,
-                Some(Err(e)) => return Err(git_err("reading the tree", &self.dir, e)),
+                Some((mode, id)) if super::is_blob_mode(mode) => Some(id),
+                Some(_) => return Ok(false),
             };
             let full = self.dir.join(path);
             let on_disk = match std::fs::symlink_metadata(&full) {

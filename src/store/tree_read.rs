@@ -1,28 +1,15 @@
 //! Reading the HEAD tree outside a write: recursive listings of a directory
 //! and a read-only [`Snapshot`] of HEAD, for tools that only read.
 
-use std::path::Path;
-
-use git2::{ErrorCode, ObjectType, TreeWalkMode, TreeWalkResult};
+use git2::{ObjectType, TreeWalkMode, TreeWalkResult};
 
 use super::{PackRepo, Result, Snapshot, git_err};
 
 impl Snapshot<'_> {
     /// The subtree at `dir` (`""` for the root), if it exists and is a directory.
     fn subtree(&self, dir: &str) -> Result<Option<git2::Tree<'_>>> {
-        let Some(tree) = &self.tree else { return Ok(None) };
-        let dir = dir.trim_end_matches('/');
-        if dir.is_empty() {
-            return Ok(Some(tree.clone()));
-        }
-        match tree.get_path(Path::new(dir)) {
-            Ok(e) if e.kind() == Some(ObjectType::Tree) => {
-                self.repo.find_tree(e.id()).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
-            }
-            Ok(_) => Ok(None),
-            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
-            Err(e) => Err(git_err("reading the tree", self.dir, e)),
-        }
+        let Some(id) = self.subtree_id(dir)? else { return Ok(None) };
+        self.repo.find_tree(id).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
     }
 
     /// Every file below `dir`, recursively, as full paths from the pack root, sorted.
@@ -81,7 +68,7 @@ impl PackRepo {
     where
         E: From<super::StoreError>,
     {
-        let head = self.head_commit()?;
-        f(&self.snapshot_of(head.as_ref())?)
+        let head = self.head_oid()?;
+        f(&self.snapshot_of(head)?)
     }
 }
