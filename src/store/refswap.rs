@@ -8,6 +8,13 @@
 //! expected one (the compare-and-swap), and the lock file is then swapped
 //! with the ref in one `renameat2(RENAME_EXCHANGE)`: readers see the old or
 //! the new id, never neither. The reflogs get their line as git writes it.
+//!
+//! The lock file is not a new file: a spare in `.git/engram-spare/` gets the
+//! new id and is renamed to `<ref>.lock` with `RENAME_NOREPLACE` (exclusive,
+//! like git's `O_EXCL` create); after the swap, the old ref file becomes the
+//! spare. A write thus neither allocates nor frees an inode here — on ext4
+//! without a journal, every new file has to skip the inodes freed in the last
+//! minutes, which made creating the lock file the slowest step of a write.
 //! Anything unusual (a packed-only ref, a lock already there, `--durable`, a
 //! platform without the swap) is left to libgit2.
 
@@ -48,19 +55,34 @@ pub(super) fn swap_branch(
         return Swap::NotHere;
     }
     let lock_path = git_dir.join(format!("{branch}.lock"));
-    let Ok(mut lock) = OpenOptions::new().write(true).create_new(true).open(&lock_path) else {
-        return Swap::NotHere;
+    let spare = git_dir.join(super::worktree::SPARE_DIR).join("ref");
+    let content = format!("{new}\n");
+    // What to do with the lock file when done: keep it as the next spare, or remove it.
+    let release: fn(&Path, &Path) = match take_lock_from_spare(&spare, &lock_path, content.as_bytes()) {
+        Taken::Yes => |lock, spare| {
+            if fs::rename(lock, spare).is_err() {
+                let _ = fs::remove_file(lock);
+            }
+        },
+        Taken::Held => return Swap::NotHere,
+        Taken::CannotHere => {
+            let Ok(mut lock) = OpenOptions::new().write(true).create_new(true).open(&lock_path) else {
+                return Swap::NotHere;
+            };
+            if lock.write_all(content.as_bytes()).is_err() {
+                let _ = fs::remove_file(&lock_path);
+                return Swap::NotHere;
+            }
+            |lock, _| {
+                let _ = fs::remove_file(lock);
+            }
+        }
     };
     let current = fs::read_to_string(&ref_path).ok().and_then(|t| Oid::from_str(t.trim()).ok());
     if current != Some(old) {
-        let _ = fs::remove_file(&lock_path);
+        release(&lock_path, &spare);
         return if current.is_some() { Swap::Raced } else { Swap::NotHere };
     }
-    if lock.write_all(format!("{new}\n").as_bytes()).is_err() {
-        let _ = fs::remove_file(&lock_path);
-        return Swap::NotHere;
-    }
-    drop(lock);
     let line = reflog_line(old, new, sig, message);
     if logs_enabled(repo) {
         // `branch` is what HEAD points at (the caller reads it from HEAD).
@@ -69,10 +91,46 @@ pub(super) fn swap_branch(
     }
     let swapped = super::worktree::swap(&lock_path, &ref_path);
     // After a swap the lock path holds the old id; without one, nothing changed.
-    let _ = fs::remove_file(&lock_path);
+    release(&lock_path, &spare);
     match swapped {
         Ok(()) => Swap::Moved,
         Err(_) => Swap::NotHere,
+    }
+}
+
+/// How taking `<ref>.lock` from the spare went.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+enum Taken {
+    /// The spare, holding the new content, is now the lock file.
+    Yes,
+    /// Someone else holds the lock.
+    Held,
+    /// The spare cannot be used (missing directory, file system without the call).
+    CannotHere,
+}
+
+/// Writes `content` into the spare (made on first use) and renames it to
+/// `lock` unless `lock` exists.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn take_lock_from_spare(spare: &Path, lock: &Path, content: &[u8]) -> Taken {
+    if let Some(dir) = spare.parent()
+        && fs::create_dir_all(dir).is_err()
+    {
+        return Taken::CannotHere;
+    }
+    if super::worktree::overwrite(spare, content, false).is_err() {
+        return Taken::CannotHere;
+    }
+    match rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        spare,
+        rustix::fs::CWD,
+        lock,
+        rustix::fs::RenameFlags::NOREPLACE,
+    ) {
+        Ok(()) => Taken::Yes,
+        Err(rustix::io::Errno::EXIST) => Taken::Held,
+        Err(_) => Taken::CannotHere,
     }
 }
 

@@ -55,6 +55,9 @@ fn append_in_place(path: &Path, bytes: &[u8], durable: bool) -> Option<fs::Metad
     file.metadata().ok()
 }
 
+/// The directory of spare files, in the git directory.
+pub(super) const SPARE_DIR: &str = "engram-spare";
+
 /// The spare file for `path` (a flattened name in `git_dir/engram-spare/`).
 fn spare_for(path: &Path, git_dir: &Path) -> std::path::PathBuf {
     let flat: String = path
@@ -62,7 +65,7 @@ fn spare_for(path: &Path, git_dir: &Path) -> std::path::PathBuf {
         .chars()
         .map(|c| if c == '/' || c == '\\' || c == ':' { '%' } else { c })
         .collect();
-    git_dir.join("engram-spare").join(flat)
+    git_dir.join(SPARE_DIR).join(flat)
 }
 
 /// Replaces an existing regular file by swapping a spare file holding `bytes`
@@ -70,7 +73,6 @@ fn spare_for(path: &Path, git_dir: &Path) -> std::path::PathBuf {
 /// or the platform cannot swap.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<fs::Metadata> {
-    use std::io::{Seek as _, SeekFrom};
     if !fs::symlink_metadata(path).ok()?.is_file() {
         return None;
     }
@@ -78,17 +80,24 @@ fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<
     if let Some(dir) = spare.parent() {
         fs::create_dir_all(dir).ok()?;
     }
-    // Overwrite in place (no truncation to zero, which would also force a flush).
-    let mut file = OpenOptions::new().write(true).create(true).truncate(false).open(&spare).ok()?;
-    file.seek(SeekFrom::Start(0)).ok()?;
-    file.write_all(bytes).ok()?;
-    file.set_len(bytes.len() as u64).ok()?;
-    if durable {
-        file.sync_data().ok()?;
-    }
-    drop(file);
+    overwrite(&spare, bytes, durable).ok()?;
     swap(&spare, path).ok()?;
     fs::symlink_metadata(path).ok()
+}
+
+/// Makes the file at `path` hold `bytes`, reusing its inode when it exists:
+/// written from the start, then cut to length (no truncation to zero first,
+/// which on ext4 would also force a flush on close).
+pub(super) fn overwrite(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut file = OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)?;
+    if durable {
+        file.sync_data()?;
+    }
+    Ok(())
 }
 
 /// Replaces a file by swapping (not available on this platform).
@@ -98,33 +107,61 @@ fn exchange(_path: &Path, _bytes: &[u8], _durable: bool, _git_dir: &Path) -> Opt
 }
 
 /// Writes `index` to `git_dir/index` without renaming over the old index:
-/// libgit2 writes a copy to a fresh spare path, which is then swapped in.
-/// Returns false when this cannot be done (the caller writes the index the
-/// usual way).
+/// the index file is encoded here (version 2, as git reads it), written into
+/// the spare `engram-spare/index` in place and swapped in, so neither a new
+/// inode nor a freed one. Returns false when this cannot be done (the caller
+/// writes the index the usual way).
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
-    let spare_dir = git_dir.join("engram-spare");
+    let Some(bytes) = encode_index(index) else { return false };
+    let spare_dir = git_dir.join(SPARE_DIR);
     let spare = spare_dir.join("index");
-    let _ = fs::create_dir_all(&spare_dir);
-    // A fresh path, so libgit2's rename from `index.lock` replaces nothing.
-    match fs::remove_file(&spare) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(_) => return false,
-    }
-    let Ok(mut copy) = git2::Index::open(&spare) else { return false };
-    if copy.set_version(index.version()).is_err() {
-        return false;
-    }
-    for entry in index.iter() {
-        if copy.add(&entry).is_err() {
-            return false;
-        }
-    }
-    if copy.write().is_err() {
+    if fs::create_dir_all(&spare_dir).is_err() || overwrite(&spare, &bytes, false).is_err() {
         return false;
     }
     swap(&spare, &git_dir.join("index")).is_ok()
+}
+
+/// The bytes of a version-2 index file holding `index`'s entries (no
+/// extensions: the tree cache is an optional speed-up git rebuilds). `None`
+/// when an entry needs a later version (extended flags).
+fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
+    const EXTENDED: u16 = 0x4000;
+    let mut out = Vec::with_capacity(12 + index.len() * 96 + 20);
+    out.extend_from_slice(b"DIRC");
+    out.extend_from_slice(&2u32.to_be_bytes());
+    out.extend_from_slice(&u32::try_from(index.len()).ok()?.to_be_bytes());
+    for e in index.iter() {
+        if e.flags & EXTENDED != 0 {
+            return None;
+        }
+        let start = out.len();
+        for field in [
+            e.ctime.seconds() as u32,
+            e.ctime.nanoseconds(),
+            e.mtime.seconds() as u32,
+            e.mtime.nanoseconds(),
+            e.dev,
+            e.ino,
+            e.mode,
+            e.uid,
+            e.gid,
+            e.file_size,
+        ] {
+            out.extend_from_slice(&field.to_be_bytes());
+        }
+        out.extend_from_slice(e.id.as_bytes());
+        // Name length (capped at 0xfff, as git does) and the stage and assume-valid bits.
+        let flags = (e.flags & 0xf000) | (e.path.len().min(0xfff) as u16);
+        out.extend_from_slice(&flags.to_be_bytes());
+        out.extend_from_slice(&e.path);
+        // One to eight NULs, to a multiple of eight bytes.
+        let len = out.len() - start;
+        out.resize(start + (len + 8) / 8 * 8, 0);
+    }
+    let digest = sha1_smol::Sha1::from(&out).digest().bytes();
+    out.extend_from_slice(&digest);
+    Some(out)
 }
 
 /// Exchanges two existing files in one step (`renameat2(RENAME_EXCHANGE)`):
@@ -172,6 +209,40 @@ pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &fs::Metadata) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn the_index_reads_back_as_written() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let repo = git2::Repository::init(tmp.path()).expect("init");
+        let long = format!("memory/{}.md", "长".repeat(30));
+        for (name, text) in [("a.md", "a\n"), ("memory/b.md", "bb\n"), (long.as_str(), "c\n")] {
+            let full = tmp.path().join(name);
+            fs::create_dir_all(full.parent().expect("parent")).expect("dir");
+            fs::write(&full, text).expect("write");
+        }
+        let mut index = repo.index().expect("index");
+        for name in ["a.md", "memory/b.md", long.as_str()] {
+            index.add_path(Path::new(name)).expect("add");
+        }
+        let expected: Vec<git2::IndexEntry> = index.iter().collect();
+        git2::Index::open(&repo.path().join("index")).and_then(|mut i| i.write()).expect("an index to swap");
+        assert!(exchange_index(&index, repo.path()), "swapped in");
+        let mut reread = git2::Index::open(&repo.path().join("index")).expect("open");
+        reread.read(true).expect("read: valid checksum and layout");
+        let got: Vec<git2::IndexEntry> = reread.iter().collect();
+        assert_eq!(got.len(), expected.len());
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!((&g.path, g.id, g.mode, g.file_size), (&e.path, e.id, e.mode, e.file_size));
+            assert_eq!(
+                (g.mtime.seconds(), g.mtime.nanoseconds(), g.ino),
+                (e.mtime.seconds(), e.mtime.nanoseconds(), e.ino)
+            );
+        }
+        // git itself sees a clean tree.
+        let status = repo.statuses(None).expect("status");
+        assert!(status.iter().all(|s| s.status() == git2::Status::INDEX_NEW), "only staged additions");
+    }
 
     #[test]
     #[cfg(unix)]
