@@ -3,6 +3,8 @@
 //! memories, then times `captures` more through the library (the code the
 //! `capture_memory` tool runs, without MCP) and prints p50/p95. Run it under
 //! `perf record` or `strace -c`, or with `ENGRAM_TRACE_WRITES=1` for phases.
+//! `ENGRAM_LOOP_DIR=<dir>` keeps the packs there, so a large prefill is made
+//! once; `ENGRAM_LOOP_PAUSE_US=<n>` idles between captures, as a client would.
 
 use std::time::{Duration, Instant};
 
@@ -12,9 +14,10 @@ fn capture(engram: &Engram, caller: &Caller, i: usize) -> anyhow::Result<()> {
     let req = CaptureRequest {
         name: "loop".into(),
         content: format!(
-            "第{i}条记忆：用户提到 project-{} 的进展，周{}早上训练 (note {i}).",
+            "第{i}条记忆：用户提到 project-{} 的进展，周{}早上训练 (note {i}, run {}).",
             i % 37,
-            i % 7 + 1
+            i % 7 + 1,
+            std::process::id()
         ),
         category: format!("cat{}", i % 10),
         summary: format!("记忆 {i} 摘要"),
@@ -31,19 +34,29 @@ fn main() -> anyhow::Result<()> {
     let prefill = args.next().transpose()?.unwrap_or(100);
     let n = args.next().transpose()?.unwrap_or(300);
     let tmp = tempfile::tempdir()?;
-    let packs = tmp.path().join("packs");
+    // ENGRAM_LOOP_DIR keeps the packs dir between runs: a prefill is done once.
+    let kept = std::env::var_os("ENGRAM_LOOP_DIR").map(std::path::PathBuf::from);
+    let packs = kept.clone().unwrap_or_else(|| tmp.path().join("packs"));
+    let reuse = packs.join("loop/.git").exists();
     std::fs::create_dir_all(packs.join("loop/memory"))?;
     std::fs::write(packs.join("loop/meta.json"), "{\"name\": \"loop\", \"description\": \"write loop\"}\n")?;
     let mut config = Config::new(packs);
     config.store.trace_timing = std::env::var_os("ENGRAM_TRACE_WRITES").is_some();
     let engram = Engram::new(config)?;
     let caller = Caller { tool: "capture_memory".into(), client: Some("loop".into()) };
-    for i in 0..prefill {
-        capture(&engram, &caller, i)?;
+    if !reuse {
+        for i in 0..prefill {
+            capture(&engram, &caller, i)?;
+        }
     }
     let cpu_before = cpu_ns();
     let mut times: Vec<Duration> = Vec::with_capacity(n);
+    let pause =
+        std::env::var("ENGRAM_LOOP_PAUSE_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
     for i in prefill..prefill + n {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
         let t = Instant::now();
         capture(&engram, &caller, i)?;
         times.push(t.elapsed());
