@@ -322,11 +322,14 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let worker = crate::ops::SyncWorker::start(engram, args.sync_on_start, interval);
         server = server.with_after_call(Arc::new(move || worker.poke()));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(if args.http.is_some() { 4 } else { 2 })
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // Over stdio one client sends one request at a time and tools run on the
+    // blocking pool: a single-threaded event loop answers without waking
+    // another thread for every message. HTTP serves many clients at once.
+    let runtime = match args.http {
+        None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        Some(_) => tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build(),
+    }
+    .context("starting the async runtime")?;
     match args.http {
         None => runtime.block_on(server.serve_stdio())?,
         Some(addr) => {

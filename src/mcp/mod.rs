@@ -231,7 +231,18 @@ impl EngramServer {
     }
 
     /// Serves MCP over stdin/stdout until the client closes stdin.
+    ///
+    /// When both are pipes (as MCP clients start servers), they are read and
+    /// written through the runtime's event loop; tokio's `stdin`/`stdout` hand
+    /// every read and write to a blocking thread, which costs two thread
+    /// hand-offs per message.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
+        #[cfg(unix)]
+        if let Some(pipes) = stdio_pipes() {
+            let service = self.serve(pipes).await?;
+            service.waiting().await?;
+            return Ok(());
+        }
         let service = self.serve(rmcp::transport::stdio()).await?;
         service.waiting().await?;
         Ok(())
@@ -307,3 +318,27 @@ impl ServerHandler for EngramServer {
 
 /// Router type used by the toolsets (kept for the other toolset modules).
 pub type EngramPromptRouter = PromptRouter<EngramServer>;
+
+/// stdin and stdout as non-blocking pipes, when both are pipes (checked
+/// first: making one of them non-blocking and then falling back to tokio's
+/// blocking `stdin` would break it).
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::FileTypeExt as _;
+    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .ok()
+            .and_then(|owned| std::fs::File::from(owned).metadata().ok())
+            .is_some_and(|m| m.file_type().is_fifo())
+    };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    if !is_pipe(stdin.as_fd()) || !is_pipe(stdout.as_fd()) {
+        return None;
+    }
+    let reader =
+        tokio::net::unix::pipe::Receiver::from_owned_fd(stdin.as_fd().try_clone_to_owned().ok()?).ok()?;
+    let writer =
+        tokio::net::unix::pipe::Sender::from_owned_fd(stdout.as_fd().try_clone_to_owned().ok()?).ok()?;
+    Some((reader, writer))
+}
