@@ -14,10 +14,12 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 
+mod checksum;
 mod clean;
 pub mod doctor;
 pub mod floor;
 mod gc;
+mod gitindex;
 mod guard;
 mod history;
 mod locks;
@@ -421,6 +423,8 @@ pub struct PackRepo {
     clean: std::sync::Mutex<Option<clean::CleanState>>,
     /// Objects recently written or read (see [`objcache`]).
     objects: objcache::ObjectCache,
+    /// The git index as this process last wrote it (see [`gitindex`]).
+    known_index: std::sync::Mutex<Option<gitindex::KnownIndex>>,
 }
 
 /// True for the modes of a file entry (regular, executable, symbolic link).
@@ -483,6 +487,7 @@ impl PackRepo {
             options,
             clean: std::sync::Mutex::new(None),
             objects: objcache::ObjectCache::default(),
+            known_index: std::sync::Mutex::new(None),
         };
         this.configure()?;
         {
@@ -517,6 +522,7 @@ impl PackRepo {
             options,
             clean: std::sync::Mutex::new(None),
             objects: objcache::ObjectCache::default(),
+            known_index: std::sync::Mutex::new(None),
         };
         if this.options.durable {
             this.configure()?;
@@ -820,20 +826,16 @@ impl PackRepo {
     /// them and the files' `stat`, so no file is read back and hashed.
     fn sync_working_tree(&self, changes: &Changes, blobs: &BTreeMap<&str, Oid>) -> Result<Vec<WrittenFile>> {
         let mut written = Vec::new();
-        let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        // Re-read only when another process changed it (libgit2 compares the file's stamp).
-        index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        // (path, its index entry when the platform can make one)
+        let mut added: Vec<(&str, Option<git2::IndexEntry>)> = Vec::new();
+        let mut removed: Vec<&str> = Vec::new();
         for (path, content) in &changes.files {
             let full = self.dir.join(path);
             match content {
                 Some(bytes) => {
                     let stat = worktree::write_file(&full, bytes, self.options.durable, &self.git_dir())?;
                     let id = blobs.get(path.as_str()).copied();
-                    match id.and_then(|id| worktree::index_entry(path, id, &stat)) {
-                        Some(entry) => index.add(&entry),
-                        None => index.add_path(Path::new(path)),
-                    }
-                    .map_err(|e| git_err("updating the index", &self.dir, e))?;
+                    added.push((path, id.and_then(|id| worktree::index_entry(path, id, &stat))));
                     if let Some(id) = id {
                         written.push((path.clone(), id, std::sync::Arc::new(bytes.clone()), stat));
                     }
@@ -845,15 +847,63 @@ impl PackRepo {
                         Err(e) => return Err(io_err("remove", &full, e)),
                     }
                     remove_empty_parents(&self.dir, &full);
-                    let _ = index.remove_path(Path::new(path));
+                    removed.push(path);
                 }
             }
         }
-        locks::wait_for(&self.git_dir().join("index.lock"));
-        if !worktree::exchange_index(&index, &self.git_dir()) {
+        let git_dir = self.git_dir();
+        locks::wait_for(&git_dir.join("index.lock"));
+        if self.update_known_index(&added, &removed) {
+            return Ok(written);
+        }
+        let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
+        // Re-read only when another process changed it (libgit2 compares the file's stamp).
+        index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        for (path, entry) in &added {
+            match entry {
+                Some(entry) => index.add(entry),
+                None => index.add_path(Path::new(path)),
+            }
+            .map_err(|e| git_err("updating the index", &self.dir, e))?;
+        }
+        for path in &removed {
+            let _ = index.remove_path(Path::new(path));
+        }
+        if !worktree::exchange_index(&index, &git_dir) {
             index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
         }
+        *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) =
+            gitindex::KnownIndex::of(&index, &git_dir.join("index"));
         Ok(written)
+    }
+
+    /// Updates the git index from the model this process keeps of it (see
+    /// [`gitindex`]); false (and nothing written) when the model is not
+    /// current or an entry cannot be made here.
+    fn update_known_index(&self, added: &[(&str, Option<git2::IndexEntry>)], removed: &[&str]) -> bool {
+        let git_dir = self.git_dir();
+        let index_path = git_dir.join("index");
+        let mut known = self.known_index.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(model) = known.as_mut().filter(|k| k.is_current(&index_path)) else { return false };
+        if added.iter().any(|(_, e)| e.is_none()) {
+            return false;
+        }
+        for (_, entry) in added {
+            if let Some(entry) = entry
+                && model.put(entry).is_none()
+            {
+                *known = None;
+                return false;
+            }
+        }
+        for path in removed {
+            model.remove(path);
+        }
+        if worktree::exchange_index_bytes(&model.encode(), &git_dir) && model.written(&index_path) {
+            return true;
+        }
+        *known = None;
+        false
     }
 
     /// Commits hand edits unless the working tree provably still equals HEAD

@@ -120,7 +120,7 @@ fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
         crc.update(&out[offset..]);
         entries.push((*id, offset as u64, crc.sum()));
     }
-    let checksum = sha1_smol::Sha1::from(&out).digest().bytes();
+    let checksum = super::checksum::sha1(&out);
     out.extend_from_slice(&checksum);
     let index = encode_index(entries, &checksum)?;
     Ok(EncodedPack { pack: out, index, name: hex(&checksum) })
@@ -158,7 +158,7 @@ fn encode_index(mut entries: Vec<(Oid, u64, u32)>, pack_checksum: &[u8; 20]) -> 
         out.extend_from_slice(&small.to_be_bytes());
     }
     out.extend_from_slice(pack_checksum);
-    let own = sha1_smol::Sha1::from(&out).digest().bytes();
+    let own = super::checksum::sha1(&out);
     out.extend_from_slice(&own);
     Ok(out)
 }

@@ -113,55 +113,27 @@ fn exchange(_path: &Path, _bytes: &[u8], _durable: bool, _git_dir: &Path) -> Opt
 /// writes the index the usual way).
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
-    let Some(bytes) = encode_index(index) else { return false };
+    encode_index(index).is_some_and(|bytes| exchange_index_bytes(&bytes, git_dir))
+}
+
+/// Puts an encoded index file in place of `git_dir/index` (see [`exchange_index`]).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(super) fn exchange_index_bytes(bytes: &[u8], git_dir: &Path) -> bool {
     let spare_dir = git_dir.join(SPARE_DIR);
     let spare = spare_dir.join("index");
-    if fs::create_dir_all(&spare_dir).is_err() || overwrite(&spare, &bytes, false).is_err() {
+    if fs::create_dir_all(&spare_dir).is_err() || overwrite(&spare, bytes, false).is_err() {
         return false;
     }
     swap(&spare, &git_dir.join("index")).is_ok()
 }
 
-/// The bytes of a version-2 index file holding `index`'s entries (no
-/// extensions: the tree cache is an optional speed-up git rebuilds). `None`
+/// The bytes of a version-2 index file holding `index`'s entries; `None`
 /// when an entry needs a later version (extended flags).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
-    const EXTENDED: u16 = 0x4000;
-    let mut out = Vec::with_capacity(12 + index.len() * 96 + 20);
-    out.extend_from_slice(b"DIRC");
-    out.extend_from_slice(&2u32.to_be_bytes());
-    out.extend_from_slice(&u32::try_from(index.len()).ok()?.to_be_bytes());
-    for e in index.iter() {
-        if e.flags & EXTENDED != 0 {
-            return None;
-        }
-        let start = out.len();
-        for field in [
-            e.ctime.seconds() as u32,
-            e.ctime.nanoseconds(),
-            e.mtime.seconds() as u32,
-            e.mtime.nanoseconds(),
-            e.dev,
-            e.ino,
-            e.mode,
-            e.uid,
-            e.gid,
-            e.file_size,
-        ] {
-            out.extend_from_slice(&field.to_be_bytes());
-        }
-        out.extend_from_slice(e.id.as_bytes());
-        // Name length (capped at 0xfff, as git does) and the stage and assume-valid bits.
-        let flags = (e.flags & 0xf000) | (e.path.len().min(0xfff) as u16);
-        out.extend_from_slice(&flags.to_be_bytes());
-        out.extend_from_slice(&e.path);
-        // One to eight NULs, to a multiple of eight bytes.
-        let len = out.len() - start;
-        out.resize(start + (len + 8) / 8 * 8, 0);
-    }
-    let digest = sha1_smol::Sha1::from(&out).digest().bytes();
-    out.extend_from_slice(&digest);
-    Some(out)
+    let entries: Option<Vec<Vec<u8>>> = index.iter().map(|e| super::gitindex::encode_entry(&e)).collect();
+    let entries = entries?;
+    Some(super::gitindex::encode_file(entries.iter().map(Vec::as_slice), entries.len()))
 }
 
 /// Exchanges two existing files in one step (`renameat2(RENAME_EXCHANGE)`):
@@ -175,6 +147,12 @@ pub(super) fn swap(a: &Path, b: &Path) -> std::io::Result<()> {
 /// Writes the index by swapping (not available on this platform).
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(super) fn exchange_index(_index: &git2::Index, _git_dir: &Path) -> bool {
+    false
+}
+
+/// Writes the index by swapping (not available on this platform).
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub(super) fn exchange_index_bytes(_bytes: &[u8], _git_dir: &Path) -> bool {
     false
 }
 
