@@ -26,9 +26,15 @@ pub const FULL_INDEX: &str = "memory/_index_full.md";
 pub const HOT_INDEX: &str = "memory/_index.md";
 /// Segment directory name of the full index.
 const FULL_INDEX_SEGMENTS: &str = "_index_full";
-/// A head file holds at most this many blocks/lines before the oldest
-/// [`ROLL_SIZE`] are rolled into a segment.
-pub const HEAD_LIMIT: usize = 2 * ROLL_SIZE;
+/// A category head file holds at most this many blocks before the oldest
+/// [`ROLL_SIZE`] are rolled into a segment. Small heads keep a capture's
+/// cost flat as the pack grows: it re-reads, re-hashes and re-compresses its head.
+pub const HEAD_LIMIT: usize = ROLL_SIZE + 16;
+/// The full index head holds at most this many lines: after a roll it keeps
+/// at least the [`HOT_INDEX_LIMIT`](crate::memory::HOT_INDEX_LIMIT) lines the
+/// hot index shows, so the hot index can always be rebuilt from the head.
+pub const INDEX_HEAD_LIMIT: usize = ROLL_SIZE + crate::memory::HOT_INDEX_LIMIT;
+const _: () = assert!(INDEX_HEAD_LIMIT - ROLL_SIZE >= crate::memory::HOT_INDEX_LIMIT);
 /// Blocks/lines per rolled segment.
 pub const ROLL_SIZE: usize = 64;
 
@@ -163,7 +169,7 @@ impl FullIndex {
         head.dirty = true;
         let entry_positions: Vec<usize> =
             head.lines.iter().enumerate().filter(|(_, l)| is_entry_line(l)).map(|(i, _)| i).collect();
-        if entry_positions.len() > HEAD_LIMIT {
+        if entry_positions.len() > INDEX_HEAD_LIMIT {
             let cut: std::collections::BTreeSet<usize> =
                 entry_positions.into_iter().take(ROLL_SIZE).collect();
             let mut rolled = Vec::new();

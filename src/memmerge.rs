@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::memlog::{FULL_INDEX, HEAD_LIMIT, LOG_DIR, ROLL_SIZE, category_path};
+use crate::memlog::{FULL_INDEX, HEAD_LIMIT, INDEX_HEAD_LIMIT, LOG_DIR, ROLL_SIZE, category_path};
 use crate::memory::{Block, EntryMeta, is_entry_line, parse_index_line, render_blocks};
 
 /// One side's memory as read from its files.
@@ -305,8 +305,14 @@ pub type Layout = (Vec<(String, Option<Vec<String>>)>, Vec<String>);
 /// Cuts a log (a category's blocks or the index's lines, rendered one string
 /// per item) into rolled segments and a head file, keeping our existing
 /// segments that are still an exact prefix. `existing` lists our segment paths
-/// with their items, oldest first. Returns path → new content (`None`: delete).
-pub fn layout(segment_dir_name: &str, items: &[String], existing: &[(String, Vec<String>)]) -> Layout {
+/// with their items, oldest first; the head keeps at most `head_limit` items.
+/// Returns path → new content (`None`: delete).
+pub fn layout(
+    segment_dir_name: &str,
+    items: &[String],
+    existing: &[(String, Vec<String>)],
+    head_limit: usize,
+) -> Layout {
     let mut files = Vec::new();
     let mut pos = 0;
     let mut kept = 0;
@@ -325,7 +331,7 @@ pub fn layout(segment_dir_name: &str, items: &[String], existing: &[(String, Vec
         .filter_map(|(p, _)| p.rsplit('/').next()?.strip_suffix(".md")?.parse::<u32>().ok())
         .max()
         .unwrap_or(0);
-    while items.len() - pos > HEAD_LIMIT {
+    while items.len() - pos > head_limit {
         let path = reuse.pop().unwrap_or_else(|| {
             next_number += 1;
             format!("{LOG_DIR}/{segment_dir_name}/{next_number:06}.md")
@@ -352,13 +358,13 @@ pub fn render_files(
     for (cat, blocks) in &merged.categories {
         let items: Vec<String> = blocks.iter().map(|b| b.text.clone()).collect();
         let existing = existing_category_segments.get(cat).unwrap_or(&no_segments);
-        let (segments, head) = layout(cat, &items, existing);
+        let (segments, head) = layout(cat, &items, existing, HEAD_LIMIT);
         for (path, content) in segments {
             out.push((path, content.map(|items| render_items_as_blocks(&items))));
         }
         out.push((category_path(cat), Some(render_items_as_blocks(&head))));
     }
-    let (segments, head) = layout("_index_full", &merged.index, existing_index_segments);
+    let (segments, head) = layout("_index_full", &merged.index, existing_index_segments, INDEX_HEAD_LIMIT);
     for (path, content) in segments {
         out.push((path, content.map(|lines| join_lines(&lines))));
     }
@@ -502,12 +508,12 @@ mod tests {
     fn layout_rolls_and_keeps_unchanged_segments() {
         let items: Vec<String> = (0..200).map(|i| format!("l{i}")).collect();
         let existing = vec![("memory/_log/x/000001.md".to_owned(), items[..64].to_vec())];
-        let (segments, head) = layout("x", &items, &existing);
+        let (segments, head) = layout("x", &items, &existing, 128);
         assert_eq!(segments.len(), 1);
         assert_eq!(segments[0].0, "memory/_log/x/000002.md");
         assert_eq!(head.len(), 200 - 128);
-        let (segments, head) = layout("x", &items[..100], &[]);
+        let (segments, head) = layout("x", &items[..HEAD_LIMIT], &[], HEAD_LIMIT);
         assert!(segments.is_empty());
-        assert_eq!(head.len(), 100);
+        assert_eq!(head.len(), HEAD_LIMIT);
     }
 }
