@@ -65,14 +65,27 @@ pub struct PackReport {
     pub packs_removed: usize,
 }
 
-/// True when packing is due: past [`AUTO_PACK_PACK_COUNT`] packs, or a
-/// loose-object estimate from [`SAMPLE_DIRS`] past its threshold. Cheap enough
-/// for every write (nine directory listings, no object is read).
-pub(super) fn packing_due(git_dir: &Path) -> bool {
+/// What a write sees of the object store after its commit.
+pub(super) struct Census {
+    /// The number of packs.
+    pub packs: usize,
+    /// Packing is due: past [`AUTO_PACK_PACK_COUNT`] packs, or a loose-object
+    /// estimate from [`SAMPLE_DIRS`] past its threshold.
+    pub due: bool,
+}
+
+/// Counts packs and samples loose objects: cheap enough for every write (nine
+/// directory listings, no object is read).
+pub(super) fn census(git_dir: &Path) -> Census {
     let objects = git_dir.join("objects");
-    let n: usize =
-        SAMPLE_DIRS.iter().map(|d| fs::read_dir(objects.join(d)).map(|d| d.count()).unwrap_or(0)).sum();
-    n >= AUTO_PACK_SAMPLE_THRESHOLD || pack_count(&objects.join("pack")) >= AUTO_PACK_PACK_COUNT
+    let packs = pack_count(&objects.join("pack"));
+    let due = packs >= AUTO_PACK_PACK_COUNT
+        || SAMPLE_DIRS
+            .iter()
+            .map(|d| fs::read_dir(objects.join(d)).map(|d| d.count()).unwrap_or(0))
+            .sum::<usize>()
+            >= AUTO_PACK_SAMPLE_THRESHOLD;
+    Census { packs, due }
 }
 
 /// A pack file of the repository.

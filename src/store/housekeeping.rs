@@ -3,11 +3,12 @@
 //! Every write leaves one small pack (`packwrite`); merging them (`gc`) costs
 //! tens of milliseconds and used to run inside the write, under the write lock,
 //! so every 16th tool call waited for it. Now a write only *decides* that
-//! packing is due ([`gc::packing_due`], a few directory listings) and hands the
+//! packing is due ([`gc::census`], a few directory listings) and hands the
 //! work to a background thread:
 //!
 //! ```text
-//! write (write lock held) ── commit ── packing_due? ──no──► return
+//! write (write lock held) ── commit ── census: fewer packs than last time? ► fresh odb
+//!                                          │ packing due? ──no──► return
 //!                                          │ yes, and no job of this pack runs here
 //!                                          ▼
 //!                          trim reflogs (they are appended to under the write lock)
@@ -57,6 +58,8 @@ struct Job {
     thread: Option<JoinHandle<bool>>,
     /// No new job before this instant (set when a job failed).
     retry_after: Option<Instant>,
+    /// The pack count the last write of this process saw (fewer now: packs were merged away).
+    packs_seen: usize,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -93,19 +96,21 @@ pub(super) fn gc_lock(git_dir: &Path, wait: bool) -> Result<Option<File>> {
 /// logged to stderr) and never waits for packing.
 pub(super) fn after_write(repo: &PackRepo) {
     let git_dir = repo.git_dir();
-    if !gc::packing_due(&git_dir) {
-        return;
-    }
+    let census = gc::census(&git_dir);
     let mut jobs = jobs();
     let index = match jobs.iter().position(|j| j.git_dir == git_dir) {
         Some(i) => i,
         None => {
-            jobs.push(Job { git_dir: git_dir.clone(), thread: None, retry_after: None });
+            jobs.push(Job { git_dir: git_dir.clone(), thread: None, retry_after: None, packs_seen: 0 });
             jobs.len() - 1
         }
     };
     let job = &mut jobs[index];
-    if job.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+    if census.packs < job.packs_seen {
+        forget_deleted_packs(repo);
+    }
+    job.packs_seen = census.packs;
+    if !census.due || job.thread.as_ref().is_some_and(|t| !t.is_finished()) {
         return;
     }
     if let Some(done) = job.thread.take()
@@ -134,6 +139,20 @@ pub(super) fn after_write(repo: &PackRepo) {
     match spawned {
         Ok(thread) => job.thread = Some(thread),
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
+    }
+}
+
+/// Gives the write path's repository a fresh object database once packs were
+/// merged away. libgit2 adds packs it finds on a miss but never drops one from
+/// an open object database: every deleted pack would stay in the list each
+/// lookup searches (and keep its file open) for the life of the process.
+fn forget_deleted_packs(repo: &PackRepo) {
+    let swapped = git2::Repository::open(repo.git_dir()).and_then(|fresh| {
+        let odb = fresh.odb()?;
+        repo.repo.set_odb(&odb)
+    });
+    if let Err(e) = swapped {
+        eprintln!("engram: reopening the object database of {}: {e}", repo.dir.display());
     }
 }
 
