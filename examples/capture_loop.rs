@@ -65,8 +65,29 @@ fn main() -> anyhow::Result<()> {
             println!("CPU time per capture (this process, from /proc/self/schedstat): {cpu:.3} ms");
         }
         println!("CPU time per capture (all threads incl. background packing, getrusage): {all:.3} ms");
+        let pack = tmp.path().join("packs/loop");
+        let git = dir_size(&pack.join(".git"));
+        let text = dir_size(&pack) - git;
+        println!(
+            ".git as left {:.1} KiB, text {:.1} KiB, ratio {:.2}",
+            git as f64 / 1024.0,
+            text as f64 / 1024.0,
+            git as f64 / text.max(1) as f64
+        );
     }
     Ok(())
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// Nanoseconds all threads of this process (finished ones too) have run on a CPU.
