@@ -1,9 +1,10 @@
 //! Keeping pack repositories small: engram packs its own objects.
 //!
 //! Every write adds its objects as one small pack (`packwrite`); other paths
-//! (hand edits, merges) add loose objects. After a write, [`maybe_pack`]
+//! (hand edits, merges) add loose objects. After a write, [`census`]
 //! counts the packs and estimates the loose count from a few fan-out
-//! directories and, past a threshold, writes them into a pack together with the
+//! directories and, past a threshold, a background job (`housekeeping`)
+//! writes them into a pack together with the
 //! newest packs whose size is within [`GEOMETRIC_FACTOR`] of what is being
 //! packed (geometric consolidation, like `git repack --geometric`): the number
 //! of packs stays logarithmic in the history and every object is rewritten
