@@ -141,6 +141,8 @@ async fn measure(bin: &Path, size: usize) -> Row {
     eprintln!("size {size}: prefilling…");
     prefill(&engram, size);
     let pack = packs.join("bench");
+    // Packing runs in the background: measure what it leaves, not a job half done.
+    engram::store::wait_for_background_packing();
     let repo_auto_bytes = dir_size(&pack.join(".git"));
     engram.with_repo(&pack, |r| Ok(r.pack_objects()?)).expect("pack");
     let repo_bytes = dir_size(&pack.join(".git"));

@@ -189,7 +189,10 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // Background packing jobs finish before the process exits (see store/housekeeping.rs).
+    crate::store::wait_for_background_packing();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("engram: {e:#}");

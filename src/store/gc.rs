@@ -1,9 +1,10 @@
 //! Keeping pack repositories small: engram packs its own objects.
 //!
 //! Every write adds its objects as one small pack (`packwrite`); other paths
-//! (hand edits, merges) add loose objects. After a write, [`maybe_pack`]
+//! (hand edits, merges) add loose objects. After a write, [`census`]
 //! counts the packs and estimates the loose count from a few fan-out
-//! directories and, past a threshold, writes them into a pack together with the
+//! directories and, past a threshold, a background job (`housekeeping`)
+//! writes them into a pack together with the
 //! newest packs whose size is within [`GEOMETRIC_FACTOR`] of what is being
 //! packed (geometric consolidation, like `git repack --geometric`): the number
 //! of packs stays logarithmic in the history and every object is rewritten
@@ -37,7 +38,7 @@ const AUTO_PACK_SAMPLE_THRESHOLD: usize = 4;
 
 /// Packs that trigger packing: the store writes each commit's objects as one
 /// small pack (`packwrite`), so small packs pile up instead of loose objects.
-const AUTO_PACK_PACK_COUNT: usize = 16;
+pub(super) const AUTO_PACK_PACK_COUNT: usize = 16;
 
 /// The number of packs (`*.pack` names only: cheap enough to check after every write).
 fn pack_count(pack_dir: &Path) -> usize {
@@ -65,20 +66,27 @@ pub struct PackReport {
     pub packs_removed: usize,
 }
 
-/// Packs when the loose-object estimate passes the threshold. Errors are
-/// logged, not returned: packing is housekeeping and must not fail a write.
-/// Call with the write lock held.
-pub(super) fn maybe_pack(repo: &PackRepo) {
-    let objects = repo.git_dir().join("objects");
-    let n: usize =
-        SAMPLE_DIRS.iter().map(|d| fs::read_dir(objects.join(d)).map(|d| d.count()).unwrap_or(0)).sum();
-    if n < AUTO_PACK_SAMPLE_THRESHOLD && pack_count(&objects.join("pack")) < AUTO_PACK_PACK_COUNT {
-        return;
-    }
-    if let Err(e) = pack_geometric(repo) {
-        eprintln!("engram: packing {} failed: {e}", repo.dir.display());
-    }
-    trim_reflogs(repo);
+/// What a write sees of the object store after its commit.
+pub(super) struct Census {
+    /// The number of packs.
+    pub packs: usize,
+    /// Packing is due: past [`AUTO_PACK_PACK_COUNT`] packs, or a loose-object
+    /// estimate from [`SAMPLE_DIRS`] past its threshold.
+    pub due: bool,
+}
+
+/// Counts packs and samples loose objects: cheap enough for every write (nine
+/// directory listings, no object is read).
+pub(super) fn census(git_dir: &Path) -> Census {
+    let objects = git_dir.join("objects");
+    let packs = pack_count(&objects.join("pack"));
+    let due = packs >= AUTO_PACK_PACK_COUNT
+        || SAMPLE_DIRS
+            .iter()
+            .map(|d| fs::read_dir(objects.join(d)).map(|d| d.count()).unwrap_or(0))
+            .sum::<usize>()
+            >= AUTO_PACK_SAMPLE_THRESHOLD;
+    Census { packs, due }
 }
 
 /// A pack file of the repository.
@@ -96,18 +104,38 @@ impl PackFile {
 }
 
 /// Packs the loose objects and the newest packs the geometric rule selects into
-/// one new pack, then deletes what it covers. Call with the lock held.
-fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
-    let git = &repo.repo;
-    let dir = &repo.dir;
-    let objects_dir = repo.git_dir().join("objects");
+/// one new pack, then deletes what it covers.
+///
+/// Runs on a background thread with its own `git` handle, holding the gc lock
+/// but NOT the write lock (see `housekeeping`): writers keep committing
+/// meanwhile. That is safe because
+/// - the set merged is fixed up front (the loose objects and packs listed now);
+///   a pack or loose object a writer adds later is not in it and is left alone;
+/// - nothing is deleted until the new pack is complete: `builder.write` returns
+///   after libgit2 renamed the `.idx` and then the `.pack` into place, so every
+///   object of a deleted file is already findable in the new pack, and a pack is
+///   only deleted when every id its index lists went into the builder;
+/// - objects are only moved, never dropped (unreachable ones are packed too), so
+///   an object a concurrent writer found (and therefore did not write again) and
+///   refers to in its new commit exists before, during and after the run;
+/// - a reader that has an old pack open keeps reading it (an unlinked file
+///   stays readable through its open descriptor and mappings); one that had not
+///   opened it yet misses it, and libgit2 then rescans `objects/pack` and finds
+///   the object in the new pack (`git_odb_refresh` on a miss), as with `git repack`.
+pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport> {
+    let started = SystemTime::now();
+    let objects_dir = git.path().join("objects");
     let pack_dir = objects_dir.join("pack");
     let loose = loose_objects(&objects_dir)?;
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
     let mut total = loose.len();
-    for pack in packs(&pack_dir) {
+    let packs = packs(&pack_dir);
+    // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
+    // even when a few loose objects (which seed the size rule) are all that is new.
+    let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT { 2 } else { 0 };
+    for pack in packs {
         // With no loose objects, the newest pack (a write's own) seeds the run.
-        if total > 0 && pack.objects > GEOMETRIC_FACTOR * total {
+        if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
             break;
         }
         // A pack whose index cannot be read stays as it is (and stops the merge: only a
@@ -125,7 +153,7 @@ fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
     }
 
     let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
-    let order = delta_order(git, &tips(repo), &|id| members.contains(id));
+    let order = delta_order(git, &tips(git), &|id| members.contains(id));
     for (rank, (id, named)) in order.iter().enumerate() {
         let name = named.then(|| sort_name(order.len() - rank));
         let _ = builder.insert_object(*id, name.as_deref());
@@ -138,6 +166,10 @@ fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
             packed_loose.push(path);
         }
     }
+    // The new pack takes the place of the newest pack it merges in the newest-first
+    // order, so that packs writers add meanwhile stay "newer" and the next run starts
+    // from them instead of rewriting this one.
+    let stamp = merged.iter().map(|(p, _)| p.modified).max().unwrap_or(started);
     let mut covered = Vec::with_capacity(merged.len());
     for (pack, ids) in merged {
         if ids.iter().all(|id| builder.insert_object(*id, None).is_ok()) {
@@ -148,9 +180,15 @@ fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
     if objects == 0 {
         return Ok(PackReport::default());
     }
+    #[cfg(test)]
+    super::housekeeping::test_gate::pass(git.path());
     fs::create_dir_all(&pack_dir).map_err(|e| io_err("create directory", &pack_dir, e))?;
     builder.write(&pack_dir, 0o444).map_err(|e| git_err("writing the pack", dir, e))?;
     let new_name = builder.name().ok().flatten().map(str::to_owned);
+    if let Some(name) = &new_name {
+        let _ =
+            fs::File::open(pack_dir.join(format!("pack-{name}.pack"))).and_then(|f| f.set_modified(stamp));
+    }
 
     let mut report = PackReport { objects, ..PackReport::default() };
     for path in packed_loose {
@@ -170,8 +208,12 @@ fn pack_geometric(repo: &PackRepo) -> Result<PackReport> {
     Ok(report)
 }
 
-/// Writes all reachable objects (and those the index names) into one pack. Call with the lock held.
+/// Writes all reachable objects (and those the index names) into one pack and
+/// deletes the rest. Call with the write lock held: it drops unreachable objects,
+/// which is only safe while no writer is between writing its objects and moving
+/// its branch. Waits for the gc lock (a background run finishes first).
 pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
+    let _gc = super::housekeeping::gc_lock(&repo.git_dir(), true)?;
     let git = &repo.repo;
     let dir = &repo.dir;
     let started = SystemTime::now();
@@ -181,7 +223,7 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
     trim_reflogs(repo);
 
     let mut builder = git.packbuilder().map_err(|e| git_err("packing objects", dir, e))?;
-    let order = delta_order(git, &tips(repo), &|_| true);
+    let order = delta_order(git, &tips(git), &|_| true);
     for (rank, (id, named)) in order.iter().enumerate() {
         let name = named.then(|| sort_name(order.len() - rank));
         builder.insert_object(*id, name.as_deref()).map_err(|e| git_err("packing objects", dir, e))?;
@@ -217,8 +259,7 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
 /// The commits packing starts from: HEAD, every ref, and what the reflogs name
 /// (like git: a writer killed between appending to the reflog and moving the ref
 /// leaves an entry for a commit no ref reaches, and `git fsck` checks it).
-fn tips(repo: &PackRepo) -> Vec<Oid> {
-    let git = &repo.repo;
+fn tips(git: &Repository) -> Vec<Oid> {
     let mut out = Vec::new();
     if let Ok(head) = git.head().and_then(|h| h.peel_to_commit()) {
         out.push(head.id());
@@ -231,8 +272,10 @@ fn tips(repo: &PackRepo) -> Vec<Oid> {
         }
     }
     let mut logs = vec!["HEAD".to_owned()];
-    if let Ok(branch) = repo.branch_ref() {
-        logs.push(branch);
+    if let Ok(head) = git.find_reference("HEAD")
+        && let Ok(Some(branch)) = head.symbolic_target()
+    {
+        logs.push(branch.to_owned());
     }
     for name in &logs {
         if let Ok(log) = git.reflog(name) {
@@ -452,6 +495,37 @@ fn pack_ids(idx: &Path) -> Option<Vec<Oid>> {
     ids.chunks_exact(20).map(|raw| Oid::from_bytes(raw).ok()).collect()
 }
 
+/// Name prefixes of the temp files a packer killed mid-write leaves in
+/// `objects/pack`: libgit2's indexer writes the pack as `pack_git2_<random>`
+/// (and its index next to it, as a `.lock` file) and renames both into place
+/// when done; git uses `tmp_pack_*` and `tmp_idx_*`.
+const TEMP_PREFIXES: [&str; 3] = ["pack_git2_", "tmp_pack_", "tmp_idx_"];
+
+/// Deletes temp files in `pack_dir` last written more than `older_than` ago.
+/// A temp file is never an object's only copy (the object is in the writer's
+/// memory until the rename), and a live writer keeps writing to its temp file
+/// for milliseconds, so one untouched for minutes belongs to a dead process.
+pub(super) fn remove_stale_temp_files(pack_dir: &Path, older_than: std::time::Duration) -> usize {
+    let Ok(entries) = fs::read_dir(pack_dir) else { return 0 };
+    let now = SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !TEMP_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let stale = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > older_than));
+        if stale && fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Deletes a pack (index first, so that no reader sees an index without its pack).
 fn remove_pack(base: &Path) -> bool {
     let removed = fs::remove_file(base.with_extension("idx")).is_ok();
@@ -462,7 +536,8 @@ fn remove_pack(base: &Path) -> bool {
 }
 
 /// Keeps the newest [`REFLOG_KEEP`] entries of the HEAD and branch reflogs.
-fn trim_reflogs(repo: &PackRepo) {
+/// Call with the write lock held: writers append to these files.
+pub(super) fn trim_reflogs(repo: &PackRepo) {
     let mut logs = vec!["HEAD".to_owned()];
     if let Ok(branch) = repo.branch_ref()
         && branch != "HEAD"
@@ -560,6 +635,8 @@ mod tests {
         const WRITES: usize = 1000;
         for i in 0..WRITES {
             append(&repo, i);
+            // Packing runs in the background; waiting makes the count deterministic.
+            repo.wait_for_housekeeping();
             most_packs = most_packs.max(packs(&git.join("objects/pack")).len());
         }
         let loose = loose_objects(&git.join("objects")).expect("loose").len();

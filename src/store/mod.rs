@@ -22,6 +22,7 @@ mod gc;
 mod gitindex;
 mod guard;
 mod history;
+mod housekeeping;
 mod locks;
 mod merge;
 mod objcache;
@@ -48,6 +49,7 @@ use git2::{ErrorCode, IndexAddOption, ObjectType, Oid, Repository, Signature, St
 pub use gc::PackReport;
 pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogQuery};
+pub use housekeeping::wait_for_background_packing;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
@@ -610,7 +612,7 @@ impl PackRepo {
             }
             match self.commit_changes(head, snapshot.tree, &changes, &message, false, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
-                    gc::maybe_pack(self);
+                    housekeeping::after_write(self);
                     trace.mark("gc-check");
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));

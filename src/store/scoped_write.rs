@@ -98,6 +98,8 @@ impl Drop for PackRepo {
         {
             eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
         }
+        // A background packing job of this pack finishes before its repository goes away.
+        self.wait_for_housekeeping();
     }
 }
 
@@ -109,8 +111,7 @@ use std::time::{Duration, Instant};
 use git2::{ObjectType, Oid};
 
 use super::{
-    Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, gc, git_err, io_err,
-    recover,
+    Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, io_err, recover,
 };
 
 /// Packs whose working tree this process has fully checked since it started.
@@ -164,7 +165,7 @@ impl PackRepo {
                 &mut super::PhaseTimer::new(false),
             )? {
                 CommitOutcome::Committed(committed) => {
-                    gc::maybe_pack(self);
+                    super::housekeeping::after_write(self);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),

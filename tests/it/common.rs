@@ -101,6 +101,13 @@ pub fn commit_count(dir: &Path) -> usize {
 
 /// `git fsck --strict` succeeds.
 pub fn assert_fsck(dir: &Path) {
+    // A live server may be merging packs in the background: wait for that job, and keep
+    // new ones from starting while fsck reads every pack (git fsck, like git itself,
+    // does not expect packs to be merged away under it).
+    let gc_lock = std::fs::File::create(dir.join(".git/engram-gc.lock")).ok();
+    if let Some(lock) = &gc_lock {
+        fs4::fs_std::FileExt::lock_exclusive(lock).expect("packing lock");
+    }
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)

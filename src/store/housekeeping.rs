@@ -1,0 +1,376 @@
+//! Packing off the write path.
+//!
+//! Every write leaves one small pack (`packwrite`); merging them (`gc`) costs
+//! tens of milliseconds and used to run inside the write, under the write lock,
+//! so every 16th tool call waited for it. Now a write only *decides* that
+//! packing is due ([`gc::census`], a few directory listings) and hands the
+//! work to a background thread:
+//!
+//! ```text
+//! write (write lock held) ── commit ── census: fewer packs than last time? ► fresh odb
+//!                                          │ packing due? ──no──► return
+//!                                          │ yes, and no job of this pack runs here
+//!                                          ▼
+//!                          trim reflogs (they are appended to under the write lock)
+//!                          try the gc lock (.git/engram-gc.lock); taken elsewhere? ► return
+//!                                          ▼
+//!                          spawn a thread (own git2::Repository, holds the gc lock):
+//!                          remove stale temp files, gc::pack_geometric ─► exits
+//! ```
+//!
+//! The thread holds the gc lock but never the write lock, so writes of this and
+//! other processes go on while it packs (why that is safe: [`gc::pack_geometric`]).
+//! At most one job runs per pack: per process through the registry below, across
+//! processes through the gc lock (a write that finds it taken skips packing; the
+//! next write past the threshold tries again). `engram gc` (`gc::pack_now`) takes
+//! the write lock and then waits for the gc lock, so it never overlaps a job; no
+//! one waits for the write lock while holding the gc lock, so the two cannot deadlock.
+//!
+//! A process does not leave a job half done when it can help it: dropping a
+//! [`PackRepo`] waits for its pack's job (its `Drop` in `scoped_write`), and [`wait_for_background_packing`]
+//! waits for all. A process killed mid-job leaves at worst temp files (removed by
+//! a later job once [`STALE_TEMP_AGE`] old) or a complete new pack beside the old
+//! ones it covers (merged again by the next job): old files are deleted only
+//! after the new pack is in place.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{PackRepo, Result, gc, io_err};
+
+/// The lock a packing job holds (`flock`, next to the write lock `engram.lock`).
+const GC_LOCK_FILE: &str = "engram-gc.lock";
+
+/// Temp files in `objects/pack` untouched this long belong to a dead process.
+pub(super) const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
+
+/// How long to leave a pack alone after a job failed (so a broken repository does
+/// not start a thread per write; `engram doctor` reports what is wrong).
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60);
+
+/// One pack's background job in this process.
+struct Job {
+    git_dir: PathBuf,
+    /// The running (or finished, not yet joined) thread; true when it packed without error.
+    thread: Option<JoinHandle<bool>>,
+    /// No new job before this instant (set when a job failed).
+    retry_after: Option<Instant>,
+    /// The pack count the last write of this process saw (fewer now: packs were merged away).
+    packs_seen: usize,
+}
+
+/// The jobs of this process, one entry per pack that ever needed packing.
+static JOBS: Mutex<Vec<Job>> = Mutex::new(Vec::new());
+
+fn jobs() -> std::sync::MutexGuard<'static, Vec<Job>> {
+    // A panic while holding the registry leaves consistent data (plain pushes and takes).
+    JOBS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Opens and locks `.git/engram-gc.lock`: waits for it when `wait`, else returns
+/// `None` when another job holds it.
+pub(super) fn gc_lock(git_dir: &Path, wait: bool) -> Result<Option<File>> {
+    let path = git_dir.join(GC_LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_err("open the packing lock", &path, e))?;
+    if wait {
+        fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the packing lock", &path, e))?;
+        return Ok(Some(file));
+    }
+    match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+        Ok(true) => Ok(Some(file)),
+        Ok(false) => Ok(None),
+        Err(e) => Err(io_err("take the packing lock", &path, e)),
+    }
+}
+
+/// Called by a write after its commit, with the write lock held: starts a
+/// background packing job when one is due. Never fails the write (problems are
+/// logged to stderr) and never waits for packing.
+pub(super) fn after_write(repo: &PackRepo) {
+    let git_dir = repo.git_dir();
+    let census = gc::census(&git_dir);
+    let mut jobs = jobs();
+    let index = match jobs.iter().position(|j| j.git_dir == git_dir) {
+        Some(i) => i,
+        None => {
+            jobs.push(Job { git_dir: git_dir.clone(), thread: None, retry_after: None, packs_seen: 0 });
+            jobs.len() - 1
+        }
+    };
+    let job = &mut jobs[index];
+    if census.packs < job.packs_seen {
+        forget_deleted_packs(repo);
+    }
+    job.packs_seen = census.packs;
+    if !census.due || job.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+        return;
+    }
+    if let Some(done) = job.thread.take()
+        && !done.join().unwrap_or(false)
+    {
+        job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+    }
+    if job.retry_after.is_some_and(|t| Instant::now() < t) {
+        return;
+    }
+    job.retry_after = None;
+    // Cheap, and it must not race the reflog appends of writes: done here, under the write lock.
+    gc::trim_reflogs(repo);
+    let lock = match gc_lock(&git_dir, false) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => return, // another process is packing this pack
+        Err(e) => {
+            eprintln!("engram: {e}");
+            return;
+        }
+    };
+    let dir = repo.dir.clone();
+    let spawned = std::thread::Builder::new()
+        .name("engram-pack".to_owned())
+        .spawn(move || run_job(&git_dir, &dir, lock));
+    match spawned {
+        Ok(thread) => job.thread = Some(thread),
+        Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
+    }
+}
+
+/// Gives the write path's repository a fresh object database once packs were
+/// merged away. libgit2 adds packs it finds on a miss but never drops one from
+/// an open object database: every deleted pack would stay in the list each
+/// lookup searches (and keep its file open) for the life of the process.
+fn forget_deleted_packs(repo: &PackRepo) {
+    let swapped = git2::Repository::open(repo.git_dir()).and_then(|fresh| {
+        let odb = fresh.odb()?;
+        repo.repo.set_odb(&odb)
+    });
+    if let Err(e) = swapped {
+        eprintln!("engram: reopening the object database of {}: {e}", repo.dir.display());
+    }
+}
+
+/// The background job: packs with its own repository handle while holding `_lock`.
+fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
+    let git = match git2::Repository::open(git_dir) {
+        Ok(git) => git,
+        Err(e) => {
+            eprintln!("engram: packing {}: cannot open the repository: {e}", dir.display());
+            return false;
+        }
+    };
+    gc::remove_stale_temp_files(&git_dir.join("objects/pack"), STALE_TEMP_AGE);
+    match gc::pack_geometric(&git, dir) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("engram: packing {} failed: {e}", dir.display());
+            false
+        }
+    }
+}
+
+/// Waits for the jobs of the pack at `git_dir` (every pack when `None`).
+fn wait_for(git_dir: Option<&Path>) {
+    let threads: Vec<JoinHandle<bool>> = jobs()
+        .iter_mut()
+        .filter(|j| git_dir.is_none_or(|d| j.git_dir == d))
+        .filter_map(|j| j.thread.take())
+        .collect();
+    // Joined outside the registry lock: a job never touches the registry, but writes do.
+    for thread in threads {
+        let _ = thread.join();
+    }
+}
+
+/// Waits until every background packing job of this process has finished
+/// (call before exiting, so that no job is cut off; dropping a [`PackRepo`]
+/// does this for its own pack).
+pub fn wait_for_background_packing() {
+    wait_for(None);
+}
+
+impl PackRepo {
+    /// Waits until this pack's background packing job (if one runs in this
+    /// process) has finished: afterwards the pack count and loose objects are
+    /// as packing left them.
+    pub fn wait_for_housekeeping(&self) {
+        wait_for(Some(&self.git_dir()));
+    }
+}
+
+/// A test hook that stops a job between planning and writing its pack.
+#[cfg(test)]
+pub(super) mod test_gate {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+
+    /// A gate: the git dir, "the job reached the gate", "let it go on".
+    type Gate = (PathBuf, Sender<()>, Receiver<()>);
+
+    static GATES: Mutex<Vec<Gate>> = Mutex::new(Vec::new());
+
+    /// Makes the next job of `git_dir` stop at the gate: returns (reached, release).
+    pub fn install(git_dir: &Path) -> (Receiver<()>, Sender<()>) {
+        let (reached_tx, reached_rx) = channel();
+        let (go_tx, go_rx) = channel();
+        GATES.lock().expect("gates").push((git_dir.to_owned(), reached_tx, go_rx));
+        (reached_rx, go_tx)
+    }
+
+    /// Called by a job: stops here if a gate is installed for its repository.
+    pub fn pass(git_dir: &Path) {
+        let gate = {
+            let mut gates = GATES.lock().expect("gates");
+            let want = git_dir.canonicalize().unwrap_or_else(|_| git_dir.to_owned());
+            gates
+                .iter()
+                .position(|(d, _, _)| d.canonicalize().unwrap_or_else(|_| d.clone()) == want)
+                .map(|i| gates.remove(i))
+        };
+        if let Some((_, reached, go)) = gate {
+            let _ = reached.send(());
+            let _ = go.recv();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::sync::mpsc::channel;
+
+    use super::super::{Changes, CommitMessage, Edit, StoreError, StoreOptions};
+    use super::*;
+
+    /// Long enough for anything but a hang (writes that waited for the paused job).
+    const HANG: Duration = Duration::from_secs(120);
+
+    fn write(repo: &PackRepo, i: usize) {
+        repo.write(|_| {
+            let mut changes = Changes::default();
+            changes.put(format!("notes/{}.md", i % 7), format!("note {i}: a line of text\n"));
+            changes.put("log.md", format!("last write {i}\n"));
+            Ok::<_, StoreError>(Edit::Commit {
+                changes,
+                message: CommitMessage::new(format!("write {i}")),
+                value: (),
+            })
+        })
+        .expect("write");
+    }
+
+    fn pack_names(git_dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(git_dir.join("objects/pack"))
+            .expect("pack dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".pack"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every commit and every file of it can be read through a fresh repository handle.
+    fn assert_all_readable(dir: &Path, commits: usize) {
+        let fresh = PackRepo::open(dir, StoreOptions::default()).expect("reopen");
+        assert_eq!(fresh.verify().expect("every object readable"), commits);
+    }
+
+    #[test]
+    fn writes_land_while_a_packing_job_runs() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let git_dir = repo.git_dir();
+        let (reached, release) = test_gate::install(&git_dir);
+        let first = gc::AUTO_PACK_PACK_COUNT;
+        for i in 0..first {
+            write(&repo, i);
+        }
+        reached.recv_timeout(HANG).expect("a packing job started and reached the gate");
+        // The job is paused after choosing what to merge, holding the gc lock.
+        assert!(gc_lock(&git_dir, false).expect("lock").is_none(), "the job holds the gc lock");
+        let planned = pack_names(&git_dir);
+        let (done_tx, done_rx) = channel();
+        let writer = std::thread::spawn(move || {
+            for k in 0..20 {
+                write(&repo, 1000 + k);
+            }
+            let _ = done_tx.send(());
+            repo
+        });
+        done_rx.recv_timeout(HANG).expect("20 writes finished while the job was paused");
+        let during = pack_names(&git_dir);
+        let _ = release.send(());
+        let repo = writer.join().expect("writer");
+        repo.wait_for_housekeeping();
+        let after = pack_names(&git_dir);
+        // The packs written meanwhile were not part of the job and are all still there.
+        for name in during.iter().filter(|n| !planned.contains(n)) {
+            assert!(after.contains(name), "{name} (written during the job) was deleted");
+        }
+        assert!(after.len() < during.len(), "the job merged packs: {} -> {}", during.len(), after.len());
+        assert_all_readable(tmp.path(), first + 20 + 1);
+    }
+
+    #[test]
+    fn pack_count_stays_bounded_and_drop_finishes_the_job() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let git_dir = repo.git_dir();
+        let mut most = 0;
+        for i in 0..300 {
+            write(&repo, i);
+            repo.wait_for_housekeeping();
+            most = most.max(pack_names(&git_dir).len());
+        }
+        assert!(most <= gc::AUTO_PACK_PACK_COUNT, "{most} packs at once");
+        // Enough writes to make packing due, then drop at once: the job must be done after the drop.
+        let before = pack_names(&git_dir).len();
+        for i in 300..300 + gc::AUTO_PACK_PACK_COUNT - before {
+            write(&repo, i);
+        }
+        drop(repo);
+        assert!(jobs().iter().filter(|j| j.git_dir == git_dir).all(|j| j.thread.is_none()));
+        let left = pack_names(&git_dir).len();
+        assert!(left < gc::AUTO_PACK_PACK_COUNT, "{left} packs after the drop");
+        let garbage: Vec<_> = fs::read_dir(git_dir.join("objects/pack"))
+            .expect("pack dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("pack_git2_"))
+            .collect();
+        assert!(garbage.is_empty(), "temp files left: {garbage:?}");
+        assert_all_readable(tmp.path(), 300 + gc::AUTO_PACK_PACK_COUNT - before + 1);
+    }
+
+    #[test]
+    fn a_packing_job_removes_stale_temp_files_only() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let pack_dir = repo.git_dir().join("objects/pack");
+        fs::create_dir_all(&pack_dir).expect("pack dir");
+        let stale = pack_dir.join("pack_git2_00112233deadbeef");
+        let fresh = pack_dir.join("pack_git2_44556677deadbeef");
+        let other = pack_dir.join("notes.txt");
+        for f in [&stale, &fresh, &other] {
+            fs::write(f, b"half a pack").expect("temp file");
+        }
+        let old = std::time::SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(60);
+        for f in [&stale, &other] {
+            fs::File::options().write(true).open(f).and_then(|f| f.set_modified(old)).expect("mtime");
+        }
+        for i in 0..gc::AUTO_PACK_PACK_COUNT {
+            write(&repo, i);
+        }
+        repo.wait_for_housekeeping();
+        assert!(!stale.exists(), "a temp file untouched for {STALE_TEMP_AGE:?} is removed");
+        assert!(fresh.exists(), "a fresh temp file (a writer at work) is kept");
+        assert!(other.exists(), "files that are not temp files are kept");
+    }
+}
