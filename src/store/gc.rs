@@ -498,8 +498,9 @@ fn pack_ids(idx: &Path) -> Option<Vec<Oid>> {
 /// Name prefixes of the temp files a packer killed mid-write leaves in
 /// `objects/pack`: libgit2's indexer writes the pack as `pack_git2_<random>`
 /// (and its index next to it, as a `.lock` file) and renames both into place
-/// when done; git uses `tmp_pack_*` and `tmp_idx_*`.
-const TEMP_PREFIXES: [&str; 3] = ["pack_git2_", "tmp_pack_", "tmp_idx_"];
+/// when done; git uses `tmp_pack_*` and `tmp_idx_*`; a write's own pack is
+/// `tmp_engram_*` until renamed (see `packwrite`).
+const TEMP_PREFIXES: [&str; 4] = ["pack_git2_", "tmp_pack_", "tmp_idx_", super::packwrite::TEMP_PREFIX];
 
 /// Deletes temp files in `pack_dir` last written more than `older_than` ago.
 /// A temp file is never an object's only copy (the object is in the writer's
