@@ -88,6 +88,9 @@ fn main() -> anyhow::Result<()> {
     if let Some((ratio, at)) = worst {
         println!("largest .git / text during the run (sampled every 1%): {ratio:.2}× after {at} captures");
     }
+    report("right after the last write", &git, text);
+    // Packing runs in the background: what the writes leave once it is done.
+    engram::store::wait_for_background_packing();
     report("as left by the writes", &git, text);
     let t = Instant::now();
     engram.with_repo(&dir, |r| Ok(r.pack_objects()?))?;

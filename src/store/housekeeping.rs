@@ -166,14 +166,27 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
         }
     };
     gc::remove_stale_temp_files(&git_dir.join("objects/pack"), STALE_TEMP_AGE);
-    match gc::pack_geometric(&git, dir) {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("engram: packing {} failed: {e}", dir.display());
-            false
+    // Writes go on while a job runs and add packs; run again while packing is
+    // still due, so that a pack left alone after a burst of writes ends with
+    // few packs, not with those the burst added during the last run.
+    for _ in 0..MAX_RUNS_PER_JOB {
+        match gc::pack_geometric(&git, dir) {
+            Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
+            Ok(_) => return true,
+            Err(e) => {
+                eprintln!("engram: packing {} failed: {e}", dir.display());
+                return false;
+            }
+        }
+        if !gc::census(git_dir).due {
+            break;
         }
     }
+    true
 }
+
+/// Packing runs one job makes at most before it leaves the rest to the next write.
+const MAX_RUNS_PER_JOB: usize = 8;
 
 /// Waits for the jobs of the pack at `git_dir` (every pack when `None`).
 fn wait_for(git_dir: Option<&Path>) {
@@ -311,10 +324,9 @@ mod tests {
         let repo = writer.join().expect("writer");
         repo.wait_for_housekeeping();
         let after = pack_names(&git_dir);
-        // The packs written meanwhile were not part of the job and are all still there.
-        for name in during.iter().filter(|n| !planned.contains(n)) {
-            assert!(after.contains(name), "{name} (written during the job) was deleted");
-        }
+        // The packs written meanwhile were not part of the paused run (the job's
+        // later runs may merge them): nothing they hold is lost.
+        assert!(during.iter().any(|n| !planned.contains(n)), "writes added packs during the job");
         assert!(after.len() < during.len(), "the job merged packs: {} -> {}", during.len(), after.len());
         assert_all_readable(tmp.path(), first + 20 + 1);
     }
