@@ -33,7 +33,7 @@
 //! ones it covers (merged again by the next job): old files are deleted only
 //! after the new pack is in place.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -106,6 +106,10 @@ pub(super) fn after_write(repo: &PackRepo) {
         }
     };
     let job = &mut jobs[index];
+    // Reflogs grow by a line per write whether or not packing is due.
+    if fs::metadata(git_dir.join("logs/HEAD")).is_ok_and(|m| m.len() > REFLOG_TRIM_BYTES) {
+        gc::trim_reflogs(repo);
+    }
     if census.packs < job.packs_seen {
         forget_deleted_packs(repo);
     }
@@ -184,6 +188,9 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
     }
     true
 }
+
+/// A HEAD reflog past this size (~150 lines) is trimmed by the next write.
+const REFLOG_TRIM_BYTES: u64 = 32 * 1024;
 
 /// Packing runs one job makes at most before it leaves the rest to the next write.
 const MAX_RUNS_PER_JOB: usize = 8;
