@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{NaiveDate, NaiveDateTime, TimeZone as _, Utc};
-use git2::{Oid, Sort};
+use git2::Oid;
 
 use super::{Changes, CommitInfo, PackRepo, Result, Snapshot, StoreError, git_err};
 
@@ -85,18 +85,10 @@ impl PackRepo {
             return Err(unknown());
         }
         if let Some(when) = parse_when(r) {
-            let Some(head) = self.head_commit()? else { return Err(unknown()) };
-            let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
-            walk.set_sorting(Sort::TIME).map_err(|e| git_err("walking history", &self.dir, e))?;
-            walk.push(head.id()).map_err(|e| git_err("walking history", &self.dir, e))?;
-            for id in walk {
-                let id = id.map_err(|e| git_err("walking history", &self.dir, e))?;
-                let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-                if c.time().seconds() <= when {
-                    return Ok(id.to_string());
-                }
-            }
-            return Err(unknown());
+            // The branch as it was then: its first-parent line, like `search_memory`'s
+            // `as_of`. (A time-sorted walk is wrong here: commits made in the same
+            // second tie, and a parent may then come before its child.)
+            return self.commit_before(when.saturating_add(1))?.ok_or_else(unknown);
         }
         let obj = self.repo.revparse_single(r).map_err(|_| unknown())?;
         let commit = obj.peel_to_commit().map_err(|_| unknown())?;
@@ -314,4 +306,35 @@ impl Changes {
 
 fn subject_of(c: &git2::Commit<'_>) -> String {
     String::from_utf8_lossy(c.message_bytes()).lines().next().unwrap_or("").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Changes, CommitMessage, Edit, PackRepo, StoreError, StoreOptions};
+
+    fn write(repo: &PackRepo, text: &str) -> String {
+        repo.write(|_| {
+            let mut changes = Changes::default();
+            changes.put("role.md", format!("{text}\n"));
+            // Every commit in the same second (2026-11-22T10:00:00Z): a tie on time.
+            let message = CommitMessage::new(text).at(1_795_341_600);
+            Ok::<_, StoreError>(Edit::Commit { changes, message, value: () })
+        })
+        .expect("write");
+        repo.resolve_commit("HEAD").expect("HEAD")
+    }
+
+    #[test]
+    fn a_date_resolves_to_the_newest_commit_even_when_commits_share_a_second() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let mut last = String::new();
+        for i in 0..12 {
+            last = write(&repo, &format!("version {i}"));
+        }
+        assert_eq!(repo.resolve_commit("2026-11-22").expect("that day"), last);
+        let snap = repo.snapshot_at("2026-11-22").expect("snapshot");
+        assert_eq!(snap.read_text("role.md").expect("read").as_deref(), Some("version 11\n"));
+        assert!(repo.resolve_commit("2001-01-01").is_err(), "no commit that early");
+    }
 }
