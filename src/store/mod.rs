@@ -17,6 +17,7 @@
 mod checksum;
 mod clean;
 pub mod doctor;
+mod file_reserve;
 pub mod floor;
 mod gc;
 mod gitindex;

@@ -49,8 +49,7 @@ impl NewObjects {
             return Ok(());
         }
         let pack = encode_pack(&self.objects)?;
-        let pack_dir = repo.path().join("objects").join("pack");
-        install_pack(&pack_dir, &pack, durable)?;
+        install_pack(repo.path(), &pack, durable)?;
         for (kind, id, bytes) in self.objects {
             if kind == ObjectType::Blob {
                 cache.keep_blob(id, Arc::from(bytes));
@@ -163,22 +162,32 @@ fn encode_index(mut entries: Vec<(Oid, u64, u32)>, pack_checksum: &[u8; 20]) -> 
     Ok(out)
 }
 
-/// Puts a pack and its index into `pack_dir` as git does: each written to a
-/// temporary file and renamed into place, the pack first, so a reader that
-/// finds the index finds the whole pack. A pack of the same name is the same
-/// objects: it is left as it is.
-fn install_pack(pack_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<()> {
+/// Puts a pack and its index into `objects/pack` of `git_dir` as git does:
+/// each written to a temporary file and renamed into place, the pack first, so
+/// a reader that finds the index finds the whole pack. A pack of the same name
+/// is the same objects: it is left as it is. The temporary files are taken from
+/// the reserve of empty files when it has some ([`super::file_reserve`]).
+fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<()> {
+    let pack_dir = git_dir.join("objects").join("pack");
     let pack_path = pack_dir.join(format!("pack-{}.pack", encoded.name));
     let idx_path = pack_dir.join(format!("pack-{}.idx", encoded.name));
     if idx_path.exists() && pack_path.exists() {
         return Ok(());
     }
     for (path, bytes, ext) in [(&pack_path, &encoded.pack, "pack"), (&idx_path, &encoded.index, "idx")] {
+        // Not with durability on: there a rename out of the reserve would be one
+        // more directory to sync.
+        if !durable
+            && let Some((spare, file)) = super::file_reserve::take(git_dir)
+            && write_and_rename(file, &spare, bytes, durable, path).is_ok()
+        {
+            continue;
+        }
         // Writes hold the pack's write lock, so the name is this write's alone.
         let tmp = pack_dir.join(format!("{TEMP_PREFIX}{}.{ext}", encoded.name));
-        let mut file = match create_read_only(&tmp) {
+        let file = match create_read_only(&tmp) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(pack_dir).and_then(|()| create_read_only(&tmp))
+                std::fs::create_dir_all(&pack_dir).and_then(|()| create_read_only(&tmp))
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 // Left by a write that was killed: this write makes it anew.
@@ -187,18 +196,43 @@ fn install_pack(pack_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result
             other => other,
         }
         .map_err(|e| io_err("create a temporary pack file", &tmp, e))?;
-        file.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?;
-        if durable {
-            file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
-        }
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| io_err("rename into place", path, e))?;
+        write_and_rename(file, &tmp, bytes, durable, path)?;
     }
     if durable {
         #[cfg(unix)]
-        std::fs::File::open(pack_dir).and_then(|f| f.sync_all()).map_err(|e| io_err("sync", pack_dir, e))?;
+        std::fs::File::open(&pack_dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_err("sync", &pack_dir, e))?;
     }
     Ok(())
+}
+
+/// Writes `bytes` into the empty `file` at `tmp` (read-only once written, as
+/// git makes pack files), then renames it to `path`.
+fn write_and_rename(
+    mut file: std::fs::File,
+    tmp: &Path,
+    bytes: &[u8],
+    durable: bool,
+    path: &Path,
+) -> Result<()> {
+    file.write_all(bytes).map_err(|e| io_err("write", tmp, e))?;
+    make_read_only(&file).map_err(|e| io_err("make read-only", tmp, e))?;
+    if durable {
+        file.sync_all().map_err(|e| io_err("sync", tmp, e))?;
+    }
+    drop(file);
+    std::fs::rename(tmp, path).map_err(|e| io_err("rename into place", path, e))
+}
+
+/// Pack files are read-only (a reserve file is not yet).
+fn make_read_only(file: &std::fs::File) -> std::io::Result<()> {
+    let mut permissions = file.metadata()?.permissions();
+    if permissions.readonly() {
+        return Ok(());
+    }
+    permissions.set_readonly(true);
+    file.set_permissions(permissions)
 }
 
 /// Names of the temporary files a write makes in `objects/pack` (packing
