@@ -58,8 +58,10 @@ struct Job {
     thread: Option<JoinHandle<bool>>,
     /// No new job before this instant (set when a job failed).
     retry_after: Option<Instant>,
-    /// The pack count the last write of this process saw (fewer now: packs were merged away).
+    /// The pack count the last census of this process saw (fewer now: packs were merged away).
     packs_seen: usize,
+    /// Writes of this process since that census (each added one pack).
+    writes_since_census: usize,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -96,12 +98,17 @@ pub(super) fn gc_lock(git_dir: &Path, wait: bool) -> Result<Option<File>> {
 /// logged to stderr) and never waits for packing.
 pub(super) fn after_write(repo: &PackRepo) {
     let git_dir = repo.git_dir();
-    let census = gc::census(&git_dir);
     let mut jobs = jobs();
     let index = match jobs.iter().position(|j| j.git_dir == git_dir) {
         Some(i) => i,
         None => {
-            jobs.push(Job { git_dir: git_dir.clone(), thread: None, retry_after: None, packs_seen: 0 });
+            jobs.push(Job {
+                git_dir: git_dir.clone(),
+                thread: None,
+                retry_after: None,
+                packs_seen: 0,
+                writes_since_census: CENSUS_EVERY,
+            });
             jobs.len() - 1
         }
     };
@@ -110,17 +117,32 @@ pub(super) fn after_write(repo: &PackRepo) {
     if fs::metadata(git_dir.join("logs/HEAD")).is_ok_and(|m| m.len() > REFLOG_TRIM_BYTES) {
         gc::trim_reflogs(repo);
     }
+    // The census lists `objects/pack`, which after heavy packing is a large
+    // directory (ext4 never shrinks one): skip it while this process's own
+    // writes cannot have made packing due, looking every few writes for packs
+    // of other processes and right after a job of ours ended.
+    job.writes_since_census += 1;
+    let job_ended = job.thread.as_ref().is_some_and(JoinHandle::is_finished);
+    if job.packs_seen + job.writes_since_census < gc::AUTO_PACK_PACK_COUNT
+        && job.writes_since_census < CENSUS_EVERY
+        && !job_ended
+    {
+        return;
+    }
+    job.writes_since_census = 0;
+    let census = gc::census(&git_dir);
     if census.packs < job.packs_seen {
         forget_deleted_packs(repo);
     }
     job.packs_seen = census.packs;
-    if !census.due || job.thread.as_ref().is_some_and(|t| !t.is_finished()) {
-        return;
-    }
-    if let Some(done) = job.thread.take()
+    if job_ended
+        && let Some(done) = job.thread.take()
         && !done.join().unwrap_or(false)
     {
         job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+    }
+    if !census.due || job.thread.is_some() {
+        return;
     }
     if job.retry_after.is_some_and(|t| Instant::now() < t) {
         return;
@@ -188,6 +210,9 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
     }
     true
 }
+
+/// A write looks at the pack directory at least every this many writes.
+const CENSUS_EVERY: usize = 4;
 
 /// A HEAD reflog past this size (~150 lines) is trimmed by the next write.
 const REFLOG_TRIM_BYTES: u64 = 32 * 1024;
