@@ -109,12 +109,7 @@ fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
             }
             out.push(byte);
         }
-        let mut z = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::fast());
-        z.write_all(bytes).and_then(|_| z.finish().map(|_| ())).map_err(|e| StoreError::Io {
-            step: "compress",
-            path: "a pack".into(),
-            source: e,
-        })?;
+        deflate_into(&mut out, bytes)?;
         let mut crc = flate2::Crc::new();
         crc.update(&out[offset..]);
         entries.push((*id, offset as u64, crc.sum()));
@@ -123,6 +118,33 @@ fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
     out.extend_from_slice(&checksum);
     let index = encode_index(entries, &checksum)?;
     Ok(EncodedPack { pack: out, index, name: hex(&checksum) })
+}
+
+thread_local! {
+    /// One zlib stream per thread, reset for each object (a new one allocates
+    /// its tables every time).
+    static DEFLATE: std::cell::RefCell<flate2::Compress> =
+        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), true));
+}
+
+/// Appends `bytes` zlib-compressed (quickly: packs are merged, with deltas, later) to `out`.
+fn deflate_into(out: &mut Vec<u8>, bytes: &[u8]) -> Result<()> {
+    let failed = |e: flate2::CompressError| StoreError::Io {
+        step: "compress",
+        path: "a pack".into(),
+        source: std::io::Error::other(e),
+    };
+    DEFLATE.with_borrow_mut(|z| {
+        z.reset();
+        loop {
+            out.reserve(bytes.len() / 2 + 64);
+            let consumed = usize::try_from(z.total_in()).unwrap_or(bytes.len()).min(bytes.len());
+            match z.compress_vec(&bytes[consumed..], out, flate2::FlushCompress::Finish).map_err(failed)? {
+                flate2::Status::StreamEnd => return Ok(()),
+                flate2::Status::Ok | flate2::Status::BufError => {}
+            }
+        }
+    })
 }
 
 /// A version-2 pack index (`.idx`) for `entries` (id, offset, crc32).
