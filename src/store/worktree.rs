@@ -58,9 +58,11 @@ fn append_in_place(path: &Path, bytes: &[u8], durable: bool) -> Option<fs::Metad
 /// The directory of spare files, in the git directory.
 pub(super) const SPARE_DIR: &str = "engram-spare";
 
-/// The spare file for `path` (a flattened name in `git_dir/engram-spare/`).
+/// The spare file for `path` (its path in the working tree, flattened, in
+/// `git_dir/engram-spare/`: the same name wherever the pack is moved).
 fn spare_for(path: &Path, git_dir: &Path) -> std::path::PathBuf {
-    let flat: String = path
+    let relative = git_dir.parent().and_then(|root| path.strip_prefix(root).ok()).unwrap_or(path);
+    let flat: String = relative
         .to_string_lossy()
         .chars()
         .map(|c| if c == '/' || c == '\\' || c == ':' { '%' } else { c })
@@ -187,6 +189,15 @@ pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &fs::Metadata) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spares_are_named_by_the_path_in_the_working_tree() {
+        let spare = spare_for(
+            Path::new("/home/u/.engram/coach/memory/_index.md"),
+            Path::new("/home/u/.engram/coach/.git"),
+        );
+        assert_eq!(spare, Path::new("/home/u/.engram/coach/.git/engram-spare/memory%_index.md"));
+    }
 
     #[test]
     #[cfg(unix)]
