@@ -117,12 +117,17 @@ pub(super) fn after_write(repo: &PackRepo) {
     if fs::metadata(git_dir.join("logs/HEAD")).is_ok_and(|m| m.len() > REFLOG_TRIM_BYTES) {
         gc::trim_reflogs(repo);
     }
-    // The census lists `objects/pack`, which after heavy packing is a large
-    // directory (ext4 never shrinks one): skip it while this process's own
-    // writes cannot have made packing due, looking every few writes for packs
-    // of other processes and right after a job of ours ended.
+    // The census lists `objects/pack` (a burst of writes can leave a hundred
+    // packs there while a job runs): skip it while a job of ours runs (it
+    // could start nothing) and while this process's own writes cannot have
+    // made packing due, looking every few writes for packs of other processes
+    // and right after a job of ours ended.
     job.writes_since_census += 1;
-    let job_ended = job.thread.as_ref().is_some_and(JoinHandle::is_finished);
+    let job_ended = match &job.thread {
+        Some(thread) if !thread.is_finished() => return,
+        Some(_) => true,
+        None => false,
+    };
     if job.packs_seen + job.writes_since_census < gc::AUTO_PACK_PACK_COUNT
         && job.writes_since_census < CENSUS_EVERY
         && !job_ended
