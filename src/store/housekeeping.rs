@@ -123,8 +123,9 @@ pub(super) fn after_write(repo: &PackRepo) {
     // made packing due, looking every few writes for packs of other processes
     // and right after a job of ours ended.
     job.writes_since_census += 1;
+    let backlog = job.packs_seen + job.writes_since_census;
     let job_ended = match &job.thread {
-        Some(thread) if !thread.is_finished() => return,
+        Some(thread) if !thread.is_finished() && backlog < BACKLOG_LIMIT => return,
         Some(_) => true,
         None => false,
     };
@@ -134,19 +135,19 @@ pub(super) fn after_write(repo: &PackRepo) {
     {
         return;
     }
+    // An ended job is joined (past the backlog limit: waited for) before counting.
+    if let Some(done) = job.thread.take()
+        && !done.join().unwrap_or(false)
+    {
+        job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+    }
     job.writes_since_census = 0;
     let census = gc::census(&git_dir);
     if census.packs < job.packs_seen {
         forget_deleted_packs(repo);
     }
     job.packs_seen = census.packs;
-    if job_ended
-        && let Some(done) = job.thread.take()
-        && !done.join().unwrap_or(false)
-    {
-        job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
-    }
-    if !census.due || job.thread.is_some() {
+    if !census.due {
         return;
     }
     if job.retry_after.is_some_and(|t| Instant::now() < t) {
@@ -198,9 +199,10 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
     };
     gc::remove_stale_temp_files(&git_dir.join("objects/pack"), STALE_TEMP_AGE);
     // Writes go on while a job runs and add packs; run again while packing is
-    // still due, so that a pack left alone after a burst of writes ends with
-    // few packs, not with those the burst added during the last run.
-    for _ in 0..MAX_RUNS_PER_JOB {
+    // still due (and a run merges something), so that a pack left alone after
+    // a burst of writes ends with few packs, not with those the burst added
+    // during the last run.
+    loop {
         match gc::pack_geometric(&git, dir) {
             Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
             Ok(_) => return true,
@@ -222,8 +224,10 @@ const CENSUS_EVERY: usize = 4;
 /// A HEAD reflog past this size (~150 lines) is trimmed by the next write.
 const REFLOG_TRIM_BYTES: u64 = 32 * 1024;
 
-/// Packing runs one job makes at most before it leaves the rest to the next write.
-const MAX_RUNS_PER_JOB: usize = 8;
+/// Packs a burst of writes may leave waiting for a running job: past this
+/// many, a write waits for the job to end (each lookup libgit2 makes, in the
+/// job too, searches every pack, so a backlog slows packing down further).
+const BACKLOG_LIMIT: usize = 128;
 
 /// Waits for the jobs of the pack at `git_dir` (every pack when `None`).
 fn wait_for(git_dir: Option<&Path>) {
