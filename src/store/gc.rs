@@ -1,8 +1,8 @@
 //! Keeping pack repositories small: engram packs its own objects.
 //!
 //! Every write adds its objects as one small pack (`packwrite`); other paths
-//! (hand edits, merges) add loose objects. After a write, [`census`]
-//! counts the packs and estimates the loose count from a few fan-out
+//! (hand edits, merges) add loose objects. After some writes (see
+//! `housekeeping`), [`census`] counts the packs and estimates the loose count from a few fan-out
 //! directories and, past a threshold, a background job (`housekeeping`)
 //! writes them into a pack together with the
 //! newest packs whose size is within [`GEOMETRIC_FACTOR`] of what is being
@@ -75,8 +75,8 @@ pub(super) struct Census {
     pub due: bool,
 }
 
-/// Counts packs and samples loose objects: cheap enough for every write (nine
-/// directory listings, no object is read).
+/// Counts packs and samples loose objects: cheap (nine directory listings, no
+/// object is read), and still run only every few writes (`housekeeping`).
 pub(super) fn census(git_dir: &Path) -> Census {
     let objects = git_dir.join("objects");
     let packs = pack_count(&objects.join("pack"));
