@@ -117,22 +117,13 @@ pub(super) fn after_write(repo: &PackRepo) {
     if fs::metadata(git_dir.join("logs/HEAD")).is_ok_and(|m| m.len() > REFLOG_TRIM_BYTES) {
         gc::trim_reflogs(repo);
     }
-    // The census lists `objects/pack` (a burst of writes can leave a hundred
-    // packs there while a job runs): skip it while a job of ours runs (it
-    // could start nothing) and while this process's own writes cannot have
-    // made packing due, looking every few writes for packs of other processes
-    // and right after a job of ours ended.
     job.writes_since_census += 1;
-    let backlog = job.packs_seen + job.writes_since_census;
-    let job_ended = match &job.thread {
-        Some(thread) if !thread.is_finished() && backlog < BACKLOG_LIMIT => return,
-        Some(_) => true,
-        None => false,
+    let job_state = match &job.thread {
+        None => JobState::None,
+        Some(thread) if thread.is_finished() => JobState::Ended,
+        Some(_) => JobState::Running,
     };
-    if job.packs_seen + job.writes_since_census < gc::AUTO_PACK_PACK_COUNT
-        && job.writes_since_census < CENSUS_EVERY
-        && !job_ended
-    {
+    if !should_count(job.packs_seen, job.writes_since_census, job_state) {
         return;
     }
     // An ended job is joined (past the backlog limit: waited for) before counting.
@@ -171,6 +162,30 @@ pub(super) fn after_write(repo: &PackRepo) {
     match spawned {
         Ok(thread) => job.thread = Some(thread),
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
+    }
+}
+
+/// This process's packing job of a pack, as a write finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobState {
+    None,
+    Running,
+    Ended,
+}
+
+/// Whether a write counts the packs (and, when a job is running, waits for it
+/// first). The census lists `objects/pack`, where a burst of writes can leave a
+/// hundred packs while a job runs: it is skipped while a job of this process
+/// runs (no new job could start) unless the backlog reached [`BACKLOG_LIMIT`],
+/// and while this process's own writes since the last count (`since`, each
+/// added a pack to the `seen` ones) cannot have made packing due — except every
+/// [`CENSUS_EVERY`] writes, for packs of other processes, and right after a job
+/// of ours ended.
+fn should_count(seen: usize, since: usize, job: JobState) -> bool {
+    match job {
+        JobState::Running => seen + since >= BACKLOG_LIMIT,
+        JobState::Ended => true,
+        JobState::None => seen + since >= gc::AUTO_PACK_PACK_COUNT || since >= CENSUS_EVERY,
     }
 }
 
@@ -335,6 +350,22 @@ mod tests {
     fn assert_all_readable(dir: &Path, commits: usize) {
         let fresh = PackRepo::open(dir, StoreOptions::default()).expect("reopen");
         assert_eq!(fresh.verify().expect("every object readable"), commits);
+    }
+
+    #[test]
+    fn writes_count_the_packs_only_when_it_can_matter() {
+        let due = gc::AUTO_PACK_PACK_COUNT;
+        // Packs of other processes are looked for every few writes.
+        assert!(!should_count(3, 1, JobState::None));
+        assert!(should_count(3, CENSUS_EVERY, JobState::None));
+        // This process's own writes could have made packing due.
+        assert!(should_count(due - 1, 1, JobState::None));
+        // A running job: no census (nothing could start) until the backlog is too large,
+        // then the write waits for the job.
+        assert!(!should_count(due, CENSUS_EVERY * 10, JobState::Running));
+        assert!(should_count(BACKLOG_LIMIT - 1, 1, JobState::Running));
+        // A job that ended: count at once (merged-away packs are dropped, the next job may start).
+        assert!(should_count(0, 1, JobState::Ended));
     }
 
     #[test]
