@@ -15,7 +15,16 @@ use super::{Changes, StoreError};
 use crate::secrets::{self, Finding};
 
 /// Lines of `new` that `old` does not contain, with their 1-based line numbers.
+/// When `new` extends `old` (an append, as most writes are), every line after
+/// the old text counts as added, without hashing the old lines.
 fn added_lines<'a>(old: Option<&str>, new: &'a str) -> Vec<(usize, &'a str)> {
+    if let Some(old) = old
+        && old.ends_with('\n')
+        && new.starts_with(old)
+    {
+        let before = old.bytes().filter(|&b| b == b'\n').count();
+        return new[old.len()..].lines().enumerate().map(|(i, l)| (before + i + 1, l)).collect();
+    }
     let seen: HashSet<&str> = old.map(|o| o.lines().collect()).unwrap_or_default();
     new.lines().enumerate().filter(|(_, l)| !seen.contains(l)).map(|(i, l)| (i + 1, l)).collect()
 }
@@ -134,5 +143,21 @@ mod tests {
         let found = scan_added("f.md", Some(b"a\n"), new.as_bytes());
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].path.as_str(), found[0].line), ("f.md", 2));
+    }
+
+    #[test]
+    fn appended_lines_are_numbered_after_the_old_text_and_rewrites_still_diff() {
+        let secret = ["password=", "hunter2x"].concat();
+        assert_eq!(added_lines(Some("a\nb\n"), "a\nb\nc\nd\n"), vec![(3, "c"), (4, "d")]);
+        // An appended credential is found at its line, even when the same text was there before.
+        let found = scan_added(
+            "f.md",
+            Some(format!("{secret}\n").as_bytes()),
+            format!("{secret}\n{secret}\n").as_bytes(),
+        );
+        assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), vec![2]);
+        // Not an append (the old last line changed): lines are compared as a set.
+        assert_eq!(added_lines(Some("a\nb"), "a\nbc\n"), vec![(2, "bc")]);
+        assert_eq!(added_lines(Some("x\na\n"), "a\ny\n"), vec![(2, "y")]);
     }
 }
