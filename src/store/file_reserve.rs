@@ -5,9 +5,9 @@
 //! last minutes, and packing frees many: right after 10,000 writes and their
 //! packing, creating those two files took 0.7 ms of a 1.6 ms write. So files
 //! are created ahead, off the write path, by a background thread of this
-//! process, in `.git/engram-spare/reserve/`; a write claims one by renaming it
-//! to its temp name (a rename of one source succeeds once: two processes never
-//! get the same file), writes into it and renames it into place as before.
+//! process, in `.git/engram-spare/reserve/`; a write, holding the pack's write
+//! lock (which makes the file its alone), writes into one and renames it into
+//! place, as it did with a temp file it created.
 //! With the reserve empty, or on a platform or file system where this does not
 //! work, a write creates its files itself.
 //!
@@ -64,10 +64,13 @@ fn take_one(reserve: &Path) -> (Option<(PathBuf, File)>, usize) {
             // Not truncated when opened: on ext4 a file cut to zero is flushed to
             // the disk on close. A file that is not empty was left by a write that
             // was killed: removed, the next one.
-            let Ok(file) = OpenOptions::new().write(true).open(&path) else { continue };
-            match file.metadata() {
-                Ok(m) if m.is_file() && m.len() == 0 => return (Some((path, file)), names.len()),
-                _ => {
+            match super::worktree::open_spare(&path, false) {
+                Ok(Some(file)) if file.metadata().is_ok_and(|m| m.len() == 0) => {
+                    return (Some((path, file)), names.len());
+                }
+                Err(_) => continue, // taken or gone
+                // Half written, or not a plain file of its own (see `open_spare`).
+                Ok(_) => {
                     let _ = fs::remove_file(&path);
                 }
             }
@@ -76,8 +79,13 @@ fn take_one(reserve: &Path) -> (Option<(PathBuf, File)>, usize) {
     (None, 0)
 }
 
-/// The names in `reserve` (none when it does not exist yet).
+/// The names in `reserve` (none when it does not exist yet, or when it or
+/// `engram-spare` is not a real directory: the filler replaces those).
 fn list(reserve: &Path) -> Vec<OsString> {
+    let real_dir = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if !reserve.parent().is_some_and(real_dir) || !real_dir(reserve) {
+        return Vec::new();
+    }
     fs::read_dir(reserve)
         .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default()
@@ -103,10 +111,8 @@ fn request_refill(reserve: PathBuf) {
 fn fill(reserve: &Path) {
     let Some(spare_dir) = reserve.parent() else { return };
     for dir in [spare_dir, reserve] {
-        match fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(_) => return,
+        if super::worktree::ensure_real_dir(dir).is_err() {
+            return;
         }
     }
     let have = list(reserve).len();
@@ -137,6 +143,39 @@ mod tests {
     use std::os::unix::fs::MetadataExt as _;
 
     use super::*;
+
+    #[test]
+    fn links_and_fifos_planted_in_the_reserve_are_never_written_through() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let git_dir = tmp.path().join(".git");
+        let reserve = git_dir.join(RESERVE_DIR);
+        fs::create_dir_all(&reserve).expect("mkdir");
+        let outside = tmp.path().join("outside.txt");
+        fs::write(&outside, b"").expect("write");
+        std::os::unix::fs::symlink(&outside, reserve.join("a-symlink")).expect("symlink");
+        fs::hard_link(&outside, reserve.join("a-hard-link")).expect("link");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            reserve.join("a-fifo"),
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .expect("fifo");
+        assert!(take_one(&reserve).0.is_none(), "nothing usable was planted");
+        assert!(list(&reserve).is_empty(), "the planted entries were removed");
+        assert_eq!(fs::read(&outside).expect("outside"), b"", "the outside file is untouched");
+
+        // The whole reserve replaced by a link to a directory outside: not used, then replaced.
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::create_dir(&elsewhere).expect("mkdir");
+        fs::write(elsewhere.join("empty"), b"").expect("write");
+        fs::remove_dir(&reserve).expect("rmdir");
+        std::os::unix::fs::symlink(&elsewhere, &reserve).expect("symlink");
+        KNOWN.lock().expect("known").take();
+        assert!(take_one(&reserve).0.is_none());
+        fill(&reserve);
+        assert!(fs::symlink_metadata(&reserve).expect("reserve").is_dir(), "a real directory now");
+        assert!(elsewhere.join("empty").exists() && fs::read_dir(&elsewhere).expect("dir").count() == 1);
+    }
 
     #[test]
     fn filling_never_recreates_a_removed_pack() {

@@ -114,7 +114,7 @@ enum Taken {
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn take_lock_from_spare(spare: &Path, lock: &Path, content: &[u8]) -> Taken {
     if let Some(dir) = spare.parent()
-        && fs::create_dir_all(dir).is_err()
+        && super::worktree::ensure_real_dir(dir).is_err()
     {
         return Taken::CannotHere;
     }

@@ -79,20 +79,24 @@ fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<
         return None;
     }
     let spare = spare_for(path, git_dir);
-    if let Some(dir) = spare.parent() {
-        fs::create_dir_all(dir).ok()?;
-    }
+    ensure_real_dir(&git_dir.join(SPARE_DIR)).ok()?;
     overwrite(&spare, bytes, durable).ok()?;
     swap(&spare, path).ok()?;
     fs::symlink_metadata(path).ok()
 }
 
-/// Makes the file at `path` hold `bytes`, reusing its inode when it exists:
-/// written from the start, then cut to length (no truncation to zero first,
-/// which on ext4 would also force a flush on close).
+/// Makes the spare file at `path` hold `bytes`, reusing its inode when it
+/// exists: written from the start, then cut to length (no truncation to zero
+/// first, which on ext4 would also force a flush on close).
 pub(super) fn overwrite(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     use std::io::{Seek as _, SeekFrom};
-    let mut file = OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    let mut file = match open_spare(path, true)? {
+        Some(file) => file,
+        None => {
+            fs::remove_file(path)?;
+            open_spare(path, true)?.ok_or_else(|| std::io::Error::other("a spare file kept changing"))?
+        }
+    };
     file.seek(SeekFrom::Start(0))?;
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)?;
@@ -100,6 +104,56 @@ pub(super) fn overwrite(path: &Path, bytes: &[u8], durable: bool) -> std::io::Re
         file.sync_data()?;
     }
     Ok(())
+}
+
+/// Makes `dir` a real directory: made when missing (its parent must exist),
+/// and a symbolic link or file in its place — which a pack copied in by hand
+/// could bring in its `.git` — removed first, so spares never land outside.
+pub(super) fn ensure_real_dir(dir: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => fs::remove_file(dir)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    match fs::create_dir(dir) {
+        // Made by another process meanwhile: fine if it is a directory.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && fs::symlink_metadata(dir)?.is_dir() => {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Opens the spare file at `path` for writing (made when missing and `create`)
+/// when it is a regular file with no other name: `Ok(None)` for anything else
+/// (the caller removes it). A pack copied in by hand brings its `.git`, so a
+/// spare could be a symbolic link or a hard link to a file outside the pack,
+/// or a FIFO that would block the write: never written through.
+pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<fs::File>> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(create).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        // A symbolic link (ELOOP) or a FIFO with no reader (ENXIO).
+        #[cfg(unix)]
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENXIO)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    #[cfg(unix)]
+    let alone = {
+        use std::os::unix::fs::MetadataExt as _;
+        meta.nlink() == 1
+    };
+    #[cfg(not(unix))]
+    let alone = true;
+    Ok((meta.is_file() && alone).then_some(file))
 }
 
 /// Replaces a file by swapping (not available on this platform).
@@ -123,7 +177,7 @@ pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
 pub(super) fn exchange_index_bytes(bytes: &[u8], git_dir: &Path) -> bool {
     let spare_dir = git_dir.join(SPARE_DIR);
     let spare = spare_dir.join("index");
-    if fs::create_dir_all(&spare_dir).is_err() || overwrite(&spare, bytes, false).is_err() {
+    if ensure_real_dir(&spare_dir).is_err() || overwrite(&spare, bytes, false).is_err() {
         return false;
     }
     swap(&spare, &git_dir.join("index")).is_ok()
@@ -189,6 +243,33 @@ pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &fs::Metadata) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn planted_spares_and_spare_dirs_are_never_written_through() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).expect("mkdir");
+        fs::write(outside.join("f"), b"mine\n").expect("write");
+        // The spare directory is a link to a directory outside the pack.
+        let git_dir = tmp.path().join(".git");
+        fs::create_dir(&git_dir).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, git_dir.join(SPARE_DIR)).expect("symlink");
+        ensure_real_dir(&git_dir.join(SPARE_DIR)).expect("real dir");
+        assert!(fs::symlink_metadata(git_dir.join(SPARE_DIR)).expect("meta").is_dir());
+        // A spare that is a symbolic link or a hard link to a file outside.
+        for (name, link) in [("sym", true), ("hard", false)] {
+            let spare = git_dir.join(SPARE_DIR).join(name);
+            if link {
+                std::os::unix::fs::symlink(outside.join("f"), &spare).expect("symlink");
+            } else {
+                fs::hard_link(outside.join("f"), &spare).expect("link");
+            }
+            overwrite(&spare, b"engram\n", false).expect("overwrite");
+            assert_eq!(fs::read(&spare).expect("spare"), b"engram\n");
+            assert_eq!(fs::read(outside.join("f")).expect("outside"), b"mine\n", "{name}: outside untouched");
+        }
+    }
 
     #[test]
     fn spares_are_named_by_the_path_in_the_working_tree() {
