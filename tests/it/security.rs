@@ -342,3 +342,51 @@ async fn personal_cross_user_graph_and_personal_tools_touch_only_their_user() {
     assert_eq!(r.structured.clone().expect("s")["entities"][0]["observations"], json!(["alice obs"]));
     alice_again.close().await.expect("close");
 }
+
+/// A pack copied in by hand brings its `.git`, and with it whatever sits in
+/// `.git/engram-spare/`: spares that are links to files outside the pack, a
+/// FIFO, a file reserve that is a link to a directory outside. Captures go on,
+/// nothing outside the pack is written, and the repository stays sound.
+#[cfg(unix)]
+#[tokio::test]
+async fn planted_spare_files_never_carry_a_write_outside() {
+    let env = TestEnv::new();
+    crate::engram_tools::make_pack(&env, "copied");
+    let capture = |i: usize| json!({"name": "copied", "category": "notes", "content": format!("note {i}"), "summary": format!("note {i}")});
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture(0)).await;
+    c.close().await.expect("close");
+
+    let outside = env.dir.path().join("outside");
+    fs::create_dir_all(outside.join("dir")).expect("mkdir");
+    fs::write(outside.join("victim.md"), SECRET).expect("write");
+    fs::write(outside.join("dir/empty"), b"").expect("write");
+    let spare = env.pack("copied").join(".git/engram-spare");
+    fs::create_dir_all(&spare).expect("mkdir");
+    let plant = |name: &str| {
+        let path = spare.join(name);
+        let _ = fs::remove_file(&path);
+        let _ = fs::remove_dir_all(&path);
+        path
+    };
+    std::os::unix::fs::symlink(outside.join("victim.md"), plant("memory%_index.md")).expect("symlink");
+    fs::hard_link(outside.join("victim.md"), plant("index")).expect("hard link");
+    let fifo = plant("ref");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    std::os::unix::fs::symlink(outside.join("dir"), plant("reserve")).expect("symlink");
+
+    let c = env.client().await;
+    for i in 1..=40 {
+        ok(&c, "capture_memory", capture(i)).await;
+    }
+    c.close().await.expect("close");
+    assert_eq!(fs::read_to_string(outside.join("victim.md")).expect("victim"), SECRET);
+    let left: Vec<_> =
+        fs::read_dir(outside.join("dir")).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("empty")], "nothing written into or taken from outside");
+    assert_eq!(fs::read(outside.join("dir/empty")).expect("empty"), b"");
+    assert_fsck(&env.pack("copied"));
+    let hot = fs::read_to_string(env.pack("copied").join("memory/_index.md")).expect("hot index");
+    assert!(hot.contains("note 40"), "{hot}");
+}
