@@ -108,21 +108,18 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<CaptureParams>,
     ) -> Result<String, String> {
-        self.run("capture_memory", &peer, move |e, c| {
-            let req = CaptureRequest {
-                name: p.name,
-                content: p.content,
-                category: p.category,
-                summary: p.summary,
-                memory_type: p.memory_type,
-                tags: p.tags.unwrap_or_default(),
-                conversation_id: p.conversation_id,
-                expires: p.expires,
-                is_global: p.is_global.unwrap_or(false),
-            };
-            e.capture_memory(&req, c)
-        })
-        .await
+        let req = CaptureRequest {
+            name: p.name,
+            content: p.content,
+            category: p.category,
+            summary: p.summary,
+            memory_type: p.memory_type,
+            tags: p.tags.unwrap_or_default(),
+            conversation_id: p.conversation_id,
+            expires: p.expires,
+            is_global: p.is_global.unwrap_or(false),
+        };
+        self.run_here("capture_memory", &peer, move |e, c| e.capture_memory(&req, c)).await
     }
 
     #[tool(
@@ -147,8 +144,10 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<DeleteParams>,
     ) -> Result<String, String> {
-        self.run("delete_memory", &peer, move |e, c| e.delete_memory(&p.name, &p.category, &p.summary, c))
-            .await
+        self.run_here("delete_memory", &peer, move |e, c| {
+            e.delete_memory(&p.name, &p.category, &p.summary, c)
+        })
+        .await
     }
 
     #[tool(
@@ -159,19 +158,16 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<CorrectParams>,
     ) -> Result<String, String> {
-        self.run("correct_memory", &peer, move |e, c| {
-            let req = CorrectRequest {
-                name: p.name,
-                category: p.category,
-                old_summary: p.old_summary,
-                new_content: p.new_content,
-                new_summary: p.new_summary,
-                memory_type: p.memory_type,
-                tags: p.tags,
-            };
-            e.correct_memory(&req, c)
-        })
-        .await
+        let req = CorrectRequest {
+            name: p.name,
+            category: p.category,
+            old_summary: p.old_summary,
+            new_content: p.new_content,
+            new_summary: p.new_summary,
+            memory_type: p.memory_type,
+            tags: p.tags,
+        };
+        self.run_here("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await
     }
 
     #[tool(

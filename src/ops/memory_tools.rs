@@ -292,7 +292,7 @@ impl Engram {
             .trailer("Engram-Dedup", key.clone());
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
-        let repo = repo.lock().unwrap_or_else(|p| p.into_inner());
+        let repo = crate::store::hold(&repo, &root)?;
         let old_head = repo.head_id().unwrap_or_default();
         let (commit, duplicate_of) = repo.write(|snap| {
             if let Some(earlier) =

@@ -355,7 +355,7 @@ impl Engram {
 
     /// The repository of a pack directory, opened (or adopted) once per process.
     pub fn repo(&self, dir: &Path) -> Result<Arc<Mutex<PackRepo>>> {
-        let mut repos = self.repos.lock().unwrap_or_else(|p| p.into_inner());
+        let mut repos = crate::store::hold(&self.repos, dir)?;
         if let Some(r) = repos.get(dir) {
             return Ok(r.clone());
         }
@@ -368,7 +368,7 @@ impl Engram {
     /// Runs `f` with the pack's repository locked for this process.
     pub fn with_repo<T>(&self, dir: &Path, f: impl FnOnce(&PackRepo) -> Result<T>) -> Result<T> {
         let repo = self.repo(dir)?;
-        let guard = repo.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = crate::store::hold(&repo, dir)?;
         f(&guard)
     }
 

@@ -244,6 +244,16 @@ const REFLOG_TRIM_BYTES: u64 = 32 * 1024;
 /// job too, searches every pack, so a backlog slows packing down further).
 const BACKLOG_LIMIT: usize = 128;
 
+/// True when the next write of the pack at `git_dir` would wait for its running
+/// packing job after committing (the backlog is full): a write that must not
+/// wait (`no_wait`) gives up before writing instead.
+pub(super) fn next_write_would_wait(git_dir: &Path) -> bool {
+    jobs().iter().find(|j| j.git_dir == git_dir).is_some_and(|j| {
+        j.thread.as_ref().is_some_and(|t| !t.is_finished())
+            && should_count(j.packs_seen, j.writes_since_census + 1, JobState::Running)
+    })
+}
+
 /// Waits for the jobs of the pack at `git_dir` (every pack when `None`).
 fn wait_for(git_dir: Option<&Path>) {
     let threads: Vec<JoinHandle<bool>> = jobs()

@@ -26,6 +26,7 @@ mod history;
 mod housekeeping;
 mod locks;
 mod merge;
+mod no_wait;
 mod objcache;
 mod packwrite;
 mod purge;
@@ -52,6 +53,7 @@ pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogQuery};
 pub use housekeeping::wait_for_background_packing;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
+pub use no_wait::{hold, waiting_allowed, without_waiting};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{Credentials, PushOutcome, RemoteInfo};
@@ -99,6 +101,12 @@ pub enum StoreError {
         path: PathBuf,
         /// Cause.
         source: std::io::Error,
+    },
+    /// Inside [`without_waiting`]: the write would have waited for a lock another holds.
+    #[error("{dir} is busy: another write holds its lock")]
+    WouldWait {
+        /// Pack directory.
+        dir: PathBuf,
     },
     /// The branch kept moving under us.
     #[error("the branch of {dir} kept changing during the write (gave up after {attempts} attempts)")]
@@ -474,7 +482,9 @@ impl PackRepo {
         }
         // Two processes may adopt the same pack at once: serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
-        fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
+        if let Some(busy) = no_wait::lock_exclusive(&dir_lock, dir).map_err(|e| io_err("lock", dir, e))? {
+            return Err(busy);
+        }
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
@@ -567,7 +577,11 @@ impl PackRepo {
             .write(true)
             .open(&path)
             .map_err(|e| io_err("open the write lock", &path, e))?;
-        fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the write lock", &path, e))?;
+        if let Some(busy) =
+            no_wait::lock_exclusive(&file, &self.dir).map_err(|e| io_err("take the write lock", &path, e))?
+        {
+            return Err(busy);
+        }
         Ok(file)
     }
 
@@ -592,6 +606,9 @@ impl PackRepo {
 
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
+        }
+        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
+            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
         }
         let _lock = self.lock()?;
         trace.mark("lock");

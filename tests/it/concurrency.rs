@@ -229,3 +229,56 @@ async fn killed_servers_lose_no_acknowledged_write() {
     let rounds = std::env::var("ENGRAM_CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
     crash_rounds(rounds).await;
 }
+
+/// A stdio server runs short writes on its event loop, but never waits there
+/// for a lock: while another process holds the pack's write lock, a capture
+/// goes to a blocking thread and the server keeps answering (a ping, a list),
+/// then the capture lands once the lock is free; delete and correct likewise.
+#[tokio::test]
+async fn a_write_waiting_for_another_process_never_stalls_the_server() {
+    use std::time::Duration;
+    let env = TestEnv::new();
+    crate::engram_tools::make_pack(&env, "busy");
+    let c = std::sync::Arc::new(env.client().await);
+    let capture =
+        |s: &str| json!({"name": "busy", "category": "notes", "content": format!("内容 {s}"), "summary": s});
+    ok(&c, "capture_memory", capture("first")).await;
+
+    let lock_path = env.pack("busy").join(".git/engram.lock");
+    let holder = fs::OpenOptions::new().write(true).open(&lock_path).expect("the write lock file");
+    fs4::fs_std::FileExt::lock_exclusive(&holder).expect("hold the write lock");
+    let before = commit_count(&env.pack("busy"));
+
+    let pending = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let a = ok(&c, "capture_memory", capture("second")).await;
+            let b = ok(&c, "correct_memory", json!({"name": "busy", "category": "notes", "old_summary": "first", "new_content": "改过", "new_summary": "first fixed"})).await;
+            let d =
+                ok(&c, "delete_memory", json!({"name": "busy", "category": "notes", "summary": "second"}))
+                    .await;
+            (a, b, d)
+        })
+    };
+    // The server still reads and answers while the capture waits for the lock.
+    let answered = tokio::time::timeout(Duration::from_secs(20), async {
+        (ok(&c, "ping", json!({})).await, ok(&c, "list_engrams", json!({})).await)
+    })
+    .await;
+    let still_waiting = !pending.is_finished();
+    let landed_meanwhile = commit_count(&env.pack("busy")) != before;
+    fs4::fs_std::FileExt::unlock(&holder).expect("release");
+    let (pong, list) = answered.expect("the server answered while a capture waited for the lock");
+    assert_eq!(pong, "pong");
+    assert!(list.contains("busy"), "{list}");
+    assert!(still_waiting && !landed_meanwhile, "the capture must wait for the lock");
+
+    let (captured, corrected, deleted) = pending.await.expect("writes");
+    assert!(captured.contains("second"), "{captured}");
+    assert!(corrected.contains("first fixed"), "{corrected}");
+    assert!(!deleted.is_empty());
+    assert_eq!(commit_count(&env.pack("busy")), before + 3, "each write one commit, none lost");
+    let hot = env.read("busy", "memory/_index.md");
+    assert!(hot.contains("first fixed") && !hot.contains("second"), "{hot}");
+    assert_fsck(&env.pack("busy"));
+}
