@@ -8,8 +8,9 @@
 //! (in rounds alternating with the captures, so both see the same load), and
 //! reading the files `load_engram` reads with `std::fs::read`. `load_engram` is
 //! also timed in process (`Engram::load_engram`); "load − ping" is its server-side
-//! cost over stdio. It also times server start to the first `tools/list` answer and
-//! reports the repository size.
+//! cost over stdio. "From the disk", the same files are dropped from the page cache
+//! (`POSIX_FADV_DONTNEED`) before each read and before each stdio load. It also times
+//! server start to the first `tools/list` answer and reports the repository size.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +21,8 @@ use engram::ops::{Caller, CaptureRequest, Config, Engram};
 use serde_json::json;
 
 const SAMPLES: usize = 200;
+/// Loads and reads from the disk (page cache dropped before each).
+const COLD_SAMPLES: usize = 60;
 /// Rounds in which captures and floor commits alternate.
 const ROUNDS: usize = 10;
 
@@ -115,6 +118,18 @@ fn read_files(files: &[PathBuf]) -> usize {
     files.iter().map(|f| std::fs::read(f).map(|b| b.len()).unwrap_or(0)).sum()
 }
 
+/// Drops `files` from the page cache (written back first: dirty pages stay cached), so that
+/// the next read of them comes from the disk. Returns false where that is not possible.
+fn evict(files: &[PathBuf]) -> bool {
+    use std::os::fd::AsRawFd as _;
+    files.iter().all(|f| {
+        let Ok(file) = std::fs::File::open(f) else { return true };
+        // SAFETY: a valid open descriptor; POSIX_FADV_DONTNEED only drops clean cached pages.
+        file.sync_data().is_ok()
+            && unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } == 0
+    })
+}
+
 struct Row {
     size: usize,
     capture_p50: f64,
@@ -124,6 +139,10 @@ struct Row {
     ping_p50: f64,
     read_floor_p50: f64,
     inproc_load_p50: f64,
+    /// `load_engram` over stdio with its files dropped from the page cache (None: not possible here).
+    cold_load_p50: Option<f64>,
+    /// Reading the same files from the disk.
+    cold_read_p50: Option<f64>,
     start_p50: f64,
     /// `.git` as the prefill's writes left it (automatic packing only).
     repo_auto_bytes: u64,
@@ -190,6 +209,24 @@ async fn measure(bin: &Path, size: usize) -> Row {
         std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
         inproc.push(t.elapsed());
     }
+    // From the disk: the same files dropped from the page cache before each read and before
+    // each stdio load, alternating, so the server reads them from the disk too.
+    let mut cold_reads = Vec::new();
+    let mut cold_loads = Vec::new();
+    if evict(&files) {
+        for _ in 0..COLD_SAMPLES {
+            evict(&files);
+            let t = Instant::now();
+            std::hint::black_box(read_files(&files));
+            cold_reads.push(t.elapsed());
+            evict(&files);
+            let t = Instant::now();
+            let r =
+                client.call("load_engram", json!({"name": "bench", "query": "bench"})).await.expect("load");
+            cold_loads.push(t.elapsed());
+            assert!(!r.is_error, "{}", r.text);
+        }
+    }
     let settled = lib.load_engram_if_settled("bench", "bench").is_some();
     eprintln!("size {size}: in-process loads answered from stat stamps (no git, no lock): {settled}");
     // Captures and the floor (bare git2 commits on a bare copy of the same
@@ -236,6 +273,8 @@ async fn measure(bin: &Path, size: usize) -> Row {
         ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
         inproc_load_p50: percentile(&mut inproc, 0.5),
+        cold_load_p50: (!cold_loads.is_empty()).then(|| percentile(&mut cold_loads, 0.5)),
+        cold_read_p50: (!cold_reads.is_empty()).then(|| percentile(&mut cold_reads, 0.5)),
         start_p50: percentile(&mut starts, 0.5),
         repo_auto_bytes,
         repo_bytes,
@@ -301,6 +340,18 @@ fn main() {
             r.inproc_load_p50 / r.read_floor_p50,
             r.load_p50 / r.read_floor_p50,
         );
+    }
+    println!(
+        "\nload_engram from the disk (its files dropped from the page cache before each load and each read):\n\n| memories | load_engram p50 (stdio, cold) | read floor p50 (cold) | load / read |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for r in &rows {
+        match (r.cold_load_p50, r.cold_read_p50) {
+            (Some(load), Some(read)) => {
+                println!("| {} | {load:.3} ms | {read:.3} ms | {:.2}× |", r.size, load / read)
+            }
+            _ => println!("| {} | (the page cache cannot be dropped here) | | |", r.size),
+        }
     }
     println!();
     for r in &rows {
