@@ -159,9 +159,12 @@ pub(super) struct PackView<'a> {
 
 /// The hot index without expired lines, and the number of entry lines kept.
 pub(super) fn active_lines(text: &str, today: NaiveDate) -> (String, usize) {
-    if !text.contains("expires:") && !text.contains('\r') {
-        // Nothing can expire and `lines()` would strip nothing: the same text, one search.
-        let n = text.lines().filter(|l| l.starts_with("- `memory/")).count();
+    let bytes = text.as_bytes();
+    if memchr::memmem::find(bytes, b"expires:").is_none() && memchr::memchr(b'\r', bytes).is_none() {
+        // Nothing can expire and `lines()` would strip nothing: the same text, and the entry
+        // lines counted where they start (the text's start, or after a newline).
+        let n = usize::from(bytes.starts_with(b"- `memory/"))
+            + memchr::memmem::find_iter(bytes, b"\n- `memory/").count();
         return (text.trim().to_owned(), n);
     }
     let lines: Vec<&str> = text.lines().filter(|l| !memory::is_expired(l, today)).collect();
@@ -186,7 +189,13 @@ fn text_of(bytes: &[u8]) -> String {
         Ok(text) => text.to_owned(),
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     };
-    if text.contains('\r') { text.replace("\r\n", "\n") } else { text }
+    if memchr::memchr(b'\r', text.as_bytes()).is_some() { text.replace("\r\n", "\n") } else { text }
+}
+
+/// `text` without leading and trailing whitespace, copied only when there is any.
+fn trimmed(text: String) -> String {
+    let t = text.trim();
+    if t.len() == text.len() { text } else { t.to_owned() }
 }
 
 /// Reads `rel` of a pack (or memory root) like [`read_text_file`], but only when the file,
@@ -510,15 +519,24 @@ impl Engram {
         global_text: &str,
         meta: Option<&serde_json::Map<String, serde_json::Value>>,
     ) -> Result<String> {
-        let read =
-            |rel: &str| -> Result<String> { Ok((view.read)(rel)?.unwrap_or_default().trim().to_owned()) };
-        let mut sections: Vec<String> = Vec::new();
+        let read = |rel: &str| -> Result<String> { Ok(trimmed((view.read)(rel)?.unwrap_or_default())) };
+        // The answer is written into one buffer: the header, then each non-empty section after
+        // a blank line, then the footer (no section at all: the "no context" answer instead).
+        let mut out = String::with_capacity(16 * 1024);
+        for part in ["# 已加载 Engram: ", name, "\n\n## 用户关注方向\n", query] {
+            out.push_str(part);
+        }
+        let header = out.len();
+        let section = |out: &mut String, parts: &[&str]| {
+            out.push_str("\n\n");
+            parts.iter().for_each(|p| out.push_str(p));
+        };
         let mut rules = String::new();
         for (title, file) in [("角色", "role.md"), ("工作流程", "workflow.md"), ("规则", "rules.md")]
         {
             let text = read(file)?;
             if !text.is_empty() {
-                sections.push(format!("## {title}\n{text}"));
+                section(&mut out, &["## ", title, "\n", &text]);
             }
             if file == "rules.md" {
                 rules = text;
@@ -537,46 +555,47 @@ impl Engram {
         {
             let text = read_pack_text(&parent_dir, "knowledge/_index.md")?.unwrap_or_default();
             if !text.trim().is_empty() {
-                sections.push(format!("## 继承知识索引（来自 {parent}）\n{}", text.trim()));
+                section(&mut out, &["## 继承知识索引（来自 ", parent, "）\n", text.trim()]);
             }
         }
         for (title, file) in [("知识索引", "knowledge/_index.md"), ("案例索引", "examples/_index.md")]
         {
             let text = read(file)?;
             if !text.is_empty() {
-                sections.push(format!("## {title}\n{text}"));
+                section(&mut out, &["## ", title, "\n", &text]);
             }
         }
         if view.has_memory_dir {
             let (active, n) = active_lines(&(view.read)(HOT_INDEX)?.unwrap_or_default(), view.today);
             if !active.is_empty() {
-                let mut s = format!("## 动态记忆\n<memory>\n{active}\n</memory>");
+                section(&mut out, &["## 动态记忆\n<memory>\n", &active, "\n</memory>"]);
                 if n >= CONSOLIDATE_HINT_THRESHOLD {
-                    s.push_str(&format!(
+                    out.push_str(&format!(
                         "\n💡 当前共 {n} 条记忆，建议对条目较多的 category 调用 consolidate_memory 压缩。"
                     ));
                 }
-                sections.push(s);
             }
         }
         if !global_text.is_empty() {
-            sections.push(format!("## 全局用户记忆\n<global_memory>\n{global_text}\n</global_memory>"));
+            section(&mut out, &["## 全局用户记忆\n<global_memory>\n", global_text, "\n</global_memory>"]);
         }
         if !view.onboarded
             && let Some(text) = onboarding_section(&rules)
             && !text.is_empty()
         {
-            sections.push(format!(
-                "## 首次引导\n> 这是用户首次使用此专家，请在对话中自然地了解以下信息并记录：\n\n{text}"
-            ));
+            section(
+                &mut out,
+                &["## 首次引导\n> 这是用户首次使用此专家，请在对话中自然地了解以下信息并记录：\n\n", &text],
+            );
         }
-        let base = sections.join("\n\n");
-        if base.trim().is_empty() {
+        // Every section starts with a heading: the sections are blank only when there are none.
+        if out.len() == header {
             return Ok(format!("Engram {name} 没有可用上下文。"));
         }
-        Ok(format!(
-            "# 已加载 Engram: {name}\n\n## 用户关注方向\n{query}\n\n{base}\n\n## 下一步\n请查看知识索引中的摘要，按需调用 read_engram_file(name, path) 读取完整知识或案例。"
-        ))
+        out.push_str(
+            "\n\n## 下一步\n请查看知识索引中的摘要，按需调用 read_engram_file(name, path) 读取完整知识或案例。",
+        );
+        Ok(out)
     }
 
     /// The reference's onboarding test: `_onboarded` exists, or memory/ holds another file.
@@ -688,6 +707,26 @@ pub(super) fn check_relative(path: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn active_lines_counts_entry_lines_as_the_line_by_line_rule_does() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 24).expect("date");
+        let by_lines = |t: &str| t.lines().filter(|l| l.starts_with("- `memory/")).count();
+        for text in [
+            "",
+            "- `memory/a.md` [2026-11-01 10:00] [fact] first line is an entry",
+            "## 分类摘要\n- `a` 2 条\n\n## 最近\n- `memory/a.md` [x] one\n- `memory/b.md` [x] two\n",
+            "not an entry - `memory/a.md`\n  - `memory/indented.md`\n- `memory/c.md` three",
+        ] {
+            let (active, n) = active_lines(text, today);
+            assert_eq!(n, by_lines(text), "{text:?}");
+            assert_eq!(active, text.trim());
+        }
+        // With an expiring entry, the expired line is dropped and not counted.
+        let text = "- `memory/a.md` [2026-01-01 10:00] [fact] [expires:2026-02-01] old\n- `memory/b.md` [2026-11-01 10:00] [fact] kept";
+        let (active, n) = active_lines(text, today);
+        assert_eq!((active.as_str(), n), ("- `memory/b.md` [2026-11-01 10:00] [fact] kept", 1));
+    }
 
     #[test]
     fn onboarding_regex_quirks() {
