@@ -143,6 +143,8 @@ struct Row {
     cold_load_p50: Option<f64>,
     /// Reading the same files from the disk.
     cold_read_p50: Option<f64>,
+    /// `load_engram` in process, its files dropped from the page cache.
+    cold_inproc_p50: Option<f64>,
     start_p50: f64,
     /// `.git` as the prefill's writes left it (automatic packing only).
     repo_auto_bytes: u64,
@@ -213,6 +215,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
     // each stdio load, alternating, so the server reads them from the disk too.
     let mut cold_reads = Vec::new();
     let mut cold_loads = Vec::new();
+    let mut cold_inproc = Vec::new();
     if evict(&files) {
         for _ in 0..COLD_SAMPLES {
             evict(&files);
@@ -225,6 +228,10 @@ async fn measure(bin: &Path, size: usize) -> Row {
                 client.call("load_engram", json!({"name": "bench", "query": "bench"})).await.expect("load");
             cold_loads.push(t.elapsed());
             assert!(!r.is_error, "{}", r.text);
+            evict(&files);
+            let t = Instant::now();
+            std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
+            cold_inproc.push(t.elapsed());
         }
     }
     let settled = lib.load_engram_if_settled("bench", "bench").is_some();
@@ -275,6 +282,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
         inproc_load_p50: percentile(&mut inproc, 0.5),
         cold_load_p50: (!cold_loads.is_empty()).then(|| percentile(&mut cold_loads, 0.5)),
         cold_read_p50: (!cold_reads.is_empty()).then(|| percentile(&mut cold_reads, 0.5)),
+        cold_inproc_p50: (!cold_inproc.is_empty()).then(|| percentile(&mut cold_inproc, 0.5)),
         start_p50: percentile(&mut starts, 0.5),
         repo_auto_bytes,
         repo_bytes,
@@ -342,15 +350,18 @@ fn main() {
         );
     }
     println!(
-        "\nload_engram from the disk (its files dropped from the page cache before each load and each read):\n\n| memories | load_engram p50 (stdio, cold) | read floor p50 (cold) | load / read |"
+        "\nload_engram from the disk (its files dropped from the page cache before each load and each read):\n\n| memories | load_engram p50 (stdio, cold) | read floor p50 (cold) | stdio load / read | in-process load p50 (cold) | in-process / read |"
     );
-    println!("|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
-        match (r.cold_load_p50, r.cold_read_p50) {
-            (Some(load), Some(read)) => {
-                println!("| {} | {load:.3} ms | {read:.3} ms | {:.2}× |", r.size, load / read)
-            }
-            _ => println!("| {} | (the page cache cannot be dropped here) | | |", r.size),
+        match (r.cold_load_p50, r.cold_read_p50, r.cold_inproc_p50) {
+            (Some(load), Some(read), Some(inproc)) => println!(
+                "| {} | {load:.3} ms | {read:.3} ms | {:.2}× | {inproc:.3} ms | {:.2}× |",
+                r.size,
+                load / read,
+                inproc / read
+            ),
+            _ => println!("| {} | (the page cache cannot be dropped here) | | | | |", r.size),
         }
     }
     println!();
