@@ -5,7 +5,9 @@
 //! change) it prefills a pack through the library (the same code the tools run),
 //! then over stdio times `capture_memory`, `load_engram` and `ping`, and times the
 //! floors: a bare git2 commit changing one file of a copy of the same repository
-//! (in rounds alternating with the captures, so both see the same load), and
+//! (captures are timed last, for all sizes in the same rounds: in each round every
+//! size's server takes 20 captures and then its floor makes 20 commits, so sizes
+//! and floors see the same machine load), and
 //! reading the files `load_engram` reads with `std::fs::read`. `load_engram` is
 //! also timed in process (`Engram::load_engram`); "load − ping" is its server-side
 //! cost over stdio. "From the disk", the same files are dropped from the page cache
@@ -153,7 +155,7 @@ struct Row {
     text_bytes: u64,
 }
 
-async fn measure(bin: &Path, size: usize) -> Row {
+async fn measure(bin: &Path, size: usize) -> (Row, Live) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let packs = tmp.path().join("packs");
     let out = Command::new(bin).args(["init", "bench", "--packs-dir"]).arg(&packs).output().expect("init");
@@ -236,8 +238,7 @@ async fn measure(bin: &Path, size: usize) -> Row {
     }
     let settled = lib.load_engram_if_settled("bench", "bench").is_some();
     eprintln!("size {size}: in-process loads answered from stat stamps (no git, no lock): {settled}");
-    // Captures and the floor (bare git2 commits on a bare copy of the same
-    // repository) alternate in rounds, so both see the same machine load.
+    // The copy the floor commits to: a bare clone of the same repository.
     let copy: PathBuf = tmp.path().join("floor.git");
     let st = Command::new("git")
         .args(["clone", "-q", "--bare"])
@@ -246,36 +247,12 @@ async fn measure(bin: &Path, size: usize) -> Row {
         .status()
         .expect("git clone");
     assert!(st.success());
-    let mut captures = Vec::new();
-    let mut floor = Vec::new();
-    for round in 0..ROUNDS {
-        for j in 0..SAMPLES / ROUNDS {
-            let i = round * (SAMPLES / ROUNDS) + j;
-            let content = format!("{} (bench capture {i})", sentence(size + i));
-            let t = Instant::now();
-            let r = client
-                .call(
-                    "capture_memory",
-                    json!({"name": "bench", "category": CATEGORIES[i % CATEGORIES.len()], "content": content,
-                           "summary": format!("bench {i}"), "memory_type": "fact", "tags": ["bench"]}),
-                )
-                .await
-                .expect("capture");
-            captures.push(t.elapsed());
-            assert!(!r.is_error, "{}", r.text);
-        }
-        floor.extend(
-            engram::store::floor::time_bare_commits(&copy, "memory/preferences.md", SAMPLES / ROUNDS)
-                .expect("floor"),
-        );
-    }
-    client.close().await.expect("close");
 
-    Row {
+    let row = Row {
         size,
-        capture_p50: percentile(&mut captures, 0.5),
-        capture_p95: percentile(&mut captures, 0.95),
-        floor_p50: percentile(&mut floor, 0.5),
+        capture_p50: 0.0,
+        capture_p95: 0.0,
+        floor_p50: 0.0,
         load_p50: percentile(&mut loads, 0.5),
         ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
@@ -287,7 +264,50 @@ async fn measure(bin: &Path, size: usize) -> Row {
         repo_auto_bytes,
         repo_bytes,
         text_bytes,
+    };
+    (row, Live { _tmp: tmp, client, copy, size })
+}
+
+/// A size's server, still running, and the copy its floor commits to.
+struct Live {
+    _tmp: tempfile::TempDir,
+    client: StdioClient,
+    copy: PathBuf,
+    size: usize,
+}
+
+/// Times captures and floor commits for every size in the same rounds: in each round, each
+/// size's server takes its captures and then the floor its bare commits, so every size and
+/// its floor see the same machine (this VM drifts over minutes, and the growth target
+/// compares sizes). Returns the capture and floor times of each size.
+async fn capture_rounds(live: &[Live]) -> Vec<(Vec<Duration>, Vec<Duration>)> {
+    let mut times: Vec<(Vec<Duration>, Vec<Duration>)> =
+        live.iter().map(|_| (Vec::new(), Vec::new())).collect();
+    for round in 0..ROUNDS {
+        for (l, (captures, floor)) in live.iter().zip(times.iter_mut()) {
+            for j in 0..SAMPLES / ROUNDS {
+                let i = round * (SAMPLES / ROUNDS) + j;
+                let content = format!("{} (bench capture {i})", sentence(l.size + i));
+                let t = Instant::now();
+                let r = l
+                    .client
+                    .call(
+                        "capture_memory",
+                        json!({"name": "bench", "category": CATEGORIES[i % CATEGORIES.len()], "content": content,
+                               "summary": format!("bench {i}"), "memory_type": "fact", "tags": ["bench"]}),
+                    )
+                    .await
+                    .expect("capture");
+                captures.push(t.elapsed());
+                assert!(!r.is_error, "{}", r.text);
+            }
+            floor.extend(
+                engram::store::floor::time_bare_commits(&l.copy, "memory/preferences.md", SAMPLES / ROUNDS)
+                    .expect("floor"),
+            );
+        }
     }
+    times
 }
 
 fn main() {
@@ -301,7 +321,18 @@ fn main() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_engram"));
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let rows: Vec<Row> = sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).collect();
+    let (mut rows, live): (Vec<Row>, Vec<Live>) =
+        sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).unzip();
+    eprintln!("captures: {ROUNDS} rounds over every size…");
+    let times = runtime.block_on(capture_rounds(&live));
+    for (row, (mut captures, mut floor)) in rows.iter_mut().zip(times) {
+        row.capture_p50 = percentile(&mut captures, 0.5);
+        row.capture_p95 = percentile(&mut captures, 0.95);
+        row.floor_p50 = percentile(&mut floor, 0.5);
+    }
+    for l in live {
+        runtime.block_on(l.client.close()).expect("close");
+    }
     println!(
         "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 (stdio) | ping p50 | load − ping | read floor p50 | (load − ping) / read | in-process load p50 | in-process / read | start → tools/list p50 | .git as left by the writes | .git after gc | text in pack | .git / text as left | after gc |"
     );
