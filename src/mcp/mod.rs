@@ -219,14 +219,21 @@ impl EngramServer {
         let engram = self.engram.clone();
         let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
         match tokio::task::spawn_blocking(move || f(&engram, &caller)).await {
-            Ok(Ok(text)) => {
+            Ok(outcome) => self.finish(outcome),
+            Err(e) => Err(format!("internal error: the tool task failed: {e}")),
+        }
+    }
+
+    /// A tool's answer: its text (after the after-call hook) or its error's text.
+    fn finish(&self, outcome: Result<String, EngramError>) -> Result<String, String> {
+        match outcome {
+            Ok(text) => {
                 if let Some(hook) = &self.after_call {
                     hook();
                 }
                 Ok(text)
             }
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("internal error: the tool task failed: {e}")),
+            Err(e) => Err(e.to_string()),
         }
     }
 
@@ -258,13 +265,7 @@ impl EngramServer {
             Ok(Err(EngramError::Store(crate::store::StoreError::WouldWait { .. }))) => {
                 self.run(tool, peer, f).await
             }
-            Ok(Ok(text)) => {
-                if let Some(hook) = &self.after_call {
-                    hook();
-                }
-                Ok(text)
-            }
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(outcome) => self.finish(outcome),
             Err(_) => Err("internal error: the tool call panicked".to_owned()),
         }
     }
