@@ -11,7 +11,7 @@
 //! reading the files `load_engram` reads with `std::fs::read`. `load_engram` is
 //! also timed in process (`Engram::load_engram`); "load − ping" is its server-side
 //! cost over stdio. "From the disk", the same files are dropped from the page cache
-//! (`POSIX_FADV_DONTNEED`) before each read and before each stdio load. It also times
+//! (`POSIX_FADV_DONTNEED`) before each read, each stdio load and each in-process load. It also times
 //! server start to the first `tools/list` answer and reports the repository size.
 
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ use serde_json::json;
 const SAMPLES: usize = 200;
 /// Loads and reads from the disk (page cache dropped before each).
 const COLD_SAMPLES: usize = 60;
-/// Rounds in which captures and floor commits alternate.
+/// Rounds shared by every size's captures and floor commits.
 const ROUNDS: usize = 10;
 
 fn percentile(times: &mut [Duration], p: f64) -> f64 {

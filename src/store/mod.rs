@@ -53,7 +53,7 @@ pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogQuery};
 pub use housekeeping::wait_for_background_packing;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
-pub use no_wait::{hold, waiting_allowed, without_waiting};
+pub use no_wait::{hold, without_waiting};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{Credentials, PushOutcome, RemoteInfo};
@@ -482,9 +482,7 @@ impl PackRepo {
         }
         // Two processes may adopt the same pack at once: serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
-        if let Some(busy) = no_wait::lock_exclusive(&dir_lock, dir).map_err(|e| io_err("lock", dir, e))? {
-            return Err(busy);
-        }
+        no_wait::lock_exclusive(&dir_lock, dir, |e| io_err("lock", dir, e))?;
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
@@ -577,11 +575,7 @@ impl PackRepo {
             .write(true)
             .open(&path)
             .map_err(|e| io_err("open the write lock", &path, e))?;
-        if let Some(busy) =
-            no_wait::lock_exclusive(&file, &self.dir).map_err(|e| io_err("take the write lock", &path, e))?
-        {
-            return Err(busy);
-        }
+        no_wait::lock_exclusive(&file, &self.dir, |e| io_err("take the write lock", &path, e))?;
         Ok(file)
     }
 

@@ -35,7 +35,7 @@ pub fn without_waiting<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// True unless this thread runs inside [`without_waiting`].
-pub fn waiting_allowed() -> bool {
+pub(super) fn waiting_allowed() -> bool {
     !NO_WAITING.with(Cell::get)
 }
 
@@ -52,15 +52,20 @@ pub fn hold<'a, T>(mutex: &'a Mutex<T>, dir: &Path) -> Result<MutexGuard<'a, T>>
     }
 }
 
-/// Takes the exclusive `flock` on `file`: waits for it, or inside
-/// [`without_waiting`] fails with [`StoreError::WouldWait`] when another holds it.
-pub(super) fn lock_exclusive(file: &std::fs::File, dir: &Path) -> std::io::Result<Option<StoreError>> {
+/// Takes the exclusive `flock` on `file` (the lock of the pack at `dir`): waits for
+/// it, or inside [`without_waiting`] fails with [`StoreError::WouldWait`] when another
+/// holds it. `io` says what failed when the lock cannot be taken at all.
+pub(super) fn lock_exclusive(
+    file: &std::fs::File,
+    dir: &Path,
+    io: impl FnOnce(std::io::Error) -> StoreError,
+) -> Result<()> {
     if waiting_allowed() {
-        return fs4::fs_std::FileExt::lock_exclusive(file).map(|()| None);
+        return fs4::fs_std::FileExt::lock_exclusive(file).map_err(io);
     }
-    match fs4::fs_std::FileExt::try_lock_exclusive(file)? {
-        true => Ok(None),
-        false => Ok(Some(StoreError::WouldWait { dir: dir.to_owned() })),
+    match fs4::fs_std::FileExt::try_lock_exclusive(file).map_err(io)? {
+        true => Ok(()),
+        false => Err(StoreError::WouldWait { dir: dir.to_owned() }),
     }
 }
 
@@ -75,8 +80,9 @@ mod tests {
         let holder = std::fs::File::create(&path).expect("create");
         fs4::fs_std::FileExt::lock_exclusive(&holder).expect("lock");
         let other = std::fs::File::open(&path).expect("open");
-        let refused = without_waiting(|| lock_exclusive(&other, tmp.path()).expect("try"));
-        assert!(matches!(refused, Some(StoreError::WouldWait { .. })));
+        let io = |e| super::super::io_err("lock", tmp.path(), e);
+        let refused = without_waiting(|| lock_exclusive(&other, tmp.path(), io));
+        assert!(matches!(refused, Err(StoreError::WouldWait { .. })));
         assert!(waiting_allowed(), "the scope ends with the call");
 
         let mutex = Mutex::new(1);
@@ -87,6 +93,6 @@ mod tests {
 
         // A free flock is taken inside the scope as outside it.
         fs4::fs_std::FileExt::unlock(&holder).expect("unlock");
-        assert!(without_waiting(|| lock_exclusive(&other, tmp.path()).expect("take")).is_none());
+        assert!(without_waiting(|| lock_exclusive(&other, tmp.path(), io)).is_ok());
     }
 }
