@@ -55,12 +55,28 @@ fn segment_paths(snap: &Snapshot<'_>, name: &str) -> Result<Vec<String>, StoreEr
     Ok(names.into_iter().map(|n| format!("{dir}/{n}")).collect())
 }
 
+/// The segment with the highest number (what a roll numbers after), as a
+/// one-path list: all that appending needs to know of the segments, found
+/// without formatting and sorting every name (a large pack has hundreds).
+fn newest_segment_path(snap: &Snapshot<'_>, name: &str) -> Result<Vec<String>, StoreError> {
+    let dir = segment_dir(name);
+    let mut newest: Option<(Option<u32>, String)> = None;
+    snap.for_each_name(&dir, |n| {
+        let Some(stem) = n.strip_suffix(".md") else { return };
+        let key = stem.parse::<u32>().ok();
+        if newest.as_ref().is_none_or(|(best, best_name)| (key, n) > (*best, best_name.as_str())) {
+            newest = Some((key, n.to_owned()));
+        }
+    })?;
+    Ok(newest.map(|(_, n)| format!("{dir}/{n}")).into_iter().collect())
+}
+
+fn segment_number(path: &str) -> Option<u32> {
+    path.rsplit('/').next()?.strip_suffix(".md")?.parse::<u32>().ok()
+}
+
 fn next_segment_path(existing: &[String], name: &str) -> String {
-    let last = existing
-        .iter()
-        .filter_map(|p| p.rsplit('/').next()?.strip_suffix(".md")?.parse::<u32>().ok())
-        .max()
-        .unwrap_or(0);
+    let last = existing.iter().filter_map(|p| segment_number(p)).max().unwrap_or(0);
     format!("{}/{:06}.md", segment_dir(name), last + 1)
 }
 
@@ -87,6 +103,8 @@ pub struct FullIndex {
     hot: Option<String>,
     /// True when `_index_full.md` did not exist and was migrated from `_index.md`.
     pub migrated: bool,
+    /// The segments in the tree: all of them after [`load`](Self::load), only
+    /// the newest after [`load_head`](Self::load_head).
     segments_on_disk: Vec<String>,
 }
 
@@ -109,7 +127,11 @@ impl FullIndex {
 
     fn load_with(snap: &Snapshot<'_>, all: bool) -> Result<Self, StoreError> {
         let hot = snap.read_text(HOT_INDEX)?;
-        let segments = segment_paths(snap, FULL_INDEX_SEGMENTS)?;
+        let segments = if all {
+            segment_paths(snap, FULL_INDEX_SEGMENTS)?
+        } else {
+            newest_segment_path(snap, FULL_INDEX_SEGMENTS)?
+        };
         let mut files = Vec::new();
         for path in segments.iter().filter(|_| all) {
             let text = snap.read_text(path)?.unwrap_or_default();
@@ -267,6 +289,8 @@ fn join_lines(lines: &[String]) -> String {
 pub struct CategoryLog {
     category: String,
     files: Vec<(String, Vec<Block>, bool)>,
+    /// The segments in the tree: all of them after [`load`](Self::load), only
+    /// the newest after [`load_head`](Self::load_head).
     segments_on_disk: Vec<String>,
     head_existed: bool,
     /// Every segment was read (so a segment missing from `files` was removed on purpose).
@@ -292,7 +316,8 @@ impl CategoryLog {
     }
 
     fn load_with(snap: &Snapshot<'_>, category: &str, all: bool) -> Result<Self, StoreError> {
-        let segments = segment_paths(snap, category)?;
+        let segments =
+            if all { segment_paths(snap, category)? } else { newest_segment_path(snap, category)? };
         let mut files = Vec::new();
         for path in segments.iter().filter(|_| all) {
             let text = snap.read_text(path)?.unwrap_or_default();
@@ -414,4 +439,57 @@ pub fn same_meta_rank(entries: &[(LinePos, IndexEntry)], target: usize) -> usize
                 && e.tags == t.tags
         })
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{CommitMessage, Edit, PackRepo, StoreOptions};
+
+    fn block(i: usize) -> String {
+        format!("\n---\n[2026-11-24 10:00] type:fact\nentry {i}\n")
+    }
+
+    /// A head-only load numbers a roll after the highest segment, even when
+    /// names sort otherwise (a hand-named `9.md` among `000010.md`).
+    #[test]
+    fn a_head_load_rolls_after_the_highest_segment() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        repo.write(|_| {
+            let mut changes = Changes::default();
+            for name in ["000002.md", "000010.md", "9.md", "notes.txt"] {
+                changes.put(format!("{LOG_DIR}/p/{name}"), block(0));
+            }
+            changes.put(category_path("p"), (0..HEAD_LIMIT).map(block).collect::<String>());
+            Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("setup"), value: () })
+        })
+        .expect("setup");
+        let (_, rolled) = repo
+            .write(|snap| {
+                let mut log = CategoryLog::load_head(snap, "p")?;
+                let meta = EntryMeta {
+                    ts: "2026-11-24 11:00".into(),
+                    memory_type: "fact".into(),
+                    expires: None,
+                    tags: Vec::new(),
+                    conversation_id: None,
+                };
+                log.append(&meta, "one more");
+                let mut changes = Changes::default();
+                log.write(&mut changes);
+                let rolled: Vec<String> =
+                    changes.paths().filter(|p| p.starts_with(LOG_DIR)).map(str::to_owned).collect();
+                Ok::<_, StoreError>(Edit::Commit {
+                    changes,
+                    message: CommitMessage::new("append"),
+                    value: rolled,
+                })
+            })
+            .expect("append");
+        assert_eq!(rolled, [format!("{LOG_DIR}/p/000011.md")]);
+        let snap = repo.snapshot_at("HEAD").expect("snapshot");
+        let all = CategoryLog::load(&snap, "p").expect("load");
+        assert_eq!(all.files.len(), 5, "four segments and the head");
+    }
 }

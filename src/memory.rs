@@ -218,6 +218,29 @@ pub fn is_entry_line(line: &str) -> bool {
 
 /// Parses an index line the way the reference's regex does (unanchored search on the stripped line).
 pub fn parse_index_line(line: &str) -> Option<IndexEntry> {
+    parse_index_line_ref(line).map(|e| IndexEntry {
+        category: e.category.to_owned(),
+        ts: e.ts.to_owned(),
+        memory_type: e.memory_type.to_owned(),
+        expires: e.expires.map(str::to_owned),
+        tags: e.tags.map(|t| t.split(',').map(str::to_owned).collect()).unwrap_or_default(),
+        summary: e.summary.to_owned(),
+    })
+}
+
+/// An index line's fields, borrowed from the line (see [`IndexEntry`]).
+struct IndexLineRef<'a> {
+    category: &'a str,
+    ts: &'a str,
+    memory_type: &'a str,
+    expires: Option<&'a str>,
+    /// The text between the tag brackets (comma-separated), when there are tags.
+    tags: Option<&'a str>,
+    summary: &'a str,
+}
+
+/// [`parse_index_line`] without copying anything out of the line.
+fn parse_index_line_ref(line: &str) -> Option<IndexLineRef<'_>> {
     let line = line.trim();
     let mut search_from = 0;
     while let Some(pos) = line[search_from..].find("- `memory/") {
@@ -230,7 +253,7 @@ pub fn parse_index_line(line: &str) -> Option<IndexEntry> {
     None
 }
 
-fn parse_index_at(rest: &str) -> Option<IndexEntry> {
+fn parse_index_at(rest: &str) -> Option<IndexLineRef<'_>> {
     let (path, rest) = rest.split_once('`')?;
     let category = path.strip_suffix(".md")?;
     if category.is_empty() {
@@ -251,25 +274,18 @@ fn parse_index_at(rest: &str) -> Option<IndexEntry> {
         && let Some(date) = after.get(..10)
         && is_date(date)
     {
-        expires = Some(date.to_owned());
+        expires = Some(date);
         rest = &after[10..];
     }
-    let mut tags = Vec::new();
+    let mut tags = None;
     if let Some(after) = rest.strip_prefix(" [")
         && let Some((inner, tail)) = after.split_once(']')
         && !inner.is_empty()
     {
-        tags = inner.split(',').map(str::to_owned).collect();
+        tags = Some(inner);
         rest = tail;
     }
-    Some(IndexEntry {
-        category: category.to_owned(),
-        ts: ts.to_owned(),
-        memory_type: memory_type.to_owned(),
-        expires,
-        tags,
-        summary: rest.trim().to_owned(),
-    })
+    Some(IndexLineRef { category, ts, memory_type, expires, tags, summary: rest.trim() })
 }
 
 /// True for `YYYY-MM-DD` (digits and dashes in place; not a calendar check).
@@ -311,19 +327,25 @@ pub fn render_hot_index(
     full_entry_lines: &[&str],
     older_latest: &std::collections::BTreeMap<String, IndexEntry>,
 ) -> String {
-    let mut latest = older_latest.clone();
+    // category → (ts, type, summary) of its newest entry, borrowed (this runs on every capture).
+    let mut latest: std::collections::BTreeMap<&str, (&str, &str, &str)> = older_latest
+        .iter()
+        .map(|(category, e)| (category.as_str(), (e.ts.as_str(), e.memory_type.as_str(), e.summary.as_str())))
+        .collect();
     for line in full_entry_lines {
-        if let Some(e) = parse_index_line(line) {
-            latest.insert(e.category.clone(), e);
+        if let Some(e) = parse_index_line_ref(line) {
+            latest.insert(e.category, (e.ts, e.memory_type, e.summary));
         }
     }
     let hot_start = full_entry_lines.len().saturating_sub(HOT_INDEX_LIMIT);
     let mut out = String::new();
     if !latest.is_empty() {
         out.push_str("## 分类摘要\n");
-        for (category, e) in &latest {
-            let summary = if e.summary.is_empty() { "(无摘要)" } else { &e.summary };
-            out.push_str(&format!("- `{category}` [{}] [{}] {summary}\n", e.ts, e.memory_type));
+        for (category, (ts, memory_type, summary)) in &latest {
+            let summary = if summary.is_empty() { "(无摘要)" } else { summary };
+            for part in ["- `", category, "` [", ts, "] [", memory_type, "] ", summary, "\n"] {
+                out.push_str(part);
+            }
         }
         out.push_str(&format!("\n## 最近记忆（最多{HOT_INDEX_LIMIT}条）\n"));
     }

@@ -293,7 +293,6 @@ impl Engram {
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
         let repo = crate::store::hold(&repo, &root)?;
-        let old_head = repo.head_id().unwrap_or_default();
         let (commit, duplicate_of) = repo.write(|snap| {
             if let Some(earlier) =
                 snap.recent_commit_with_trailer("Engram-Dedup", &key, now.timestamp() - throttle)?
@@ -321,7 +320,8 @@ impl Engram {
         let text = format!("已记录: {scope}{type_label}[{category}] {}{expires_label}", req.summary);
         match (commit, duplicate_of) {
             (Some(c), _) => {
-                self.note_expiry_after_write(&root, &old_head, &c.id, expires.as_deref());
+                let previous = c.previous_head.as_deref().unwrap_or_default();
+                self.note_expiry_after_write(&root, previous, &c.id, expires.as_deref());
                 Ok(format!("{text}\ncommit: {}", c.short))
             }
             (None, Some(earlier)) => Ok(format!(

@@ -235,6 +235,13 @@ impl CleanState {
         removed: Vec<String>,
     ) {
         let taken = SystemTime::now();
+        // When every written file was tracked already and none was removed, no
+        // directory gained or lost an entry: the listings verified at the start
+        // of this write still hold and need not be read again. (A listing
+        // someone else changed meanwhile then differs at the next check, which
+        // is the safe way round.)
+        let listings_unchanged =
+            removed.is_empty() && written.iter().all(|(p, ..)| self.files.contains_key(p));
         let mut touched_dirs: HashSet<String> = HashSet::new();
         for (path, id, content, meta) in written {
             touched_dirs.extend(ancestors(&path));
@@ -250,7 +257,9 @@ impl CleanState {
             let full = join(root, &rel);
             match Sig::read(&full) {
                 Some(sig) if sig.is_dir => {
-                    let names = if sig.racy(taken) { dir_names(&full) } else { None };
+                    let known =
+                        self.dirs.get_mut(&rel).and_then(|d| d.names.take()).filter(|_| listings_unchanged);
+                    let names = if sig.racy(taken) { known.or_else(|| dir_names(&full)) } else { None };
                     self.dirs.insert(rel, DirState { sig, taken, names });
                 }
                 _ => {

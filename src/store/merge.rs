@@ -306,7 +306,11 @@ impl PackRepo {
             self.sync_working_tree(&changes, &BTreeMap::new())?;
             recover::clear_pending(self)?;
             let id = commit_id.to_string();
-            return Ok(Integrated::Merged { commit: Committed { short: short_id(&id), id }, value });
+            let previous_head = Some(ours.id().to_string());
+            return Ok(Integrated::Merged {
+                commit: Committed { short: short_id(&id), id, previous_head },
+                value,
+            });
         }
         Err(StoreError::Contention { dir: dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
@@ -401,7 +405,7 @@ impl PackRepo {
         self.sync_working_tree(&changes, &BTreeMap::new())?;
         recover::clear_pending(self)?;
         let id = theirs.id().to_string();
-        Ok(Some(Committed { short: short_id(&id), id }))
+        Ok(Some(Committed { short: short_id(&id), id, previous_head: ours.map(|c| c.id().to_string()) }))
     }
 
     /// Points `refs/heads/<name>` at HEAD so a state engram cannot merge is kept

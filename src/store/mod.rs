@@ -368,6 +368,19 @@ impl Snapshot<'_> {
         Ok(names)
     }
 
+    /// Calls `visit` with the name of every entry of directory `dir`, in no
+    /// particular order: [`list`](Self::list) without allocating the names.
+    pub fn for_each_name(&self, dir: &str, mut visit: impl FnMut(&str)) -> Result<()> {
+        if !self.overlay.is_empty() {
+            self.list(dir)?.iter().for_each(|n| visit(n));
+            return Ok(());
+        }
+        let Some(id) = self.subtree_id(dir)? else { return Ok(()) };
+        let sub = self.cache.tree(self.repo, id).map_err(|e| git_err("reading a tree", self.dir, e))?;
+        sub.keys().filter_map(|name| std::str::from_utf8(name).ok()).for_each(visit);
+        Ok(())
+    }
+
     fn tree_listing(&self, dir: &str) -> Result<Vec<String>> {
         let Some(id) = self.subtree_id(dir)? else { return Ok(Vec::new()) };
         let sub = self.cache.tree(self.repo, id).map_err(|e| git_err("reading a tree", self.dir, e))?;
@@ -392,6 +405,12 @@ impl Snapshot<'_> {
     }
 }
 
+/// The branch HEAD points at (`refs/heads/…`, or `HEAD` when detached) and its commit.
+struct BranchHead {
+    branch: String,
+    id: Option<Oid>,
+}
+
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Committed {
@@ -399,6 +418,8 @@ pub struct Committed {
     pub id: String,
     /// Short (7-hex) id.
     pub short: String,
+    /// Full id of the commit the branch pointed at before (`None` for the first commit).
+    pub previous_head: Option<String>,
 }
 
 /// What an edit passed to [`PackRepo::write`] decides.
@@ -609,10 +630,14 @@ impl PackRepo {
         recover::finish_pending(self)?;
         trace.mark("recover");
         scoped_write::flush_index(self)?;
-        self.commit_hand_edits_if_any()?;
+        let mut verified = self.commit_hand_edits_if_any()?;
         trace.mark("hand-edits");
         for _attempt in 0..MAX_ATTEMPTS {
-            let head = self.head_oid()?;
+            let at = match verified.take() {
+                Some(current) => current,
+                None => self.branch_head()?,
+            };
+            let head = at.id;
             let snapshot = self.snapshot_of(head)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
@@ -622,7 +647,7 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            match self.commit_changes(head, snapshot.tree, &changes, &message, false, &mut trace)? {
+            match self.commit_changes(&at, snapshot.tree, &changes, &message, false, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     housekeeping::after_write(self);
                     trace.mark("gc-check");
@@ -657,6 +682,18 @@ impl PackRepo {
         }
     }
 
+    /// The branch HEAD points at and its commit, read once (the branch name
+    /// is needed to move it, the id to build on).
+    fn branch_head(&self) -> Result<BranchHead> {
+        let branch = self.branch_ref()?;
+        let id = match self.repo.refname_to_id(&branch) {
+            Ok(id) => Some(id),
+            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => None,
+            Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
+        };
+        Ok(BranchHead { branch, id })
+    }
+
     /// HEAD's commit id, read from the refs alone (`None` before the first commit).
     fn head_oid(&self) -> Result<Option<Oid>> {
         match self.repo.refname_to_id("HEAD") {
@@ -684,11 +721,12 @@ impl PackRepo {
         res.map_err(|e| git_err("building the signature", &self.dir, e))
     }
 
-    /// Builds the tree, moves the branch (CAS) and syncs the working tree.
-    /// Returns `None` when the branch moved and the edit must be re-run.
+    /// Builds the tree on `base` (the tree of `at`'s commit), moves `at`'s
+    /// branch (CAS) and syncs the working tree.
+    /// Returns `Retry` when the branch moved and the edit must be re-run.
     fn commit_changes(
         &self,
-        head: Option<Oid>,
+        at: &BranchHead,
         base: Option<Oid>,
         changes: &Changes,
         message: &CommitMessage,
@@ -696,6 +734,7 @@ impl PackRepo {
         trace: &mut PhaseTimer,
     ) -> Result<CommitOutcome> {
         let dir = &self.dir;
+        let head = at.id;
         let base_snapshot = self.snapshot_of_tree(base, head);
         guard::check_changes(&base_snapshot, changes)?;
         let mut objects = packwrite::NewObjects::default();
@@ -743,7 +782,7 @@ impl PackRepo {
         let moved = match old {
             Some(expected) => {
                 let log = format!("engram: {}", truncate_chars(&message.subject, 60));
-                match refswap::swap_branch(self, &self.branch_ref()?, expected, commit_id, &log, &sig) {
+                match refswap::swap_branch(self, &at.branch, expected, commit_id, &log, &sig) {
                     refswap::Swap::Moved => true,
                     refswap::Swap::Raced => {
                         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -780,7 +819,11 @@ impl PackRepo {
         recover::clear_pending(self)?;
         trace.mark("clear-pending");
         let id = commit_id.to_string();
-        Ok(CommitOutcome::Committed(Committed { short: short_id(&id), id }))
+        Ok(CommitOutcome::Committed(Committed {
+            short: short_id(&id),
+            id,
+            previous_head: old.map(|o| o.to_string()),
+        }))
     }
 
     /// True when a directory on the way to `path` in the working tree is a
@@ -922,18 +965,22 @@ impl PackRepo {
 
     /// Commits hand edits unless the working tree provably still equals HEAD
     /// as this process last left it (see [`clean`]).
-    fn commit_hand_edits_if_any(&self) -> Result<()> {
-        let head = self.repo.refname_to_id("HEAD").ok();
+    ///
+    /// Returns the branch and commit the working tree was found clean at, or
+    /// `None` when it had to look closer (and may have committed): HEAD must
+    /// then be read again.
+    fn commit_hand_edits_if_any(&self) -> Result<Option<BranchHead>> {
+        let current = self.branch_head()?;
         let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(state) = known.as_mut()
-            && state.still_clean(&self.dir, head)
+            && state.still_clean(&self.dir, current.id)
         {
-            return Ok(());
+            return Ok(Some(current));
         }
         *known = None;
         self.commit_hand_edits()?;
         *known = clean::CleanState::record(self)?;
-        Ok(())
+        Ok(None)
     }
 
     /// Commits uncommitted changes of the working tree as an `edit:` commit.

@@ -141,7 +141,8 @@ impl PackRepo {
         }
         let mut full_check_done = false;
         for _attempt in 0..super::MAX_ATTEMPTS {
-            let head = self.head_oid()?;
+            let at = self.branch_head()?;
+            let head = at.id;
             let snapshot = self.snapshot_of(head)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
@@ -157,7 +158,7 @@ impl PackRepo {
                 continue;
             }
             match self.commit_changes(
-                head,
+                &at,
                 snapshot.tree,
                 &changes,
                 &message,
