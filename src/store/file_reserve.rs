@@ -36,13 +36,14 @@ static KNOWN: Mutex<Option<HashMap<PathBuf, Vec<OsString>>>> = Mutex::new(None);
 /// Where refill requests go (the filler thread, started on first use).
 static FILLER: OnceLock<Mutex<Sender<PathBuf>>> = OnceLock::new();
 
-/// An empty reserve file of `git_dir`, opened for writing, and its path;
+/// An empty reserve file of `git_dir`, opened for writing, its path and its
+/// permissions;
 /// `None` when the reserve has none left (the caller creates its file itself).
 /// Asks the filler for more when the reserve runs low.
 ///
 /// The caller must hold the pack's write lock until it has renamed the file
 /// away (or given up on it): that lock is what makes the file its alone.
-pub(super) fn take(git_dir: &Path) -> Option<(PathBuf, File)> {
+pub(super) fn take(git_dir: &Path) -> Option<(PathBuf, File, fs::Permissions)> {
     let reserve = git_dir.join(RESERVE_DIR);
     let (taken, left) = take_one(&reserve);
     if left < LOW_WATER {
@@ -52,7 +53,7 @@ pub(super) fn take(git_dir: &Path) -> Option<(PathBuf, File)> {
 }
 
 /// Tries known names first, then lists the directory once more.
-fn take_one(reserve: &Path) -> (Option<(PathBuf, File)>, usize) {
+fn take_one(reserve: &Path) -> (Option<(PathBuf, File, fs::Permissions)>, usize) {
     let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let names = known.get_or_insert_with(HashMap::new).entry(reserve.to_owned()).or_default();
     for listed_now in [false, true] {
@@ -65,8 +66,8 @@ fn take_one(reserve: &Path) -> (Option<(PathBuf, File)>, usize) {
             // the disk on close. A file that is not empty was left by a write that
             // was killed: removed, the next one.
             match super::worktree::open_spare(&path, false) {
-                Ok(Some(file)) if file.metadata().is_ok_and(|m| m.len() == 0) => {
-                    return (Some((path, file)), names.len());
+                Ok(Some((file, meta))) if meta.len() == 0 => {
+                    return (Some((path, file, meta.permissions())), names.len());
                 }
                 Err(_) => continue, // taken or gone
                 // Half written, or not a plain file of its own (see `open_spare`).
@@ -197,7 +198,7 @@ mod tests {
         fs::write(reserve.join(&names[0]), b"half a pack").expect("write");
         let mut seen = std::collections::HashSet::new();
         for i in 0..TARGET - 1 {
-            let (path, mut file) = take_one(&reserve).0.expect("a reserve file");
+            let (path, mut file, _) = take_one(&reserve).0.expect("a reserve file");
             assert_eq!(file.metadata().expect("stat").len(), 0);
             file.write_all(b"pack bytes").expect("write");
             let dest = git_dir.join(format!("pack-{i}"));

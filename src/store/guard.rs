@@ -14,28 +14,43 @@ use git2::{ObjectType, Repository, Tree};
 use super::{Changes, StoreError};
 use crate::secrets::{self, Finding};
 
-/// Lines of `new` that `old` does not contain, with their 1-based line numbers.
-/// When `new` extends `old` (an append, as most writes are), every line after
-/// the old text counts as added, without hashing the old lines.
-fn added_lines<'a>(old: Option<&str>, new: &'a str) -> Vec<(usize, &'a str)> {
-    if let Some(old) = old
-        && old.ends_with('\n')
-        && new.starts_with(old)
-    {
-        let before = old.bytes().filter(|&b| b == b'\n').count();
-        return new[old.len()..].lines().enumerate().map(|(i, l)| (before + i + 1, l)).collect();
-    }
+/// What `new` appends to `old`, when it keeps `old` (whole lines) as it is.
+fn appended<'a>(old: &[u8], new: &'a [u8]) -> Option<&'a [u8]> {
+    (old.ends_with(b"\n") && new.starts_with(old)).then(|| &new[old.len()..])
+}
+
+fn line_count(text: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', text).count()
+}
+
+/// Lines of `new` that are not lines of `old`, numbered.
+fn rewritten_lines<'a>(old: Option<&str>, new: &'a str) -> Vec<(usize, &'a str)> {
     let seen: HashSet<&str> = old.map(|o| o.lines().collect()).unwrap_or_default();
     new.lines().enumerate().filter(|(_, l)| !seen.contains(l)).map(|(i, l)| (i + 1, l)).collect()
 }
 
 /// Scans the lines `new` adds to `old` (a file at `path`).
+///
+/// An append (the common write) is scanned on its new bytes alone: the old
+/// text is neither decoded nor split, and its lines are counted only to
+/// number a finding.
 pub fn scan_added(path: &str, old: Option<&[u8]>, new: &[u8]) -> Vec<Finding> {
-    let Ok(new) = std::str::from_utf8(new) else { return Vec::new() };
-    let old = old.map(String::from_utf8_lossy);
     let mut out = Vec::new();
-    for (no, line) in added_lines(old.as_deref(), new) {
-        secrets::scan_line(line, no, &mut out);
+    if let Some(tail) = old.and_then(|old| appended(old, new)) {
+        let Ok(tail) = std::str::from_utf8(tail) else { return Vec::new() };
+        for (i, line) in tail.lines().enumerate() {
+            secrets::scan_line(line, i + 1, &mut out);
+        }
+        if !out.is_empty() {
+            let before = line_count(&new[..new.len() - tail.len()]);
+            out.iter_mut().for_each(|f| f.line += before);
+        }
+    } else {
+        let Ok(new) = std::str::from_utf8(new) else { return Vec::new() };
+        let old = old.map(String::from_utf8_lossy);
+        for (no, line) in rewritten_lines(old.as_deref(), new) {
+            secrets::scan_line(line, no, &mut out);
+        }
     }
     for f in &mut out {
         f.path = path.to_owned();
@@ -148,7 +163,8 @@ mod tests {
     #[test]
     fn appended_lines_are_numbered_after_the_old_text_and_rewrites_still_diff() {
         let secret = ["password=", "hunter2x"].concat();
-        assert_eq!(added_lines(Some("a\nb\n"), "a\nb\nc\nd\n"), vec![(3, "c"), (4, "d")]);
+        let appended = scan_added("f.md", Some(b"a\nb\n"), format!("a\nb\nc\n{secret}\n").as_bytes());
+        assert_eq!(appended.iter().map(|f| f.line).collect::<Vec<_>>(), vec![4]);
         // An appended credential is found at its line, even when the same text was there before.
         let found = scan_added(
             "f.md",
@@ -157,7 +173,11 @@ mod tests {
         );
         assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), vec![2]);
         // Not an append (the old last line changed): lines are compared as a set.
-        assert_eq!(added_lines(Some("a\nb"), "a\nbc\n"), vec![(2, "bc")]);
-        assert_eq!(added_lines(Some("x\na\n"), "a\ny\n"), vec![(2, "y")]);
+        assert_eq!(rewritten_lines(Some("a\nb"), "a\nbc\n"), vec![(2, "bc")]);
+        assert_eq!(rewritten_lines(Some("x\na\n"), "a\ny\n"), vec![(2, "y")]);
+        // An append to text that is not UTF-8 is still scanned.
+        let new = [b"\xff\n".as_slice(), secret.as_bytes(), b"\n"].concat();
+        let found = scan_added("f.md", Some(b"\xff\n"), &new);
+        assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), vec![2]);
     }
 }

@@ -200,8 +200,8 @@ fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<
         // Not with durability on: there a rename out of the reserve would be one
         // more directory to sync.
         if !durable
-            && let Some((spare, file)) = super::file_reserve::take(git_dir)
-            && write_and_rename(file, &spare, bytes, durable, path).is_ok()
+            && let Some((spare, file, permissions)) = super::file_reserve::take(git_dir)
+            && write_and_rename(file, Some(permissions), &spare, bytes, durable, path).is_ok()
         {
             continue;
         }
@@ -218,7 +218,7 @@ fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<
             other => other,
         }
         .map_err(|e| io_err("create a temporary pack file", &tmp, e))?;
-        write_and_rename(file, &tmp, bytes, durable, path)?;
+        write_and_rename(file, None, &tmp, bytes, durable, path)?;
     }
     if durable {
         #[cfg(unix)]
@@ -229,32 +229,27 @@ fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<
     Ok(())
 }
 
-/// Writes `bytes` into the empty `file` at `tmp` (read-only once written, as
-/// git makes pack files), then renames it to `path`.
+/// Writes `bytes` into the empty `file` at `tmp`, makes it read-only (as git
+/// makes pack files; `permissions` are the file's own, `None` when it was
+/// created read-only), then renames it to `path`.
 fn write_and_rename(
     mut file: std::fs::File,
+    permissions: Option<std::fs::Permissions>,
     tmp: &Path,
     bytes: &[u8],
     durable: bool,
     path: &Path,
 ) -> Result<()> {
     file.write_all(bytes).map_err(|e| io_err("write", tmp, e))?;
-    make_read_only(&file).map_err(|e| io_err("make read-only", tmp, e))?;
+    if let Some(mut permissions) = permissions.filter(|p| !p.readonly()) {
+        permissions.set_readonly(true);
+        file.set_permissions(permissions).map_err(|e| io_err("make read-only", tmp, e))?;
+    }
     if durable {
         file.sync_all().map_err(|e| io_err("sync", tmp, e))?;
     }
     drop(file);
     std::fs::rename(tmp, path).map_err(|e| io_err("rename into place", path, e))
-}
-
-/// Pack files are read-only (a reserve file is not yet).
-fn make_read_only(file: &std::fs::File) -> std::io::Result<()> {
-    let mut permissions = file.metadata()?.permissions();
-    if permissions.readonly() {
-        return Ok(());
-    }
-    permissions.set_readonly(true);
-    file.set_permissions(permissions)
 }
 
 /// Names of the temporary files a write makes in `objects/pack` (packing

@@ -160,11 +160,16 @@ fn logs_enabled(repo: &PackRepo) -> bool {
     }
 }
 
+/// Appends `line` to the reflog at `path` (its directories made on first use).
 fn append(path: &Path, line: &str) {
-    if let Some(dir) = path.parent() {
-        let _ = fs::create_dir_all(dir);
-    }
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    let file = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            path.parent().map_or(Err(e), fs::create_dir_all).and_then(|()| open())
+        }
+        other => other,
+    };
+    if let Ok(mut f) = file {
         let _ = f.write_all(line.as_bytes());
     }
 }

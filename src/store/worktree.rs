@@ -89,15 +89,14 @@ fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<
 /// exists: written from the start, then cut to length (no truncation to zero
 /// first, which on ext4 would also force a flush on close).
 pub(super) fn overwrite(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    use std::io::{Seek as _, SeekFrom};
-    let mut file = match open_spare(path, true)? {
-        Some(file) => file,
+    let (mut file, _) = match open_spare(path, true)? {
+        Some(opened) => opened,
         None => {
             fs::remove_file(path)?;
             open_spare(path, true)?.ok_or_else(|| std::io::Error::other("a spare file kept changing"))?
         }
     };
-    file.seek(SeekFrom::Start(0))?;
+    // Just opened (not for appending): the offset is 0.
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)?;
     if durable {
@@ -126,11 +125,12 @@ pub(super) fn ensure_real_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Opens the spare file at `path` for writing (made when missing and `create`)
-/// when it is a regular file with no other name: `Ok(None)` for anything else
+/// when it is a regular file with no other name, with its metadata as opened:
+/// `Ok(None)` for anything else
 /// (the caller removes it). A pack copied in by hand brings its `.git`, so a
 /// spare could be a symbolic link or a hard link to a file outside the pack,
 /// or a FIFO that would block the write: never written through.
-pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<fs::File>> {
+pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<(fs::File, fs::Metadata)>> {
     let mut options = OpenOptions::new();
     options.write(true).create(create).truncate(false);
     #[cfg(unix)]
@@ -153,7 +153,7 @@ pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<fs
     };
     #[cfg(not(unix))]
     let alone = true;
-    Ok((meta.is_file() && alone).then_some(file))
+    Ok((meta.is_file() && alone).then_some((file, meta)))
 }
 
 /// Replaces a file by swapping (not available on this platform).
