@@ -11,7 +11,8 @@
 //!
 //! Everything here works on a [`Snapshot`] and produces [`Changes`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use crate::memory::{
     self, Block, EntryMeta, IndexEntry, is_entry_line, parse_blocks, parse_index_line, render_blocks,
@@ -251,7 +252,11 @@ impl FullIndex {
                 }
                 continue;
             }
-            changes.put(f.path.clone(), join_lines(&f.lines));
+            let text = join_lines(&f.lines);
+            if is_head {
+                remember_rendered_head(&f.path, &text, f.lines.iter().filter(|l| is_entry_line(l)).count());
+            }
+            changes.put(f.path.clone(), text);
         }
         changes.put(HOT_INDEX, self.render_hot(incremental));
     }
@@ -282,6 +287,94 @@ fn join_lines(lines: &[String]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Head files this process rendered (category heads and the full index's),
+/// with how many blocks or entry lines they hold: a head whose text is one
+/// of these is known to parse into that many and to render back to itself,
+/// so one more can be appended to its text without parsing it (the common
+/// capture). Keyed by path and checked by content, so a hand edit, another
+/// process's write or another pack with the same path is simply a miss.
+static RENDERED_HEADS: Mutex<Option<HashMap<String, (String, usize)>>> = Mutex::new(None);
+
+/// At most this many heads are remembered (a pack has a few dozen categories).
+const RENDERED_HEADS_LIMIT: usize = 256;
+
+fn remember_rendered_head(path: &str, text: &str, blocks: usize) {
+    let mut heads = RENDERED_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let heads = heads.get_or_insert_with(HashMap::new);
+    if heads.len() >= RENDERED_HEADS_LIMIT && !heads.contains_key(path) {
+        heads.clear();
+    }
+    heads.insert(path.to_owned(), (text.to_owned(), blocks));
+}
+
+/// The block (or entry line) count of a head this process rendered with exactly `text`.
+fn rendered_head_count(path: &str, text: &str) -> Option<usize> {
+    let heads = RENDERED_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    heads.as_ref()?.get(path).filter(|(known, _)| known == text).map(|&(_, blocks)| blocks)
+}
+
+/// Appends one entry block to a category, as capture does: the same changes
+/// as [`CategoryLog::load_head`], [`append`](CategoryLog::append) and
+/// [`write`](CategoryLog::write), without parsing the head when this
+/// process rendered it and the block fits without a roll.
+pub fn append_entry(
+    snap: &Snapshot<'_>,
+    category: &str,
+    meta: &EntryMeta,
+    content: &str,
+    changes: &mut Changes,
+) -> Result<(), StoreError> {
+    let head_path = category_path(category);
+    if let Some(text) = snap.read_text(&head_path)?
+        && let Some(blocks) = rendered_head_count(&head_path, &text)
+        && blocks < HEAD_LIMIT
+    {
+        let mut out = text;
+        out.push_str(&memory::render_block(meta, content));
+        remember_rendered_head(&head_path, &out, blocks + 1);
+        changes.put(head_path, out);
+        return Ok(());
+    }
+    let mut log = CategoryLog::load_head(snap, category)?;
+    log.append(meta, content);
+    log.write(changes);
+    Ok(())
+}
+
+/// Appends one entry line to the full index and updates the hot index, as
+/// capture does: the same changes as [`FullIndex::load_head`] (or
+/// [`FullIndex::load`] when the hot index cannot be updated from the head),
+/// [`append`](FullIndex::append) and [`write`](FullIndex::write) with
+/// `incremental`, without splitting the head into lines when this process
+/// rendered it, the line fits without a roll and the hot index has its
+/// category summary.
+pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Changes) -> Result<(), StoreError> {
+    if is_entry_line(&line)
+        && let Some(head) = snap.read_text(FULL_INDEX)?
+        && let Some(entries) = rendered_head_count(FULL_INDEX, &head)
+        && entries < INDEX_HEAD_LIMIT
+        && let Some(hot) = snap.read_text(HOT_INDEX)?
+        && hot.contains("## 分类摘要")
+    {
+        let mut head = head;
+        head.push_str(&line);
+        head.push('\n');
+        let lines: Vec<&str> = head.lines().filter(|l| is_entry_line(l)).collect();
+        let hot = memory::render_hot_index(&lines, &memory::parse_category_summary(&hot));
+        remember_rendered_head(FULL_INDEX, &head, entries + 1);
+        changes.put(FULL_INDEX, head);
+        changes.put(HOT_INDEX, hot);
+        return Ok(());
+    }
+    let mut index = FullIndex::load_head(snap)?;
+    if !index.can_update_incrementally() {
+        index = FullIndex::load(snap)?;
+    }
+    index.append(line);
+    index.write(changes, true);
+    Ok(())
 }
 
 /// A category's blocks across its segments and head file.
@@ -420,7 +513,11 @@ impl CategoryLog {
             if blocks.is_empty() && !is_head && self.segments_on_disk.contains(path) {
                 changes.remove(path.clone());
             } else if !blocks.is_empty() || is_head && self.head_existed {
-                changes.put(path.clone(), render_blocks(blocks));
+                let text = render_blocks(blocks);
+                if is_head {
+                    remember_rendered_head(path, &text, blocks.len());
+                }
+                changes.put(path.clone(), text);
             }
         }
     }
@@ -491,5 +588,92 @@ mod tests {
         let snap = repo.snapshot_at("HEAD").expect("snapshot");
         let all = CategoryLog::load(&snap, "p").expect("load");
         assert_eq!(all.files.len(), 5, "four segments and the head");
+    }
+
+    fn meta(i: usize) -> EntryMeta {
+        EntryMeta {
+            ts: format!("2026-11-24 {:02}:{:02}", i / 60 % 24, i % 60),
+            memory_type: "fact".into(),
+            expires: None,
+            tags: vec![format!("t{i}")],
+            conversation_id: None,
+        }
+    }
+
+    /// Every file of the HEAD tree under `memory/`, with its text.
+    fn memory_files(repo: &PackRepo) -> BTreeMap<String, String> {
+        let snap = repo.snapshot_at("HEAD").expect("snapshot");
+        let mut out = BTreeMap::new();
+        let mut dirs = vec!["memory".to_owned()];
+        while let Some(dir) = dirs.pop() {
+            for name in snap.list(&dir).expect("list") {
+                let path = format!("{dir}/{name}");
+                match snap.read_text(&path) {
+                    Ok(Some(text)) => {
+                        out.insert(path, text);
+                    }
+                    _ => dirs.push(path),
+                }
+            }
+        }
+        out
+    }
+
+    /// Capture's appends (parsing a head only when this process did not
+    /// render it) leave the same files as loading, appending and writing the
+    /// category and the index, through rolls and hand-edited heads.
+    #[test]
+    fn append_entry_writes_what_the_category_log_writes() {
+        let fast_dir = tempfile::tempdir().expect("tempdir");
+        let slow_dir = tempfile::tempdir().expect("tempdir");
+        let fast = PackRepo::open_or_adopt(fast_dir.path(), StoreOptions::default()).expect("open");
+        let slow = PackRepo::open_or_adopt(slow_dir.path(), StoreOptions::default()).expect("open");
+        let commit =
+            |repo: &PackRepo, edit: &dyn Fn(&Snapshot<'_>, &mut Changes) -> Result<(), StoreError>| {
+                repo.write(|snap| {
+                    let mut changes = Changes::default();
+                    edit(snap, &mut changes)?;
+                    Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("w"), value: () })
+                })
+                .expect("write");
+            };
+        for i in 0..(2 * HEAD_LIMIT + 5) {
+            let content = format!("entry {i}\n---\n  with a separator line  ");
+            if i == HEAD_LIMIT / 2 {
+                // A hand edit (not rendered by this process): a loose line, CRLF endings.
+                let hand = |snap: &Snapshot<'_>, changes: &mut Changes| {
+                    for path in [category_path("p"), FULL_INDEX.to_owned()] {
+                        let text = snap.read_text(&path)?.unwrap_or_default();
+                        changes.put(path, format!("{}\r\nhand note\r\n", text.replace('\n', "\r\n")));
+                    }
+                    Ok(())
+                };
+                commit(&fast, &hand);
+                commit(&slow, &hand);
+            }
+            let line = || format!("- `memory/p.md` [{}] [fact] [t{i}] summary {i}", meta(i).ts);
+            commit(&fast, &|snap, changes| {
+                append_entry(snap, "p", &meta(i), &content, changes)?;
+                append_index_line(snap, line(), changes)
+            });
+            commit(&slow, &|snap, changes| {
+                let mut log = CategoryLog::load_head(snap, "p")?;
+                log.append(&meta(i), &content);
+                log.write(changes);
+                let mut index = FullIndex::load_head(snap)?;
+                if !index.can_update_incrementally() {
+                    index = FullIndex::load(snap)?;
+                }
+                index.append(line());
+                index.write(changes, true);
+                Ok(())
+            });
+        }
+        let files = memory_files(&fast);
+        for rolled in ["memory/_log/p/", "memory/_log/_index_full/"] {
+            assert!(files.keys().any(|p| p.starts_with(rolled)), "{rolled} in {:?}", files.keys());
+        }
+        assert!(files[HOT_INDEX].contains("## 分类摘要"), "{}", files[HOT_INDEX]);
+        assert_eq!(files, memory_files(&slow));
     }
 }

@@ -300,18 +300,11 @@ impl Engram {
                 return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
             }
             let mut changes = Changes::default();
-            let mut log = CategoryLog::load_head(snap, &category)?;
-            log.append(&meta, &req.content);
-            log.write(&mut changes);
+            crate::memlog::append_entry(snap, &category, &meta, &req.content, &mut changes)?;
             if !is_global && !snap.exists("memory/_onboarded") {
                 changes.put("memory/_onboarded", Vec::new());
             }
-            let mut index = FullIndex::load_head(snap)?;
-            if !index.can_update_incrementally() {
-                index = FullIndex::load(snap)?;
-            }
-            index.append(entry.render());
-            index.write(&mut changes, true);
+            crate::memlog::append_index_line(snap, entry.render(), &mut changes)?;
             Ok(Edit::Commit { changes, message: msg.clone(), value: None })
         })?;
         let scope = if req.is_global { "[全局] " } else { "" };

@@ -186,6 +186,22 @@ fn fuzz_entry_content_never_splits_its_block() {
             Ok(())
         },
     );
+    // What capture's fast path relies on: a rendered head plus one rendered
+    // block is the head with that block appended, rendered.
+    fuzz(
+        "entry text: appended to a rendered head",
+        512,
+        (formatish(40), entry_meta(), formatish(20)),
+        |(head, meta, content)| {
+            let mut blocks = parse_blocks(&head);
+            let appended = format!("{}{}", render_blocks(&blocks), memory::render_block(&meta, &content));
+            let text = format!("{}\n{}", meta.render_line(), entry_text(&content));
+            blocks.push(memory::Block { text, meta: Some(meta) });
+            prop_assert_eq!(&appended, &render_blocks(&blocks));
+            prop_assert_eq!(parse_blocks(&appended).len(), blocks.len());
+            Ok(())
+        },
+    );
 }
 
 fn index_entry() -> impl Strategy<Value = IndexEntry> {
