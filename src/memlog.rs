@@ -300,19 +300,19 @@ static RENDERED_HEADS: Mutex<Option<HashMap<String, (String, usize)>>> = Mutex::
 /// At most this many heads are remembered (a pack has a few dozen categories).
 const RENDERED_HEADS_LIMIT: usize = 256;
 
-fn remember_rendered_head(path: &str, text: &str, blocks: usize) {
+fn remember_rendered_head(path: &str, text: &str, count: usize) {
     let mut heads = RENDERED_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let heads = heads.get_or_insert_with(HashMap::new);
     if heads.len() >= RENDERED_HEADS_LIMIT && !heads.contains_key(path) {
         heads.clear();
     }
-    heads.insert(path.to_owned(), (text.to_owned(), blocks));
+    heads.insert(path.to_owned(), (text.to_owned(), count));
 }
 
 /// The block (or entry line) count of a head this process rendered with exactly `text`.
 fn rendered_head_count(path: &str, text: &str) -> Option<usize> {
     let heads = RENDERED_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    heads.as_ref()?.get(path).filter(|(known, _)| known == text).map(|&(_, blocks)| blocks)
+    heads.as_ref()?.get(path).filter(|(known, _)| known == text).map(|&(_, count)| count)
 }
 
 /// Appends one entry block to a category, as capture does: the same changes
