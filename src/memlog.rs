@@ -63,8 +63,10 @@ fn newest_segment_path(snap: &Snapshot<'_>, name: &str) -> Result<Vec<String>, S
     let dir = segment_dir(name);
     let mut newest: Option<(Option<u32>, String)> = None;
     snap.for_each_name(&dir, |n| {
-        let Some(stem) = n.strip_suffix(".md") else { return };
-        let key = stem.parse::<u32>().ok();
+        if !n.ends_with(".md") {
+            return;
+        }
+        let key = segment_number(n);
         if newest.as_ref().is_none_or(|(best, best_name)| (key, n) > (*best, best_name.as_str())) {
             newest = Some((key, n.to_owned()));
         }
@@ -153,7 +155,7 @@ impl FullIndex {
     /// category summary to build on, or there are no rolled segments).
     pub fn can_update_incrementally(&self) -> bool {
         self.segments_on_disk.is_empty()
-            || (!self.migrated && self.hot.as_deref().is_some_and(|h| h.contains("## 分类摘要")))
+            || (!self.migrated && self.hot.as_deref().is_some_and(has_category_summary))
     }
 
     /// Every parsable entry with its position, oldest first.
@@ -262,10 +264,9 @@ impl FullIndex {
     }
 
     fn render_hot(&self, incremental: bool) -> String {
-        let previous = self.hot.as_deref().filter(|h| h.contains("## 分类摘要"));
+        let previous = self.hot.as_deref().filter(|h| has_category_summary(h));
         match (incremental, previous) {
             (true, Some(prev)) if !self.migrated => {
-                let older = memory::parse_category_summary(prev);
                 let head = &self.files[self.files.len() - 1];
                 let mut lines: Vec<&str> = Vec::new();
                 // The last 50 entry lines may reach back into the newest segment.
@@ -273,11 +274,22 @@ impl FullIndex {
                     lines.extend(seg.lines.iter().filter(|l| is_entry_line(l)).map(String::as_str));
                 }
                 lines.extend(head.lines.iter().filter(|l| is_entry_line(l)).map(String::as_str));
-                memory::render_hot_index(&lines, &older)
+                hot_on_summary(prev, &lines)
             }
             _ => memory::render_hot_index(&self.entry_lines(), &BTreeMap::new()),
         }
     }
+}
+
+/// True when a hot index has the category summary an update can build on.
+fn has_category_summary(hot: &str) -> bool {
+    hot.contains("## 分类摘要")
+}
+
+/// The hot index updated from the previous one: its category summary, then
+/// `newest` (the newest entry lines, oldest first, at least the last 50).
+fn hot_on_summary(previous: &str, newest: &[&str]) -> String {
+    memory::render_hot_index(newest, &memory::parse_category_summary(previous))
 }
 
 fn join_lines(lines: &[String]) -> String {
@@ -356,13 +368,13 @@ pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Change
         && let Some(entries) = rendered_head_count(FULL_INDEX, &head)
         && entries < INDEX_HEAD_LIMIT
         && let Some(hot) = snap.read_text(HOT_INDEX)?
-        && hot.contains("## 分类摘要")
+        && has_category_summary(&hot)
     {
         let mut head = head;
         head.push_str(&line);
         head.push('\n');
         let lines: Vec<&str> = head.lines().filter(|l| is_entry_line(l)).collect();
-        let hot = memory::render_hot_index(&lines, &memory::parse_category_summary(&hot));
+        let hot = hot_on_summary(&hot, &lines);
         remember_rendered_head(FULL_INDEX, &head, entries + 1);
         changes.put(FULL_INDEX, head);
         changes.put(HOT_INDEX, hot);
