@@ -3,6 +3,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Engram, EngramError, Result};
 use crate::pack::{PackError, validate_name};
@@ -32,34 +33,60 @@ impl Engram {
     /// The directory of pack `name`, created under the packs directory (a
     /// valid `meta.json` and `role.md`, adopted as the pack's first commit)
     /// when it does not exist.
+    ///
+    /// The pack is made in a hidden directory beside it and renamed into
+    /// place, so another process creating or resolving the same pack never
+    /// sees it half made (an empty `meta.json`). When the name is taken
+    /// meanwhile — another process won, or a directory is in the way — the
+    /// files missing there are added in place.
     pub(crate) fn ensure_pack(&self, name: &str, seed: &PackSeed) -> Result<PathBuf> {
+        static STAGED: AtomicU64 = AtomicU64::new(0);
         if let Some(dir) = self.existing_pack(name)? {
             return Ok(dir);
         }
         validate_name(name)?;
-        let dir = self.config.packs_dir.join(name);
-        fs::create_dir_all(&dir).map_err(|e| io("create the pack directory", &dir, e))?;
-        let meta = serde_json::json!({
-            "name": name,
-            "description": seed.description,
-            "author": "engram",
-            "version": "1.0.0",
-            "tags": seed.tags,
-            "knowledge_count": 0,
-            "examples_count": 0,
-        });
-        let meta = format!("{}\n", crate::jsonfmt::python_pretty(&meta));
-        create_new(&dir.join("meta.json"), &meta)?;
-        create_new(&dir.join("role.md"), seed.role)?;
-        // The sections every pack has (so `engram lint` finds nothing missing).
-        for (section, heading) in [("knowledge", "## 知识索引\n"), ("examples", "## 案例索引\n")] {
-            let sub = dir.join(section);
-            fs::create_dir_all(&sub).map_err(|e| io("create the pack directory", &sub, e))?;
-            create_new(&sub.join("_index.md"), heading)?;
+        let packs_dir = &self.config.packs_dir;
+        let dir = packs_dir.join(name);
+        let staging = packs_dir.join(format!(
+            ".{name}.creating-{}-{}",
+            std::process::id(),
+            STAGED.fetch_add(1, Ordering::Relaxed)
+        ));
+        if let Err(e) = write_pack_files(&staging, name, seed) {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        if fs::rename(&staging, &dir).is_err() {
+            let _ = fs::remove_dir_all(&staging);
+            write_pack_files(&dir, name, seed)?;
         }
         self.repo(&dir)?;
         Ok(dir)
     }
+}
+
+/// Writes the files of a new pack into `dir` (made when missing), keeping any already there.
+fn write_pack_files(dir: &Path, name: &str, seed: &PackSeed) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| io("create the pack directory", dir, e))?;
+    let meta = serde_json::json!({
+        "name": name,
+        "description": seed.description,
+        "author": "engram",
+        "version": "1.0.0",
+        "tags": seed.tags,
+        "knowledge_count": 0,
+        "examples_count": 0,
+    });
+    let meta = format!("{}\n", crate::jsonfmt::python_pretty(&meta));
+    create_new(&dir.join("meta.json"), &meta)?;
+    create_new(&dir.join("role.md"), seed.role)?;
+    // The sections every pack has (so `engram lint` finds nothing missing).
+    for (section, heading) in [("knowledge", "## 知识索引\n"), ("examples", "## 案例索引\n")] {
+        let sub = dir.join(section);
+        fs::create_dir_all(&sub).map_err(|e| io("create the pack directory", &sub, e))?;
+        create_new(&sub.join("_index.md"), heading)?;
+    }
+    Ok(())
 }
 
 fn io(step: &'static str, path: &Path, source: std::io::Error) -> EngramError {

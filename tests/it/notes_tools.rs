@@ -211,3 +211,44 @@ async fn bad_arguments_are_json_errors_and_wrap_errors_wraps_them() {
     assert_eq!((r["ok"].as_bool(), r["count"].as_i64()), (Some(true), Some(1)));
     c.close().await.expect("close");
 }
+
+/// Several processes storing their first note at once: the notes pack is
+/// made once, never seen half made (an empty `meta.json`), and every note lands.
+#[tokio::test]
+async fn processes_creating_the_notes_pack_at_once_all_succeed() {
+    const PROCESSES: usize = 12;
+    let env = TestEnv::new();
+    let mut clients = Vec::new();
+    for _ in 0..PROCESSES {
+        clients.push(notes_client(&env, &[]).await);
+    }
+    let stores: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            tokio::spawn(async move {
+                let r = call(
+                    &c,
+                    "store",
+                    json!({"content": format!("note from process {i}"), "title": format!("p{i}")}),
+                )
+                .await;
+                assert!(!r.is_error, "process {i}: {}", r.text);
+            })
+        })
+        .collect();
+    for s in stores {
+        s.await.expect("store");
+    }
+    let meta: Value = serde_json::from_str(&env.read("personal", "meta.json")).expect("meta.json");
+    assert_eq!(meta["name"], "personal");
+    let notes = fs::read_dir(env.pack("personal").join("notes/general")).expect("notes").count();
+    assert_eq!(notes, PROCESSES);
+    let leftovers: Vec<_> = fs::read_dir(&env.packs)
+        .expect("packs dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "staging directories left: {leftovers:?}");
+}
