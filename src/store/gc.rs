@@ -23,6 +23,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use git2::{ObjectType, Oid, Repository};
@@ -111,8 +112,8 @@ impl PackFile {
 /// meanwhile. That is safe because
 /// - the set merged is fixed up front (the loose objects and packs listed now);
 ///   a pack or loose object a writer adds later is not in it and is left alone;
-/// - nothing is deleted until the new pack is complete: `builder.write` returns
-///   after libgit2 renamed the `.idx` and then the `.pack` into place, so every
+/// - nothing is deleted until the new pack is complete: `write_pack` returns
+///   after it renamed the `.pack` and then the `.idx` into place, so every
 ///   object of a deleted file is already findable in the new pack, and a pack is
 ///   only deleted when every id its index lists went into the builder;
 /// - objects are only moved, never dropped (unreachable ones are packed too), so
@@ -210,13 +211,38 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
 /// `git_packbuilder_write` hands the indexer one object at a time, and the
 /// indexer unmaps its pack windows on every call — on a 2-core VM those unmaps
 /// (TLB shootdowns) were a fifth of a packing job's time.
+///
+/// libgit2's indexer renames the `.idx` into place before the `.pack`: a
+/// process rescanning `objects/pack` in between skips the new pack, and once
+/// the packs it merged are deleted, misses their objects (its one rescan per
+/// miss is spent). So the indexer works in a directory of its own, and the
+/// pack is moved in first and its index last, as git does: a pack is visible
+/// only complete.
 fn write_pack(builder: &mut git2::PackBuilder<'_>, pack_dir: &Path, dir: &Path) -> Result<String> {
+    static STAGED: AtomicU64 = AtomicU64::new(0);
     let mut bytes = git2::Buf::new();
     builder.write_buf(&mut bytes).map_err(|e| git_err("writing the pack", dir, e))?;
-    let mut indexer =
-        git2::Indexer::new(None, pack_dir, 0o444, false).map_err(|e| git_err("indexing the pack", dir, e))?;
-    std::io::Write::write_all(&mut indexer, &bytes).map_err(|e| io_err("index the pack", pack_dir, e))?;
-    indexer.commit().map_err(|e| git_err("indexing the pack", dir, e))
+    let staging = pack_dir.join(format!(
+        "{}merge_{}_{}",
+        super::packwrite::TEMP_PREFIX,
+        std::process::id(),
+        STAGED.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::create_dir(&staging).map_err(|e| io_err("create directory", &staging, e))?;
+    let written = (|| {
+        let mut indexer = git2::Indexer::new(None, &staging, 0o444, false)
+            .map_err(|e| git_err("indexing the pack", dir, e))?;
+        std::io::Write::write_all(&mut indexer, &bytes).map_err(|e| io_err("index the pack", &staging, e))?;
+        let name = indexer.commit().map_err(|e| git_err("indexing the pack", dir, e))?;
+        for ext in ["pack", "idx"] {
+            let file = format!("pack-{name}.{ext}");
+            fs::rename(staging.join(&file), pack_dir.join(&file))
+                .map_err(|e| io_err("rename into place", &pack_dir.join(&file), e))?;
+        }
+        Ok(name)
+    })();
+    let _ = fs::remove_dir_all(&staging);
+    written
 }
 
 /// Writes all reachable objects (and those the index names) into one pack and
@@ -509,7 +535,8 @@ fn pack_ids(idx: &Path) -> Option<Vec<Oid>> {
 /// `objects/pack`: libgit2's indexer writes the pack as `pack_git2_<random>`
 /// (and its index next to it, as a `.lock` file) and renames both into place
 /// when done; git uses `tmp_pack_*` and `tmp_idx_*`; a write's own pack is
-/// `tmp_engram_*` until renamed (see `packwrite`).
+/// `tmp_engram_*` until renamed (see `packwrite`), and a merge indexes in a
+/// `tmp_engram_merge_*` directory (see `write_pack`).
 const TEMP_PREFIXES: [&str; 4] = ["pack_git2_", "tmp_pack_", "tmp_idx_", super::packwrite::TEMP_PREFIX];
 
 /// Deletes temp files in `pack_dir` last written more than `older_than` ago.
@@ -530,7 +557,9 @@ pub(super) fn remove_stale_temp_files(pack_dir: &Path, older_than: std::time::Du
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > older_than));
-        if stale && fs::remove_file(e.path()).is_ok() {
+        // A merge's indexer works in a directory of its own (see `write_pack`).
+        let path = e.path();
+        if stale && (fs::remove_file(&path).is_ok() || fs::remove_dir_all(&path).is_ok()) {
             removed += 1;
         }
     }
@@ -675,6 +704,26 @@ mod tests {
         let report = repo.pack_objects().expect("gc");
         assert!(report.objects > WRITES * 3 && packs(&git.join("objects/pack")).len() == 1);
         assert!(repo.git_size() <= before, "one pack is no larger than several");
+        let staged: Vec<_> = fs::read_dir(git.join("objects/pack"))
+            .expect("pack dir")
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name())
+            .collect();
+        assert!(staged.is_empty(), "merge directories left: {staged:?}");
+    }
+
+    /// A merge directory a killed packer left is removed once stale, like its temp files.
+    #[test]
+    fn stale_merge_directories_are_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staged = dir.path().join(format!("{}merge_1_0", super::super::packwrite::TEMP_PREFIX));
+        fs::create_dir(&staged).expect("mkdir");
+        fs::write(staged.join("pack-x.pack"), b"PACK").expect("write");
+        assert_eq!(remove_stale_temp_files(dir.path(), std::time::Duration::from_secs(3600)), 0);
+        assert!(staged.exists(), "a fresh one may be a live packer's");
+        assert_eq!(remove_stale_temp_files(dir.path(), std::time::Duration::ZERO), 1);
+        assert!(!staged.exists());
     }
 
     #[test]
