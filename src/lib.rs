@@ -20,6 +20,7 @@ pub mod memmerge;
 pub mod memory;
 pub mod ops;
 pub mod pack;
+pub mod pack_path;
 pub mod packsearch;
 pub mod plainread;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
