@@ -1,19 +1,15 @@
 //! Lints the reference's shipped example packs and test fixtures (read in place, never copied)
 //! and checks the results the reference linter gives for them.
 //!
-//! The packs are looked up in `$ENGRAM_SHARED_DIR/engram-packs` (default `/work/shared`); the
-//! test is skipped with a message when they are absent.
+//! The packs are looked up in `$ENGRAM_SHARED_DIR/engram-packs` (default `../shared` beside the
+//! checkout, `common::shared_dir`); the test is skipped with a message when they are absent.
 
 use std::path::PathBuf;
 
 use engram::lint::{lint_pack, render_report};
 
 fn shared_packs_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("ENGRAM_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared"));
-    let dir = base.join("engram-packs");
-    dir.is_dir().then_some(dir)
+    crate::common::shared_dir().map(|base| base.join("engram-packs"))
 }
 
 /// `(group, pack, expected report)`: what `engram lint` prints for each pack, identical to the
