@@ -165,7 +165,11 @@ impl Engram {
         let tmp = self.config.packs_dir.join(format!(".engram-install-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         let local = Path::new(source);
-        let fetched = if local.is_dir() && !PackRepo::is_repository(local) {
+        // A folder is copied; a repository, with a working tree or bare (a USB disk's
+        // `coach.git`), is cloned like a URL.
+        let plain_folder =
+            local.is_dir() && !PackRepo::is_repository(local) && !crate::store::is_bare_repository(local);
+        let fetched = if plain_folder {
             copy_tree(local, &tmp).map_err(|e| format!("复制失败 (copy failed): {e}"))
         } else {
             crate::store::clone_pack(source, &tmp, progress).map_err(|e| format!("git clone 出错。{e}"))

@@ -56,7 +56,7 @@ pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Sid
 pub use no_wait::{hold, without_waiting};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
-pub use sync::{Credentials, PushOutcome, RemoteInfo};
+pub use sync::{Credentials, PushOutcome, RemoteInfo, is_bare_repository};
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
 };

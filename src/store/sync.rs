@@ -7,11 +7,17 @@
 //! pack's write lock: writers keep going while a fetch or push runs.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, FetchOptions, Oid, PushOptions, RemoteCallbacks};
 
 use super::{PackRepo, Result, StoreError, git_err, io_err};
+
+/// True when `dir` is a bare git repository (`/media/usb/coach.git`): a directory that is
+/// itself a git directory, which `install` clones rather than copies.
+pub fn is_bare_repository(dir: &Path) -> bool {
+    !PackRepo::is_repository(dir) && git2::Repository::open_bare(dir).is_ok_and(|r| r.is_bare())
+}
 
 /// How to authenticate to remotes that ask for it.
 #[derive(Debug, Clone, Default)]

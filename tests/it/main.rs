@@ -16,6 +16,7 @@ mod limits;
 mod lint;
 mod load_freshness;
 mod notes_tools;
+mod pack_compat;
 mod personal_tools;
 mod search;
 mod secrets;
