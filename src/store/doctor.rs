@@ -2,11 +2,13 @@
 //! and how to repair it. Read-only: nothing here changes the pack.
 //!
 //! Checked, in order (later checks are skipped when an earlier one makes them
-//! meaningless): the repository opens; HEAD and the branch resolve to a
-//! commit; every commit, tree and blob reachable from HEAD can be read; the
-//! git index can be read; no tracked file was replaced by a directory (or
-//! anything else that is not a file); an interrupted write is pending; hand
-//! edits are waiting to be committed.
+//! meaningless): `.git/HEAD` exists (recreated from the branch there is when
+//! not); the repository opens; HEAD and the branch resolve to a commit; every
+//! commit, tree and blob reachable from HEAD can be read; the git index can be
+//! read; the directories a write creates files in are writable; no tracked
+//! file was replaced by a directory (or anything else that is not a file) and
+//! no tracked directory by a symbolic link; an interrupted write is pending;
+//! hand edits are waiting to be committed.
 
 use std::fs;
 use std::path::Path;
@@ -76,6 +78,9 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
         }
         Ok(_) => {}
     }
+    if let Some(f) = missing_head(dir) {
+        return vec![f];
+    }
     let repo = match Repository::open(dir) {
         Ok(r) => r,
         Err(e) => {
@@ -122,6 +127,7 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
         ));
         return out;
     }
+    out.extend(not_writable(dir));
     out.extend(working_tree(&repo, dir));
     if super::recover::has_record(&dir.join(".git")) {
         out.push(finding(
@@ -208,15 +214,119 @@ fn missing_object(repo: &Repository, dir: &Path, head: Oid) -> Option<Finding> {
     None
 }
 
-/// Tracked files replaced by something else, and pending hand edits.
+/// `.git/HEAD` is missing from a repository that otherwise is one (objects
+/// and refs are there): git and libgit2 then do not recognise it at all, but
+/// recreating HEAD — pointing at the branch the refs hold — is the whole repair.
+fn missing_head(dir: &Path) -> Option<Finding> {
+    let git = dir.join(".git");
+    if fs::symlink_metadata(git.join("HEAD")).is_ok() || !git.join("objects").is_dir() {
+        return None;
+    }
+    let branches = branch_names(&git);
+    let branch = ["main", "master"]
+        .iter()
+        .find(|b| branches.iter().any(|n| n == *b))
+        .map(|b| (*b).to_owned())
+        .or_else(|| branches.first().cloned())
+        .unwrap_or_else(|| "main".to_owned());
+    let d = dir.display();
+    let others = branches.iter().filter(|b| **b != branch).cloned().collect::<Vec<_>>();
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (other branches: {}; name one of them instead if the pack was on it)", others.join(", "))
+    };
+    Some(finding(
+        Severity::Error,
+        ".git/HEAD is missing: git no longer recognises the repository (the history and the files are intact)",
+        format!(
+            "echo 'ref: refs/heads/{branch}' > {d}/.git/HEAD   (recreates HEAD on branch {branch}{also}; no reclone needed)"
+        ),
+    ))
+}
+
+/// The branch names under `refs/heads` (files, nested names included) and in `packed-refs`, sorted.
+fn branch_names(git: &Path) -> Vec<String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&e.path(), &format!("{name}/"), out),
+                Ok(t) if t.is_file() && !name.ends_with(".lock") => out.push(name),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&git.join("refs/heads"), "", &mut out);
+    if let Ok(packed) = fs::read_to_string(git.join("packed-refs")) {
+        out.extend(packed.lines().filter_map(|l| l.split_once(" refs/heads/")).map(|(_, b)| b.to_owned()));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The first directory a write creates files in that this process cannot write
+/// to (permissions, a read-only file system): every write of the pack would fail.
+fn not_writable(dir: &Path) -> Option<Finding> {
+    for rel in [".git", ".git/objects", ".git/objects/pack", ".git/refs/heads", "", "memory"] {
+        let path = if rel.is_empty() { dir.to_owned() } else { dir.join(rel) };
+        if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Err(why) = check_writable(&path) else { continue };
+        let shown = if rel.is_empty() { "the pack directory".to_owned() } else { rel.to_owned() };
+        let p = path.display();
+        return Some(finding(
+            Severity::Error,
+            format!("{shown} is not writable ({why}): every write of this pack fails; reads still work"),
+            format!(
+                "make it writable again: `chmod -R u+w {p}` as its owner (see `ls -ld {p}`), or remount the disk read-write"
+            ),
+        ));
+    }
+    None
+}
+
+/// Whether this process may create files in `dir`: `access(W_OK)`, which also
+/// knows read-only file systems and immutable directories, and creates nothing.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn check_writable(dir: &Path) -> Result<(), String> {
+    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK)
+        .map_err(|e| std::io::Error::from(e).to_string())
+}
+
+/// Whether this process may create files in `dir` (the read-only attribute).
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn check_writable(dir: &Path) -> Result<(), String> {
+    match fs::metadata(dir) {
+        Ok(m) if m.permissions().readonly() => Err("read-only".to_owned()),
+        _ => Ok(()),
+    }
+}
+
+/// Tracked files replaced by something else, tracked directories replaced by a
+/// symbolic link, and pending hand edits.
 fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
     let d = dir.display();
     let mut out = Vec::new();
-    for path in replaced_files(repo, dir) {
+    for replaced in replaced_paths(repo, dir) {
+        let path = &replaced.path;
+        let problem = match replaced.by {
+            ReplacedBy::Directory => format!(
+                "{path} is a file in the last commit but not a regular file in the working tree (a directory?)"
+            ),
+            ReplacedBy::Link(ref target) => format!(
+                "{path} is a symbolic link in the working tree (to {target}), where the last commit has {}: engram neither reads nor writes through it, and committing it would delete the committed files",
+                if replaced.was_dir { "a directory" } else { "a file" }
+            ),
+        };
         out.push(finding(
             Severity::Error,
-            format!("{path} is a file in the last commit but not a regular file in the working tree (a directory?)"),
-            format!("mv {d}/{path} {d}/{path}.moved && git -C {d} checkout -- {path}   (keeps what was there, restores the file)"),
+            problem,
+            format!("mv {d}/{path} {d}/{path}.moved && git -C {d} checkout -- {path}   (keeps what was there, restores the committed version)"),
         ));
     }
     let mut opts = StatusOptions::new();
@@ -237,18 +347,76 @@ fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
     out
 }
 
-/// Paths that are blobs in HEAD but, in the working tree, a directory or another non-file.
-///
-/// A write refuses to run while any exist: committing them as hand edits would
-/// delete the file from the history's next commit.
-pub fn replaced_files(repo: &Repository, dir: &Path) -> Vec<String> {
+/// What took the place of a tracked path in the working tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ReplacedBy {
+    /// A directory where HEAD has a file.
+    Directory,
+    /// A symbolic link (to this target) where HEAD has a directory, or a file
+    /// and the link leads out of the pack.
+    Link(String),
+}
+
+/// A tracked path the working tree has replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Replaced {
+    path: String,
+    by: ReplacedBy,
+    /// HEAD has a directory at `path`.
+    was_dir: bool,
+}
+
+/// Tracked paths replaced in the working tree by something a hand-edit commit
+/// must not take in: a file by a directory; a directory by a symbolic link
+/// (every file under it would be committed as deleted); a file by a symbolic
+/// link that leads out of the pack.
+fn replaced_paths(repo: &Repository, dir: &Path) -> Vec<Replaced> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(false).exclude_submodules(true);
     let Ok(statuses) = repo.statuses(Some(&mut opts)) else { return Vec::new() };
-    statuses
-        .iter()
-        .filter(|s| s.status().intersects(Status::WT_DELETED | Status::WT_TYPECHANGE))
-        .filter_map(|s| s.path().ok().map(str::to_owned))
-        .filter(|p| fs::symlink_metadata(dir.join(p)).is_ok_and(|m| m.is_dir()))
+    let mut out: Vec<Replaced> = Vec::new();
+    let root = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    for s in statuses.iter().filter(|s| s.status().intersects(Status::WT_DELETED | Status::WT_TYPECHANGE)) {
+        let Ok(path) = s.path() else { continue };
+        // The nearest ancestor that is a symbolic link hides everything under it.
+        let parts: Vec<&str> = path.split('/').collect();
+        let mut found = None;
+        for n in 1..=parts.len() {
+            let prefix = parts[..n].join("/");
+            let Ok(meta) = fs::symlink_metadata(dir.join(&prefix)) else { break };
+            let last = n == parts.len();
+            if meta.file_type().is_symlink() {
+                let target =
+                    fs::read_link(dir.join(&prefix)).map(|t| t.display().to_string()).unwrap_or_default();
+                let inside = fs::canonicalize(dir.join(&prefix)).is_ok_and(|t| t.starts_with(&root));
+                if !last || !inside {
+                    found = Some(Replaced { path: prefix, by: ReplacedBy::Link(target), was_dir: !last });
+                }
+                break;
+            }
+            if last && meta.is_dir() {
+                found = Some(Replaced { path: prefix, by: ReplacedBy::Directory, was_dir: false });
+            }
+        }
+        if let Some(r) = found
+            && !out.contains(&r)
+        {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Tracked paths the working tree replaced by something a write must not
+/// commit over, each described (`memory replaced by a symbolic link`). A write
+/// refuses to run while any exist: committing them as hand edits would delete
+/// committed files from the history's next commit.
+pub fn replaced_files(repo: &Repository, dir: &Path) -> Vec<String> {
+    replaced_paths(repo, dir)
+        .into_iter()
+        .map(|r| match r.by {
+            ReplacedBy::Directory => format!("{} replaced by a directory", r.path),
+            ReplacedBy::Link(target) => format!("{} replaced by a symbolic link (to {target})", r.path),
+        })
         .collect()
 }

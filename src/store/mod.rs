@@ -1001,7 +1001,7 @@ impl PackRepo {
         if !replaced.is_empty() {
             return Err(StoreError::Damaged {
                 dir: self.dir.clone(),
-                problem: format!("{} replaced by a directory in the working tree", replaced.join(", ")),
+                problem: format!("{} in the working tree", replaced.join(", ")),
             });
         }
         let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();

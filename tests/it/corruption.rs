@@ -166,3 +166,119 @@ async fn git_dir_replaced_by_a_file() {
     assert_isolated(&env, &c, "cannot open the git repository").await;
     assert_doctor(&env, ".git is not a directory");
 }
+
+/// Issue 15 item 13: `memory/` replaced by a symbolic link to a directory outside
+/// the pack. Writes refuse (committing it would delete every memory file from
+/// HEAD) and `engram doctor` names it instead of saying "ok".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_replaced_by_a_symlink_out_of_the_pack() {
+    let (env, c) = scenario(|pack| {
+        let outside = pack.with_extension("outside-memory");
+        fs::rename(pack.join("memory"), &outside).expect("mv");
+        std::os::unix::fs::symlink(&outside, pack.join("memory")).expect("symlink");
+    })
+    .await;
+    let before = commit_count(&env.pack("bad"));
+    assert_isolated(&env, &c, "memory replaced by a symbolic link").await;
+    assert_doctor(&env, "memory is a symbolic link in the working tree");
+    assert_eq!(commit_count(&env.pack("bad")), before, "nothing committed over the link");
+    git(&env.pack("bad"), &["cat-file", "-e", "HEAD:memory/c.md"]);
+    // Following the repair restores the pack.
+    let pack = env.pack("bad");
+    fs::remove_file(pack.join("memory")).expect("rm link");
+    git(&pack, &["checkout", "--", "memory"]);
+    assert!(doctor(&env, &["bad"]).0);
+}
+
+/// Undoes a bind mount when dropped.
+struct Mounted(std::path::PathBuf);
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Makes `dir` read-only for this process: a read-only bind mount as root (root
+/// ignores permission bits), `chmod a-w` otherwise. `None` when not permitted here.
+fn make_read_only(dir: &Path) -> Option<Option<Mounted>> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o555)).expect("chmod");
+        return Some(None);
+    }
+    let run = |args: &[&str]| {
+        std::process::Command::new("mount").args(args).arg(dir).arg(dir).status().is_ok_and(|s| s.success())
+    };
+    if !run(&["--bind"]) {
+        return None;
+    }
+    let mounted = Mounted(dir.to_owned());
+    let ro = std::process::Command::new("mount")
+        .args(["-o", "remount,bind,ro"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ro.then_some(Some(mounted))
+}
+
+/// Issue 15 item 13: `.git/objects` not writable. Writes fail with the system's
+/// reason, reads work, and `engram doctor` reports it instead of "ok".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_objects_not_writable() {
+    let env = TestEnv::new();
+    env.init("bad");
+    let c = env.client().await;
+    ok(&c, "capture_memory", json!({"name": "bad", "category": "c", "content": "first", "summary": "first"}))
+        .await;
+    let objects = env.pack("bad").join(".git/objects");
+    let Some(guard) = make_read_only(&objects) else {
+        eprintln!("skipped: cannot make a directory read-only here (mount not permitted)");
+        return;
+    };
+    let text = err(
+        &c,
+        "capture_memory",
+        json!({"name": "bad", "category": "c", "content": "second", "summary": "second"}),
+    )
+    .await;
+    assert!(text.contains("Read-only file system") || text.contains("Permission denied"), "{text}");
+    assert!(ok(&c, "load_engram", json!({"name": "bad"})).await.contains("first"), "reads still work");
+    let (success, report) = doctor(&env, &["bad"]);
+    assert!(
+        !success && report.contains(".git/objects is not writable") && report.contains("repair:"),
+        "{report}"
+    );
+    c.close().await.expect("close");
+    drop(guard);
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(&objects, fs::Permissions::from_mode(0o755)).expect("chmod back");
+    }
+    assert!(doctor(&env, &["bad"]).0, "writable again: ok");
+}
+
+/// Issue 15 item 13: a missing `.git/HEAD`. git does not recognise the
+/// repository any more, but recreating HEAD is the whole repair — doctor says
+/// that (not "reclone"), and after it the pack works with its history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_head_and_its_repair() {
+    let (env, c) = scenario(|pack| fs::remove_file(pack.join(".git/HEAD")).expect("rm HEAD")).await;
+    assert_isolated(&env, &c, "cannot open the git repository").await;
+    assert_doctor(&env, ".git/HEAD is missing");
+    let (_, report) = doctor(&env, &["bad"]);
+    assert!(!report.contains("git clone"), "no reclone advice: {report}");
+    let cmd = report.lines().find(|l| l.contains("echo 'ref: refs/heads/")).expect("repair command");
+    let line = cmd.split('\'').nth(1).expect("quoted ref line");
+    fs::write(env.pack("bad").join(".git/HEAD"), format!("{line}\n")).expect("recreate HEAD");
+    assert!(doctor(&env, &["bad"]).0, "repaired");
+    let before = commit_count(&env.pack("bad"));
+    ok(
+        &c,
+        "capture_memory",
+        json!({"name": "bad", "category": "c", "content": "after repair", "summary": "after repair"}),
+    )
+    .await;
+    assert_eq!(commit_count(&env.pack("bad")), before + 1, "the history is intact and grows");
+    assert_fsck(&env.pack("bad"));
+}
