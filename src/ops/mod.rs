@@ -5,22 +5,11 @@
 //! reference server would return. Failures are [`EngramError`]s whose
 //! messages start with the reference's text and then say what to do.
 
-mod doctor;
+mod engram;
 mod files;
-mod history;
-mod hooks;
-mod install;
-mod knowledge;
-mod load;
-mod memory_tools;
 mod notes;
-mod own_pack;
+mod packs;
 mod personal;
-mod prompt;
-mod search;
-mod sync;
-mod sync_worker;
-mod user_graph;
 mod workspace;
 
 use std::collections::HashMap;
@@ -32,29 +21,29 @@ use chrono::{DateTime, Utc};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{PackRepo, StoreError, StoreOptions};
 
-pub use history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
-pub use hooks::compact_reminder;
-pub use install::Registry;
+pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
+pub use engram::hooks::compact_reminder;
+pub use packs::install::Registry;
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
-pub use memory_tools::{CaptureRequest, CorrectRequest};
+pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
+pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
 pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
 };
-pub use search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
-pub use sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
-pub use sync_worker::SyncWorker;
+pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
+pub use packs::sync_worker::SyncWorker;
 pub use workspace::*;
 
 /// Default number of search results (`search_memory`, `engram search`).
 pub const fn search_default_limit() -> usize {
-    search::DEFAULT_LIMIT
+    engram::search::DEFAULT_LIMIT
 }
-pub use personal::{EVENT_TEMPLATES_URI, EVENT_TYPES, PROFILE_CATEGORIES, Personal};
-pub use user_graph::{
+pub use personal::user_graph::{
     DEFAULT_GRAPH_PACK, DEFAULT_USER, StructuredConfig, UserFiles, UserGraph, validate_user,
 };
+pub use personal::{EVENT_TEMPLATES_URI, EVENT_TYPES, PROFILE_CATEGORIES, Personal};
 
 /// Limits on input sizes (bytes unless noted).
 pub mod limits {
@@ -311,7 +300,7 @@ impl Config {
 pub struct Engram {
     config: Config,
     repos: Mutex<HashMap<PathBuf, Arc<Mutex<PackRepo>>>>,
-    expiry_cache: Mutex<HashMap<PathBuf, load::ExpiryState>>,
+    expiry_cache: Mutex<HashMap<PathBuf, engram::load::ExpiryState>>,
     /// The packs directory with symbolic links resolved, once: resolving it on every call cost
     /// one system call per path component.
     packs_root: PathBuf,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
 use super::files::{PackFiles, WorkTree};
-use super::own_pack::PackSeed;
+use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
 use crate::store::{Changes, CommitMessage, Edit, StoreError};

@@ -14,7 +14,7 @@ use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::files::{PackFiles, WorkTree};
-use super::own_pack::PackSeed;
+use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
 use crate::search::{Document, Filter, SearchIndex};

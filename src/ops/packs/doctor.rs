@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Engram;
+use crate::ops::Engram;
 use crate::store::doctor::{Finding, Severity, diagnose};
 
 /// The findings for one pack directory.

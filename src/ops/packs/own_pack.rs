@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Engram, EngramError, Result};
+use crate::ops::{Engram, EngramError, Result};
 use crate::pack::{PackError, validate_name};
 use crate::store::StoreError;
 

@@ -5,14 +5,14 @@ use std::path::Path;
 
 use chrono::NaiveDate;
 
-use super::{Caller, Engram, EngramError, Result, limits};
 use crate::memlog::{CategoryLog, FullIndex, HOT_INDEX, same_meta_rank};
 use crate::memory::{self, CONSOLIDATE_HINT_THRESHOLD};
+use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::store::{Changes, CommitMessage, Edit};
 
 /// What this process knows about a pack's pending expiries, per HEAD commit.
 #[derive(Debug, Clone)]
-pub(super) struct ExpiryState {
+pub(in crate::ops) struct ExpiryState {
     /// HEAD the state was computed for.
     pub head: String,
     /// The earliest `expires:` date among index lines (None: no expiring entry).
@@ -79,7 +79,7 @@ impl FileStamp {
 /// loose file, so each move of HEAD changes a stamp. A few `stat` calls instead of reading
 /// the files through libgit2.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HeadStamps {
+pub(in crate::ops) struct HeadStamps {
     head: FileStamp,
     reference: Option<RefStamps>,
 }

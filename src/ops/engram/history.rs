@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use similar::{ChangeTag, TextDiff};
 
 use super::load::{PackView, render_file};
-use super::{Caller, Engram, EngramError, Result};
 use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR, same_meta_rank};
 use crate::memory::{Block, is_entry_line, parse_blocks, parse_index_line};
+use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
     Changes, CommitInfo, CommitMessage, Edit, RevertConflict, Snapshot, StoreError, history_query,
     parse_since,

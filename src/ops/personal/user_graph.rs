@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use super::{Caller, Engram, EngramError, Result};
 use crate::graph::{
     GraphCall, GraphChanges, GraphError, GraphFiles, GraphSnapshot, ImportReport, ReadCall, ToolOutput,
     WriteCall, export_jsonl, import_jsonl,
 };
+use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::pack::validate_name;
 use crate::store::{Changes, CommitMessage, Committed, Edit, PackRepo, Snapshot, StoreError};
 

@@ -23,10 +23,10 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use super::{Caller, Engram, EngramError, Result};
 use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR};
 use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
 use crate::memory::{is_entry_line, parse_blocks};
+use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
     ChangeKind, Changes, CommitMessage, Credentials, Integrated, Integration, MergeView, PackRepo,
     PushOutcome, RemoteInfo, Side, Snapshot, StoreError,

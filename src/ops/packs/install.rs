@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Engram, EngramError, Result};
+use crate::ops::{Engram, EngramError, Result};
 use crate::pack::{read_meta, validate_name};
 use crate::store::{PackRepo, write_file_atomic};
 use crate::templates;
@@ -33,7 +33,7 @@ pub struct Registry {
 }
 
 /// The registry shipped in the binary.
-const BUNDLED_REGISTRY: &str = include_str!("../../registry.json");
+const BUNDLED_REGISTRY: &str = include_str!("../../../registry.json");
 
 fn parse_registry(text: &str) -> Vec<RegistryEntry> {
     let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text) else {

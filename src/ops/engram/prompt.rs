@@ -1,6 +1,6 @@
 //! The `engram-system-prompt` prompt.
 
-use super::Engram;
+use crate::ops::Engram;
 
 impl Engram {
     /// The system prompt: the available packs and the rules for using the tools.

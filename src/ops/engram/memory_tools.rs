@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
 
-use super::{Caller, Engram, EngramError, Result, limits};
 use crate::memlog::{CategoryLog, FullIndex, category_path, same_meta_rank};
 use crate::memory::{Block, EntryMeta, IndexEntry, single_line};
+use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::store::{Changes, CommitMessage, Edit};
 
 /// Seconds within which the same capture is a duplicate.

@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use super::{Engram, EngramError, Result};
+use crate::ops::{Engram, EngramError, Result};
 use crate::pack::GLOBAL_DIR;
 use crate::packsearch::extract::{KIND_EXAMPLE, KIND_KNOWLEDGE, KIND_MEMORY, KINDS, format_ts};
 use crate::packsearch::{At, PackIndex};

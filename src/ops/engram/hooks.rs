@@ -1,7 +1,7 @@
 //! Texts the client hooks inject (`engram hook <event>`): read-only, fast, no network.
 
 use super::load::active_lines;
-use super::{Engram, HOT_INDEX_PATH};
+use crate::ops::{Engram, HOT_INDEX_PATH};
 
 impl Engram {
     /// SessionStart context: the system prompt, then the hot memory of each named pack.

@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Caller, Engram};
+use crate::ops::{Caller, Engram};
 
 /// Handle to the background sync thread.
 pub struct SyncWorker {
@@ -24,7 +24,7 @@ fn caller() -> Caller {
     Caller { tool: "sync".into(), client: Some("engram-serve".into()) }
 }
 
-fn log_results(results: Vec<(String, super::Result<super::SyncReport>)>) {
+fn log_results(results: Vec<(String, crate::ops::Result<crate::ops::SyncReport>)>) {
     for (pack, r) in results {
         match r {
             Ok(report) => {

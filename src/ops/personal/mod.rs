@@ -13,6 +13,10 @@
 //! it), and `id`, `attributes`, `status`, `created_at`, `updated_at` are
 //! extra fields of the entity file that the nine graph tools keep but do not
 //! show. Every tool only ever builds paths below `users/<user>/`.
+//!
+//! [`user_graph`] is one user's knowledge graph (the `graph` toolset).
+
+pub(super) mod user_graph;
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
@@ -22,11 +26,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 use serde_json::{Map, Value, json};
 
-use super::user_graph::{UserFiles, UserGraph};
 use super::{Caller, EngramError, Result};
 use crate::graph::{Entity, GraphChanges, read_entity, upsert_entity};
 use crate::store::{Changes, LogQuery};
 use crate::timerange;
+use user_graph::{UserFiles, UserGraph};
 
 /// Profile categories.
 pub const PROFILE_CATEGORIES: [&str; 3] = ["basic_info", "preferences", "habits"];

@@ -1,7 +1,7 @@
 //! `write_engram_file` and `add_knowledge`.
 
 use super::load::check_relative;
-use super::{Caller, Engram, EngramError, Result, limits};
+use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::store::{Changes, CommitMessage, Edit};
 
 /// How `write_engram_file` writes.
