@@ -231,7 +231,7 @@ impl CleanState {
         &mut self,
         root: &Path,
         new_head: Oid,
-        written: Vec<super::WrittenFile>,
+        written: Vec<super::publish::WrittenFile>,
         removed: Vec<String>,
     ) {
         let taken = SystemTime::now();

@@ -55,7 +55,7 @@ fn finding(severity: Severity, problem: impl Into<String>, repair: impl Into<Str
 /// Diagnoses the repository of a pack directory.
 pub fn diagnose(dir: &Path) -> Vec<Finding> {
     // Writes trust objects they read (see `configure_libgit2`); a diagnosis re-hashes them.
-    super::configure_libgit2();
+    super::open::configure_libgit2();
     git2::opts::strict_hash_verification(true);
     let d = dir.display();
     let git = dir.join(".git");

@@ -24,7 +24,7 @@ const HEADER: &str = "engram-pending 1\n";
 const FOOTER: &str = "end of engram-pending\n";
 
 fn lock_path(repo: &PackRepo) -> PathBuf {
-    repo.git_dir().join(super::LOCK_FILE)
+    repo.git_dir().join(super::open::LOCK_FILE)
 }
 
 fn open_lock(repo: &PackRepo) -> Result<fs::File> {
@@ -88,7 +88,7 @@ fn read_pending(repo: &PackRepo) -> Result<Option<String>> {
 /// has not finished (a write in progress, or one a crash interrupted).
 pub(super) fn has_record(git_dir: &std::path::Path) -> bool {
     git_dir.join(OLD_PENDING_FILE).exists()
-        || fs::metadata(git_dir.join(super::LOCK_FILE)).is_ok_and(|m| m.len() > 0)
+        || fs::metadata(git_dir.join(super::open::LOCK_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
 /// Completes an interrupted write, if there is one. Call with the lock held.

@@ -140,7 +140,7 @@ impl PackRepo {
             self.commit_hand_edits()?;
         }
         let mut full_check_done = false;
-        for _attempt in 0..super::MAX_ATTEMPTS {
+        for _attempt in 0..super::publish::MAX_ATTEMPTS {
             let at = self.branch_head()?;
             let head = at.id;
             let snapshot = self.snapshot_of(head)?;
@@ -173,7 +173,7 @@ impl PackRepo {
                 CommitOutcome::Retry => continue,
             }
         }
-        Err(StoreError::Contention { dir: self.dir.clone(), attempts: super::MAX_ATTEMPTS }.into())
+        Err(StoreError::Contention { dir: self.dir.clone(), attempts: super::publish::MAX_ATTEMPTS }.into())
     }
 
     /// True when every path is in the working tree exactly as in `head`.

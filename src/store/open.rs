@@ -1,0 +1,162 @@
+//! Opening a pack's repository: an existing one, or adopting a folder that has none.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use git2::Repository;
+
+use super::{CommitMessage, PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait, objcache};
+
+pub(super) const LOCK_FILE: &str = "engram.lock";
+
+impl PackRepo {
+    /// Opens the repository of a pack directory, creating it (and an `adopt`
+    /// commit of the files already there) when the directory has no `.git`.
+    pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
+        if dir.join(".git").exists() {
+            match Self::open(dir, options.clone()) {
+                Ok(repo) => return Ok(repo),
+                // Another process may be creating the repository right now (it holds the
+                // directory lock until its adopt commit is made): wait for it below.
+                Err(e) if !Self::creation_in_progress(dir) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        if options.read_only {
+            return Err(StoreError::ReadOnly { dir: dir.to_owned() });
+        }
+        // Two processes may adopt the same pack at once: serialise on the directory itself.
+        let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
+        no_wait::lock_exclusive(&dir_lock, dir, |e| io_err("lock", dir, e))?;
+        if dir.join(".git").exists() {
+            return Self::open(dir, options);
+        }
+        configure_libgit2();
+        // No template directory: git's sample hooks are ~20 KiB a small pack does not need.
+        let mut init = git2::RepositoryInitOptions::new();
+        init.external_template(false);
+        let repo = Repository::init_opts(dir, &init)
+            .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        let this = Self {
+            dir: dir.to_owned(),
+            repo,
+            options,
+            clean: std::sync::Mutex::new(None),
+            objects: objcache::ObjectCache::default(),
+            known_index: std::sync::Mutex::new(None),
+        };
+        this.configure()?;
+        {
+            let _lock = this.lock()?;
+            this.commit_working_tree_edits(
+                &CommitMessage::new("adopt: existing pack files").trailer("Engram-Tool", "adopt"),
+            )?;
+        }
+        Ok(this)
+    }
+
+    /// True when another process holds the directory lock taken while a pack is adopted.
+    pub(super) fn creation_in_progress(dir: &Path) -> bool {
+        let Ok(file) = File::open(dir) else { return false };
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => {
+                let _ = fs4::fs_std::FileExt::unlock(&file);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Opens an existing pack repository.
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Self> {
+        configure_libgit2();
+        let repo =
+            Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
+        let this = Self {
+            dir: dir.to_owned(),
+            repo,
+            options,
+            clean: std::sync::Mutex::new(None),
+            objects: objcache::ObjectCache::default(),
+            known_index: std::sync::Mutex::new(None),
+        };
+        if this.options.durable {
+            this.configure()?;
+        }
+        Ok(this)
+    }
+
+    /// True when the directory already is a git repository.
+    pub fn is_repository(dir: &Path) -> bool {
+        dir.join(".git").exists()
+    }
+
+    pub(super) fn configure(&self) -> Result<()> {
+        let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
+        // Packs are written by engram and read by people: keep line endings as written.
+        cfg.set_bool("core.autocrlf", false).map_err(|e| git_err("writing config", &self.dir, e))?;
+        if self.options.durable {
+            // libgit2 honours this key for objects, packs and refs (git itself now prefers core.fsync).
+            cfg.set_bool("core.fsyncObjectFiles", true)
+                .map_err(|e| git_err("writing config", &self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// The pack directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(super) fn git_dir(&self) -> PathBuf {
+        self.repo.path().to_owned()
+    }
+
+    pub(super) fn lock(&self) -> Result<File> {
+        let path = self.git_dir().join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_err("open the write lock", &path, e))?;
+        no_wait::lock_exclusive(&file, &self.dir, |e| io_err("take the write lock", &path, e))?;
+        Ok(file)
+    }
+
+    /// The id of HEAD, if any.
+    pub fn head_id(&self) -> Option<String> {
+        self.repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string())
+    }
+}
+
+/// Process-wide libgit2 settings, applied once: objects are not re-hashed on
+/// every read (as cargo does; `engram doctor` and `git fsck` still verify
+/// them), which halves the cost of reading the files a write builds on; and
+/// index entries and tree entries are not checked for existence one lookup at
+/// a time (every id engram puts there was written first, and the index copy a
+/// write swaps in would otherwise look up every tracked file in every pack).
+pub(super) fn configure_libgit2() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        git2::opts::strict_hash_verification(false);
+        git2::opts::strict_object_creation(false);
+    });
+}
+
+/// Clones a pack repository from a URL or a local path into `target`.
+///
+/// `progress` is called with (received objects, total objects).
+pub fn clone_pack(source: &str, target: &Path, progress: &mut dyn FnMut(usize, usize)) -> Result<()> {
+    let mut callbacks = git2::RemoteCallbacks::new();
+    callbacks.transfer_progress(|p| {
+        progress(p.received_objects(), p.total_objects());
+        true
+    });
+    let mut fetch = git2::FetchOptions::new();
+    fetch.remote_callbacks(callbacks);
+    let mut builder = git2::build::RepoBuilder::new();
+    builder.fetch_options(fetch);
+    builder.clone(source, target).map_err(|e| StoreError::Clone { message: e.message().to_owned() })?;
+    Ok(())
+}
