@@ -28,10 +28,12 @@ pub enum PackError {
         /// The name asked for.
         name: String,
         /// Why it is refused.
-        reason: &'static str,
+        reason: String,
     },
     /// meta.json is missing or broken.
-    #[error("Engram {name}: meta.json {problem}")]
+    #[error(
+        "Engram {name}: meta.json {problem} — undo_last / revert_memory / memory_history still work on this pack; `engram doctor {name}` says how to repair it"
+    )]
     BadMeta {
         /// Pack directory name.
         name: String,
@@ -58,6 +60,39 @@ pub struct PackSummary {
     pub name: String,
     /// The whole meta object, in file key order.
     pub meta: Map<String, Value>,
+}
+
+/// A directory of a packs root whose `meta.json` engram cannot read.
+#[derive(Debug, Clone)]
+pub struct BrokenPack {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its name (what the repair tools are called with).
+    pub dir_name: String,
+    /// What is wrong with `meta.json`.
+    pub problem: String,
+}
+
+/// A pack that lookups never reach: another of the same name comes first.
+#[derive(Debug, Clone)]
+pub struct ShadowedPack {
+    /// The name both answer to.
+    pub name: String,
+    /// The pack the tools use.
+    pub used: PathBuf,
+    /// The pack hidden behind it.
+    pub hidden: PathBuf,
+}
+
+/// What the packs roots hold (see [`Packs::scan`]).
+#[derive(Debug, Clone, Default)]
+pub struct PackScan {
+    /// The packs, as [`Packs::list`] returns them.
+    pub packs: Vec<PackSummary>,
+    /// Directories with a broken `meta.json` (not in `packs`).
+    pub broken: Vec<BrokenPack>,
+    /// Packs hidden by one of the same name (not in `packs`).
+    pub shadowed: Vec<ShadowedPack>,
 }
 
 /// The places packs live.
@@ -87,8 +122,40 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
         None
     };
     match reason {
-        Some(reason) => Err(PackError::InvalidName { name: name.to_owned(), reason }),
+        Some(reason) => Err(PackError::InvalidName { name: name.to_owned(), reason: reason.to_owned() }),
         None => Ok(()),
+    }
+}
+
+/// Checks the name of a pack about to be created (init, install, a pack engram
+/// makes for itself): [`validate_name`] and the portable-name rule of
+/// [`PackPath::check_component`](crate::pack_path::PackPath::check_component)
+/// (`CON`, `nul`, `x:stream` would break a clone on Windows). Lookups use
+/// [`validate_name`] alone, so an existing pack keeps working.
+pub fn validate_new_name(name: &str) -> Result<(), PackError> {
+    validate_name(name)?;
+    crate::pack_path::PackPath::check_component(name)
+        .map_err(|e| PackError::InvalidName { name: name.to_owned(), reason: e.to_string() })
+}
+
+/// Whether a pack-relative path is the pack's `meta.json` (in any case: on a
+/// case-insensitive file system `META.JSON` is the same file).
+pub fn is_meta_path(path: &str) -> bool {
+    path.eq_ignore_ascii_case("meta.json")
+}
+
+/// The one check of a change to a pack's `meta.json` (`None`: deleted), for
+/// every write path: tool writes, reverts, hand edits before they are
+/// committed (the store calls it at the commit boundary) and any later UI.
+/// `Some(problem)` when the change would leave the pack without a readable
+/// `meta.json`; other paths are never a problem.
+pub fn meta_change_problem(path: &str, content: Option<&[u8]>) -> Option<String> {
+    if !is_meta_path(path) {
+        return None;
+    }
+    match content {
+        None => Some("would be deleted (every pack needs one)".to_owned()),
+        Some(bytes) => parse_meta(bytes).err(),
     }
 }
 
@@ -187,7 +254,16 @@ impl Packs {
 
     /// Every pack with a parsable meta, deduplicated by name (first root wins), sorted by directory.
     pub fn list(&self) -> Vec<PackSummary> {
-        let mut out: Vec<PackSummary> = Vec::new();
+        self.scan().packs
+    }
+
+    /// What the roots hold: the packs [`Packs::list`] returns, the directories
+    /// whose `meta.json` is broken, and the packs hidden by one of the same
+    /// name earlier in the lookup order.
+    pub fn scan(&self) -> PackScan {
+        let mut scan = PackScan::default();
+        // Directory names of the packs of earlier roots: lookups by name find those first.
+        let mut earlier_dirs: Vec<(String, PathBuf)> = Vec::new();
         for root in &self.roots {
             let Ok(entries) = fs::read_dir(root) else { continue };
             let mut dirs: Vec<PathBuf> = entries
@@ -197,17 +273,71 @@ impl Packs {
                 .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.')))
                 .collect();
             dirs.sort();
+            let first_of_root = scan.packs.len();
             for dir in dirs {
-                let Ok(meta) = read_meta(&dir) else { continue };
                 let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+                let meta = match read_meta(&dir) {
+                    Ok(meta) => meta,
+                    Err(problem) => {
+                        if fs::symlink_metadata(dir.join("meta.json")).is_ok() {
+                            scan.broken.push(BrokenPack { dir, dir_name, problem });
+                        }
+                        continue;
+                    }
+                };
                 let name = python_str(meta.get("name"), &dir_name);
-                if out.iter().any(|p| p.name == name) {
+                let same_name = scan.packs.iter().find(|p| p.name == name).map(|p| p.dir.clone());
+                let same_dir = earlier_dirs.iter().find(|(d, _)| *d == dir_name).map(|(_, p)| p.clone());
+                if let Some(used) = same_name.or(same_dir) {
+                    scan.shadowed.push(ShadowedPack { name, used, hidden: dir });
                     continue;
                 }
-                out.push(PackSummary { dir, name, meta });
+                scan.packs.push(PackSummary { dir, name, meta });
+            }
+            earlier_dirs.extend(scan.packs[first_of_root..].iter().map(|p| {
+                (p.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned(), p.dir.clone())
+            }));
+        }
+        scan
+    }
+
+    /// The pack `pack` hides: a pack of the same directory name in a later root
+    /// (the user's pack behind a project's `.claude/engram/<name>`).
+    pub fn shadowed_by(&self, pack: &PackDir) -> Option<PathBuf> {
+        let mut after = false;
+        for root in &self.roots {
+            let candidate = root.join(&pack.dir_name);
+            if candidate == pack.dir {
+                after = true;
+            } else if after && candidate.is_dir() && read_meta(&candidate).is_ok() {
+                return Some(candidate);
             }
         }
-        out
+        None
+    }
+
+    /// [`Packs::resolve`], also finding (by directory name) a pack whose
+    /// `meta.json` is broken or was deleted by a commit (a directory with
+    /// `meta.json` or a repository): for the tools that repair it (history,
+    /// revert, undo).
+    pub fn resolve_for_repair(&self, name: &str) -> Result<PackDir, PackError> {
+        match self.resolve(name) {
+            Err(e @ (PackError::BadMeta { .. } | PackError::NotFound { .. })) => self
+                .roots
+                .iter()
+                .map(|root| (root, root.join(name)))
+                .find(|(root, c)| {
+                    let inside = match fs::symlink_metadata(c) {
+                        Ok(m) if m.is_dir() => true,
+                        Ok(m) => m.file_type().is_symlink() && c.is_dir() && contained(root, c),
+                        Err(_) => false,
+                    };
+                    inside && (c.join("meta.json").exists() || c.join(".git").exists())
+                })
+                .map(|(_, dir)| PackDir { dir, dir_name: name.to_owned() })
+                .ok_or(e),
+            other => other,
+        }
     }
 
     /// Finds a pack by directory name, then by `meta.name`.
@@ -278,6 +408,27 @@ mod tests {
         for bad in ["", ".", "..", "a/b", "..\\x", " a", ".git", "a\nb"] {
             assert!(validate_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn meta_changes_must_leave_a_json_object() {
+        assert_eq!(meta_change_problem("knowledge/x.md", Some(b"x")), None);
+        assert_eq!(meta_change_problem("meta.json", Some(b"{\"name\": \"a\"}")), None);
+        for bad in [&b"x"[..], b"[1]", b"", b"\xff"] {
+            assert!(meta_change_problem("meta.json", Some(bad)).is_some(), "{bad:?}");
+        }
+        assert!(meta_change_problem("META.json", Some(b"x")).is_some(), "any case");
+        assert!(meta_change_problem("meta.json", None).is_some_and(|p| p.contains("deleted")));
+        assert_eq!(meta_change_problem("sub/meta.json", Some(b"x")), None, "only the pack's own");
+    }
+
+    #[test]
+    fn new_pack_names_must_be_portable() {
+        for bad in ["CON", "nul", "x:stream", "com1", "end.", "a|b"] {
+            assert!(validate_name(bad).is_ok(), "an existing pack stays reachable: {bad}");
+            assert!(validate_new_name(bad).is_err(), "{bad}");
+        }
+        assert!(validate_new_name("console").is_ok());
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub enum PackPathError {
         "{0:?} is not a portable file name (reserved on Windows, or contains `:`, or ends in a dot or space)"
     )]
     NotPortable(String),
+    /// A name that must be one component contains `/` or `\\`.
+    #[error("a name may not contain `/` or `\\`")]
+    Separator,
 }
 
 /// A validated pack-relative path (see the module docs for what that means).
@@ -95,6 +98,18 @@ impl PackPath {
             }
         }
         Ok(Self(input.to_owned()))
+    }
+
+    /// Checks a name that becomes one path component (a pack name, a
+    /// category, a user id, a file name built from an argument): no `/` or
+    /// `\\`, and what [`PackPath::parse`] checks of each component (not `.`,
+    /// `..` or `.git`, no control characters, portable to Windows). The one
+    /// rule for every name that becomes a path.
+    pub fn check_component(name: &str) -> Result<(), PackPathError> {
+        if name.contains(['/', '\\']) {
+            return Err(PackPathError::Separator);
+        }
+        Self::parse(name).map(|_| ())
     }
 
     /// The path as a `/`-separated string.
@@ -236,6 +251,16 @@ mod tests {
         assert!(PackPath::parse("com0.txt").is_ok());
         assert!(PackPath::parse("console.md").is_ok());
         assert!(matches!(PackPath::parse(&"a".repeat(MAX_PATH_BYTES + 1)), Err(TooLong(_))));
+    }
+
+    #[test]
+    fn single_components_are_checked_like_path_components() {
+        for ok in ["preferences", "用户画像", "a.b", "console", "com0"] {
+            assert_eq!(PackPath::check_component(ok), Ok(()), "{ok}");
+        }
+        for bad in ["CON", "nul", "x:stream", "aux.md", "a.", "a ", "..", ".", "", "a/b", "a\\b", ".GIT"] {
+            assert!(PackPath::check_component(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ fn cli_caller(tool: &str) -> Caller {
 
 /// `engram show <pack> <commit>`: one commit with its memory summary and diffs.
 pub fn show(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCode> {
-    let dir = engram.resolve(pack)?.dir;
+    let dir = engram.packs().resolve_for_repair(pack)?.dir;
     let info = engram.with_repo(&dir, |r| Ok(r.commit_info(commit, true)?))?;
     let color = std::io::stdout().is_terminal();
     println!("commit {}", info.id);

@@ -110,6 +110,9 @@ pub enum EngramError {
     /// The new text holds a credential (the store's secret guard refused the write).
     #[error("{0}")]
     Secret(StoreError),
+    /// The store refused a change that would break the pack (an unreadable `meta.json`).
+    #[error("{0}")]
+    Refused(StoreError),
     /// A revert conflicts with a later change.
     #[error(
         "无法撤销 (cannot revert) commit {commit} ({subject}): 之后的提交改动了同一内容 (a later change conflicts):{}\nRevert the later commit first (it is named above), or fix the memory with correct_memory / delete_memory.",
@@ -199,6 +202,7 @@ impl From<StoreError> for EngramError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Secret { .. } => Self::Secret(e),
+            StoreError::BadMeta { .. } => Self::Refused(e),
             other => Self::Store(other),
         }
     }
@@ -308,7 +312,8 @@ pub struct Engram {
 }
 
 impl Engram {
-    /// Creates the tools over `config`. Creates the packs directory if needed.
+    /// Creates the tools over `config`. Creates the packs directory if needed and
+    /// removes the staging directories of installs whose process is gone.
     pub fn new(config: Config) -> Result<Self> {
         if let Err(e) = std::fs::create_dir_all(&config.packs_dir) {
             return Err(StoreError::Io {
@@ -319,6 +324,10 @@ impl Engram {
             .into());
         }
         let packs_root = config.packs_dir.canonicalize().unwrap_or_else(|_| config.packs_dir.clone());
+        if !config.store.read_only {
+            // What a killed install left (a clone can be large); `engram list` / `doctor` name the rest.
+            packs::install::leftover_staging(&config.packs_dir, true);
+        }
         Ok(Self {
             config,
             repos: Mutex::new(HashMap::new()),
@@ -371,13 +380,13 @@ impl Engram {
         "pong".into()
     }
 
-    /// `list_engrams`.
+    /// `list_engrams`: the reference's lines, then a warning line for each pack
+    /// that is broken or hidden by another of the same name, and for each
+    /// unfinished install engram could not clean.
     pub fn list_engrams(&self) -> String {
-        let packs = self.packs().list();
-        if packs.is_empty() {
-            return "暂无可用 Engram。".into();
-        }
-        packs
+        let scan = self.packs().scan();
+        let mut lines: Vec<String> = scan
+            .packs
             .iter()
             .map(|p| {
                 let get = |k: &str, d: &str| crate::pack::python_str(p.meta.get(k), d);
@@ -389,8 +398,28 @@ impl Engram {
                     get("examples_count", "0")
                 )
             })
-            .collect::<Vec<_>>()
-            .join("\n")
+            .collect();
+        if lines.is_empty() {
+            lines.push("暂无可用 Engram。".into());
+        }
+        for b in &scan.broken {
+            lines.push(format!(
+                "⚠ {}: meta.json {} — 此包暂不可用 (unusable until repaired; undo_last / revert_memory work on it; `engram doctor {}` says how to repair it)",
+                b.dir_name, b.problem, b.dir_name
+            ));
+        }
+        for s in &scan.shadowed {
+            lines.push(format!(
+                "⚠ {}: 同名包被遮蔽 (shadowed) — the tools use {}; {} is hidden (rename one directory to use both)",
+                s.name,
+                s.used.display(),
+                s.hidden.display()
+            ));
+        }
+        for left in packs::install::leftover_staging(&self.config.packs_dir, false) {
+            lines.push(format!("⚠ {}", left.describe()));
+        }
+        lines.join("\n")
     }
 
     /// `get_engram_info`: meta.json pretty-printed in file key order.

@@ -160,7 +160,7 @@ pub struct Category {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Stored {
-    /// `created` or `updated` (a note with the same title in the category is updated).
+    /// `created` or `updated` (a note with exactly the same title in the category is updated).
     pub action: &'static str,
     /// The note as stored.
     pub note: Note,
@@ -290,6 +290,8 @@ fn check_category_name(name: &str) -> Result<String> {
         Some("must not contain control characters or any of / \\ : * ? \" < > |".to_owned())
     } else if name == "." || name == ".." {
         Some("`.` and `..` are not categories".to_owned())
+    } else if let Err(e) = crate::pack_path::PackPath::check_component(&name) {
+        Some(format!("{e}; a category becomes the folder notes/<category>/"))
     } else {
         None
     };
@@ -531,7 +533,9 @@ impl Notes<'_> {
         Ok((cat, created, commit))
     }
 
-    /// `store`: creates a note, or updates the note of the same title in the category.
+    /// `store`: creates a note, or updates the note of exactly the same title in
+    /// the category. A title that differs from an existing one only in case or
+    /// look-alike characters is refused, naming that note.
     pub fn store(&self, req: &StoreNote, caller: &Caller) -> Result<Stored> {
         let content = req.content.trim_matches('\n').to_owned();
         if content.trim().is_empty() {
@@ -573,8 +577,22 @@ impl Notes<'_> {
                     known: set.category_names(),
                 });
             }
-            let key = fold(&title);
-            let existing = set.notes.iter().find(|n| n.category == category && fold(&n.title) == key);
+            let in_category = || set.notes.iter().filter(|n| n.category == category);
+            let existing = in_category().find(|n| n.title.nfc().eq(title.chars()));
+            if existing.is_none() {
+                // Titles that read alike (case, NFKC look-alikes such as `ﬁ`/`fi`) are
+                // never merged: the caller must name the note exactly or pick another title.
+                let key = fold(&title);
+                if let Some(alike) = in_category().find(|n| fold(&n.title) == key) {
+                    return Err(NotesError::Invalid {
+                        field: "title",
+                        reason: format!(
+                            "{title:?} differs from the existing note {:?} ({}, {}) only in case or look-alike characters; pass title {:?} exactly to update that note, or choose a clearly different title",
+                            alike.title, alike.id, alike.path, alike.title
+                        ),
+                    });
+                }
+            }
             let (note, action) = match existing {
                 Some(old) => (
                     Note {
@@ -770,7 +788,7 @@ mod tests {
 
     #[test]
     fn category_names_are_checked() {
-        for bad in ["", "_x", ".x", "a/b", "a\\b", "a:b"] {
+        for bad in ["", "_x", ".x", "a/b", "a\\b", "a:b", "CON", "nul", "Aux", "lpt1", "end."] {
             assert!(check_category_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(check_category_name(" 工作 ").expect("ok"), "工作");

@@ -105,6 +105,21 @@ pub enum StoreError {
         /// True when the text came from hand edits in the working tree.
         hand_edit: bool,
     },
+    /// The change would leave the pack's `meta.json` unreadable; nothing was committed.
+    #[error(
+        "拒绝写入：meta.json 必须是 JSON 对象 (refused: meta.json {problem}; a pack's meta.json must stay a JSON object, e.g. {{\"name\": \"…\", \"description\": \"…\"}}; nothing was written){}",
+        if *hand_edit {
+            "\nmeta.json was edited by hand in the working tree: fix it, or `git checkout -- meta.json` restores the committed version; engram commits nothing in this pack until then."
+        } else {
+            ""
+        }
+    )]
+    BadMeta {
+        /// What is wrong with the new `meta.json`.
+        problem: String,
+        /// True when the change is a hand edit in the working tree.
+        hand_edit: bool,
+    },
     /// A commit id or date does not name a commit of the pack.
     #[error(
         "no commit {rev:?} in {dir}: give a commit id (as shown by memory_history / engram log) or a date YYYY-MM-DD"

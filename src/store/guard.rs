@@ -1,4 +1,5 @@
 //! The secret guard at the commit boundary: every text a commit adds is scanned.
+//! The same boundary keeps `meta.json` readable (`crate::pack::meta_change_problem`).
 //!
 //! [`PackRepo::write`](super::PackRepo::write) calls [`check_changes`] before it
 //! builds a tree, and hand edits are checked before engram commits them, so no
@@ -66,10 +67,14 @@ fn blob_at(repo: &Repository, tree: Option<&Tree<'_>>, path: &str) -> Option<Vec
     repo.find_blob(entry.id()).ok().map(|b| b.content().to_vec())
 }
 
-/// Refuses `changes` when the text they add to `base` holds a credential.
+/// Refuses `changes` when the text they add to `base` holds a credential, or
+/// when they would break the pack's `meta.json` ([`crate::pack::meta_change_problem`]).
 pub(super) fn check_changes(base: &super::Snapshot<'_>, changes: &Changes) -> Result<(), StoreError> {
     let mut findings = Vec::new();
     for (path, content) in &changes.files {
+        if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
+            return Err(StoreError::BadMeta { problem, hand_edit: false });
+        }
         if let Some(bytes) = content {
             let old = base.read(path).ok().flatten();
             findings.extend(scan_added(path, old.as_deref(), bytes));
@@ -78,7 +83,8 @@ pub(super) fn check_changes(base: &super::Snapshot<'_>, changes: &Changes) -> Re
     if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: false }) }
 }
 
-/// Refuses hand edits (working-tree files differing from HEAD) that add a credential.
+/// Refuses hand edits (working-tree files differing from HEAD) that add a
+/// credential or break `meta.json`.
 pub(super) fn check_hand_edits(
     repo: &Repository,
     dir: &std::path::Path,
@@ -87,6 +93,12 @@ pub(super) fn check_hand_edits(
 ) -> Result<(), StoreError> {
     let mut findings = Vec::new();
     for path in paths {
+        if crate::pack::is_meta_path(path) {
+            let bytes = std::fs::read(dir.join(path)).ok();
+            if let Some(problem) = crate::pack::meta_change_problem(path, bytes.as_deref()) {
+                return Err(StoreError::BadMeta { problem, hand_edit: true });
+            }
+        }
         let Ok(bytes) = std::fs::read(dir.join(path)) else { continue };
         let old = blob_at(repo, head, path);
         findings.extend(scan_added(path, old.as_deref(), &bytes));

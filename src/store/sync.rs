@@ -230,6 +230,20 @@ impl PackRepo {
             .map_err(|e| git_err("counting commits ahead and behind", &self.dir, e))
     }
 
+    /// Number of commits reachable from HEAD (0 on an unborn branch): what a
+    /// push to a remote without the branch sends.
+    pub fn commit_count(&self) -> Result<usize> {
+        let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(0) };
+        let mut walk = self.repo.revwalk().map_err(|e| git_err("counting commits", &self.dir, e))?;
+        walk.push(head).map_err(|e| git_err("counting commits", &self.dir, e))?;
+        let mut n = 0;
+        for id in walk {
+            id.map_err(|e| git_err("counting commits", &self.dir, e))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// True when `ancestor` (a commit id) is HEAD or an ancestor of HEAD.
     pub fn head_contains(&self, ancestor: &str) -> Result<bool> {
         let Ok(oid) = Oid::from_str(ancestor) else { return Ok(false) };

@@ -137,7 +137,9 @@ async fn broken_ref_and_its_repair() {
 async fn bad_meta_json() {
     let (env, c) = scenario(|pack| fs::write(pack.join("meta.json"), "{ not json").expect("write")).await;
     assert_isolated(&env, &c, "meta.json is not valid JSON").await;
-    assert!(!ok(&c, "list_engrams", json!({})).await.contains("bad"), "a broken pack is not listed");
+    let list = ok(&c, "list_engrams", json!({})).await;
+    assert!(!list.contains("- bad:"), "a broken pack is not listed as usable: {list}");
+    assert!(list.contains("⚠ bad: meta.json is not valid JSON"), "it is named with a warning: {list}");
     assert_doctor(&env, "meta.json is not valid JSON");
 }
 

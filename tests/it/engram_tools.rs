@@ -507,7 +507,14 @@ async fn broken_packs_do_not_break_listing() {
     fs::create_dir_all(&bin_meta).expect("mkdir");
     fs::write(bin_meta.join("meta.json"), [0xff, 0xfe, 0x00]).expect("write");
     let c = env.client().await;
-    assert_eq!(ok(&c, "list_engrams", json!({})).await, "- good: 测试包 test pack (knowledge=2, examples=1)");
+    // The reference's line first; each broken pack after it as a warning line.
+    let list = ok(&c, "list_engrams", json!({})).await;
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines[0], "- good: 测试包 test pack (knowledge=2, examples=1)");
+    assert_eq!(lines.len(), 4, "{list}");
+    for (line, name) in lines[1..].iter().zip(["array-meta", "bad-json", "binary-meta"]) {
+        assert!(line.starts_with(&format!("⚠ {name}: meta.json ")), "{list}");
+    }
     let e = err(&c, "load_engram", json!({"name": "bad-json", "query": ""})).await;
     assert!(e.contains("meta.json"), "{e}");
     fs::write(env.pack("good").join("knowledge/bin.md"), [0xff, 0x00, 0xfe]).expect("write");

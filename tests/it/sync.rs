@@ -326,6 +326,35 @@ async fn a_rejected_push_keeps_local_commits_and_is_reported() {
     assert!(is_ancestor(&a.pack("coach"), &local, &head(&a.pack("coach"))));
 }
 
+#[tokio::test]
+async fn sync_counts_every_commit_it_pushes() {
+    let Some(daemon) = GitDaemon::start() else { return };
+    let a = device("laptop");
+    a.init("coach");
+    async fn capture_n(env: &TestEnv, range: std::ops::Range<usize>) {
+        let c = env.client().await;
+        for i in range {
+            ok(&c, "capture_memory", capture("coach", "log", &format!("entry {i}"), &format!("entry {i}")))
+                .await;
+        }
+        c.close().await.expect("close");
+    }
+    capture_n(&a, 0..4).await;
+    let all = commit_count(&a.pack("coach"));
+    assert!(all >= 5, "{all}");
+    let url = daemon.bare("coach", &branch(&a.pack("coach")));
+    run_ok(&a, &["remote", "add", "coach", &url]);
+    let first = run_ok(&a, &["sync", "coach"]);
+    assert!(first.contains(&format!("pushed {all} commit(s)")), "an empty remote gets all {all}: {first}");
+    capture_n(&a, 4..7).await;
+    let again = run_ok(&a, &["sync", "coach"]);
+    assert!(again.contains("pushed 3 commit(s)"), "{again}");
+    assert_eq!(
+        git(&daemon.repo("coach"), &["rev-list", "--count", &branch(&a.pack("coach"))]).trim(),
+        (all + 3).to_string()
+    );
+}
+
 #[test]
 fn sync_without_a_remote_is_a_clear_error() {
     let env = TestEnv::new();

@@ -303,7 +303,15 @@ fn client_matches(c: &CommitInfo, client: &str) -> bool {
 impl Engram {
     /// The commits of a pack that pass `filter`, newest first, with their files.
     pub fn history(&self, name: &str, filter: &HistoryFilter) -> Result<Vec<CommitInfo>> {
-        let pack = self.resolve(name)?;
+        let path = match filter.path.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+            Some(p) => Some(
+                crate::pack_path::PackPath::parse_user(p)
+                    .map_err(|e| EngramError::BadPath { path: p.to_owned(), reason: e.to_string() })?
+                    .into_string(),
+            ),
+            None => None,
+        };
+        let pack = self.packs().resolve_for_repair(name)?;
         let since = match filter.since.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(s) => Some(parse_since(s).ok_or_else(|| EngramError::Invalid {
                 field: "since",
@@ -313,12 +321,7 @@ impl Engram {
         };
         let limit = filter.limit.clamp(1, 500);
         let needs_scan = filter.summary.is_some() || filter.tool.is_some() || filter.client.is_some();
-        let query = history_query(
-            Some(if needs_scan { SCAN_LIMIT } else { limit }),
-            since,
-            filter.path.clone(),
-            true,
-        );
+        let query = history_query(Some(if needs_scan { SCAN_LIMIT } else { limit }), since, path, true);
         let commits = self.with_repo(&pack.dir, |r| Ok(r.log(&query)?))?;
         Ok(commits
             .into_iter()
@@ -356,7 +359,7 @@ impl Engram {
 
     /// `revert_memory`: one new commit that undoes `commit`.
     pub fn revert_memory(&self, name: &str, commit: &str, caller: &Caller) -> Result<String> {
-        let pack = self.resolve(name)?;
+        let pack = self.packs().resolve_for_repair(name)?;
         let now = self.now().timestamp();
         let (done, (id, subject)) = self.with_repo(&pack.dir, |repo| {
             let id = repo.resolve_commit(commit)?;
@@ -381,7 +384,7 @@ impl Engram {
         if n == 0 || n > 100 {
             return Err(EngramError::Invalid { field: "n", reason: "must be between 1 and 100".into() });
         }
-        let pack = self.resolve(name)?;
+        let pack = self.packs().resolve_for_repair(name)?;
         let client = client.map(str::trim).filter(|c| !c.is_empty());
         let now = self.now().timestamp();
         let (done, undone) = self.with_repo(&pack.dir, |repo| {

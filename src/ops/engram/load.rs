@@ -474,7 +474,8 @@ impl Engram {
         expire: &dyn Fn(&Path) -> Result<bool>,
     ) -> Result<Option<String>> {
         limits::check_query("query", query)?;
-        let (pack, meta) = self.packs().resolve_with_meta(name)?;
+        let packs = self.packs();
+        let (pack, meta) = packs.resolve_with_meta(name)?;
         let dir = &pack.dir;
         let has_memory_dir = dir.join("memory").is_dir();
         if has_memory_dir && !expire(dir)? {
@@ -495,7 +496,15 @@ impl Engram {
             onboarded: self.onboarded(dir),
             today: self.now().date_naive(),
         };
-        self.render_load_with_meta(name, query, &view, &global_text, Some(&meta)).map(Some)
+        let mut text = self.render_load_with_meta(name, query, &view, &global_text, Some(&meta))?;
+        if let Some(hidden) = packs.shadowed_by(&pack) {
+            text.push_str(&format!(
+                "\n\n⚠ 同名包被遮蔽 (shadowed): this is {}; the pack {} of the same name is hidden, and memories go to this one (rename one directory to use both)",
+                pack.dir.display(),
+                hidden.display()
+            ));
+        }
+        Ok(Some(text))
     }
 
     /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).

@@ -86,6 +86,21 @@ pub fn check_category(category: &str) -> Result<String> {
     }
 }
 
+/// [`check_category`] for a write that may create the category's files
+/// (`memory/<category>.md`, `memory/_log/<category>/`): also a portable file
+/// name ([`PackPath::check_component`](crate::pack_path::PackPath::check_component):
+/// `CON`, `nul`, `x:stream` would break a clone on Windows). Deleting from or
+/// correcting an existing category does not need it.
+fn check_new_category(category: &str) -> Result<String> {
+    let c = check_category(category)?;
+    for name in [c.clone(), format!("{c}.md")] {
+        if let Err(e) = crate::pack_path::PackPath::check_component(&name) {
+            return Err(invalid("category", format!("{e}; a category becomes a file name under memory/")));
+        }
+    }
+    Ok(c)
+}
+
 fn check_summary(field: &'static str, s: &str) -> Result<String> {
     let s = single_line(s);
     if s.chars().count() > limits::MAX_SUMMARY_CHARS {
@@ -248,7 +263,7 @@ impl Engram {
 
     /// `capture_memory`. Returns the reference's text plus the commit id (or the earlier commit of a duplicate).
     pub fn capture_memory(&self, req: &CaptureRequest, caller: &Caller) -> Result<String> {
-        let category = check_category(&req.category)?;
+        let category = check_new_category(&req.category)?;
         check_content("content", &req.content)?;
         let summary = check_summary("summary", &req.summary)?;
         let memory_type = check_type(req.memory_type.as_deref())?;
@@ -333,7 +348,7 @@ impl Engram {
         summary: &str,
         caller: &Caller,
     ) -> Result<String> {
-        let category = check_category(category)?;
+        let category = check_new_category(category)?;
         check_content("consolidated_content", content)?;
         let summary = check_summary("summary", summary)?;
         let root = self.resolve(name)?.dir;
@@ -489,6 +504,11 @@ mod tests {
         for bad in ["", "../role", "/etc/x", "a/b", "_index", "x-archive", ".hidden", "a`b", "a.md"] {
             assert!(check_category(bad).is_err(), "{bad}");
         }
+        for reserved in ["CON", "nul", "x:stream", "com1", "a."] {
+            assert!(check_category(reserved).is_ok(), "an existing category stays usable: {reserved}");
+            assert!(check_new_category(reserved).is_err(), "{reserved}");
+        }
+        assert!(check_new_category("console").is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::ops::{Engram, EngramError, Result};
-use crate::pack::{read_meta, validate_name};
+use crate::pack::{read_meta, validate_new_name};
 use crate::store::{PackRepo, write_file_atomic};
 use crate::templates;
 
@@ -68,6 +68,87 @@ impl Registry {
     pub fn entries(&self) -> &[RegistryEntry] {
         &self.entries
     }
+}
+
+/// Prefix of the directory an install clones into before renaming it into place.
+const INSTALL_STAGING: &str = ".engram-install-";
+
+/// A staging directory left in the packs directory by an install or a pack
+/// creation that did not finish (`.engram-install-<pid>-<name>`,
+/// `.<name>.creating-<pid>[-<n>]`), which engram did not remove.
+#[derive(Debug, Clone)]
+pub struct Staging {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Why it is still there (names the process that made it).
+    pub reason: String,
+}
+
+impl Staging {
+    /// One line for `engram list` / `engram doctor`.
+    pub fn describe(&self) -> String {
+        format!("未完成的安装 (unfinished install or pack creation) {}: {}", self.dir.display(), self.reason)
+    }
+}
+
+/// The process id in a staging directory's name, when it is one.
+fn staging_owner(file_name: &str) -> Option<u32> {
+    if let Some(rest) = file_name.strip_prefix(INSTALL_STAGING) {
+        return rest.split_once('-').and_then(|(pid, _)| pid.parse().ok());
+    }
+    let (_, tail) = file_name.strip_prefix('.')?.rsplit_once(".creating-")?;
+    tail.split('-').next()?.parse().ok()
+}
+
+/// Whether process `pid` exists (on this machine). Unknown means alive: a
+/// directory is only removed when its owner is known to be gone.
+fn process_alive(pid: u32) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    {
+        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            return true;
+        };
+        // Signal 0 sends nothing: it only asks whether the process exists.
+        !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// The staging directories in `packs_dir`; with `remove`, those whose process
+/// is gone are deleted first (a killed install left them, possibly a large
+/// clone). Returns the ones that remain.
+pub(crate) fn leftover_staging(packs_dir: &Path, remove: bool) -> Vec<Staging> {
+    let Ok(entries) = fs::read_dir(packs_dir) else { return Vec::new() };
+    let mut left = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(staging_owner) else { continue };
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        let reason = if process_alive(pid) {
+            format!(
+                "process {pid} is still running (an install in progress); if none is, remove the directory"
+            )
+        } else if !remove {
+            format!("process {pid} is gone; engram removes it when it next starts")
+        } else {
+            match fs::remove_dir_all(&dir) {
+                Ok(()) => continue,
+                Err(e) => format!(
+                    "process {pid} is gone but the directory cannot be removed ({e}); remove it by hand"
+                ),
+            }
+        };
+        left.push(Staging { dir, reason });
+    }
+    left.sort_by(|a, b| a.dir.cmp(&b.dir));
+    left
 }
 
 fn fail(msg: impl Into<String>) -> EngramError {
@@ -157,12 +238,13 @@ impl Engram {
 
     fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
         let name = target_name(source);
-        validate_name(&name).map_err(|_| fail(format!("安装失败：无法从 {source} 得到合法目录名")))?;
+        validate_new_name(&name)
+            .map_err(|e| fail(format!("安装失败：无法从 {source} 得到合法目录名 ({e})")))?;
         let target = self.config.packs_dir.join(&name);
         if target.exists() {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
         }
-        let tmp = self.config.packs_dir.join(format!(".engram-install-{}-{name}", std::process::id()));
+        let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         let local = Path::new(source);
         // A folder is copied; a repository, with a working tree or bare (a USB disk's
@@ -212,8 +294,12 @@ impl Engram {
 
     /// `engram init <name>`: a new pack from the bundled template.
     pub fn init_engram(&self, name: &str) -> Result<String> {
-        if validate_name(name).is_err() {
-            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}")));
+        if let Err(e) = validate_new_name(name) {
+            let why = match e {
+                crate::pack::PackError::InvalidName { reason, .. } => format!(" ({reason})"),
+                _ => String::new(),
+            };
+            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}{why}")));
         }
         let target = self.config.packs_dir.join(name);
         if target.exists() {
@@ -237,6 +323,18 @@ impl Engram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn staging_names_carry_their_owner() {
+        assert_eq!(staging_owner(".engram-install-4242-coach"), Some(4242));
+        assert_eq!(staging_owner(".engram-install-4242-my-pack"), Some(4242));
+        assert_eq!(staging_owner(".personal.creating-77"), Some(77));
+        assert_eq!(staging_owner(".notes.v2.creating-77-3"), Some(77));
+        for other in ["coach", ".git", ".engram-install-x-y", ".a.creating-", "_global"] {
+            assert_eq!(staging_owner(other), None, "{other}");
+        }
+        assert!(process_alive(std::process::id()));
+    }
 
     #[test]
     fn target_names_come_from_the_last_segment() {

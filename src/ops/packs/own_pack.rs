@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ops::{Engram, EngramError, Result};
-use crate::pack::{PackError, validate_name};
+use crate::pack::{PackError, validate_new_name};
 use crate::store::StoreError;
 
 /// What a self-created pack says about itself.
@@ -44,7 +44,7 @@ impl Engram {
         if let Some(dir) = self.existing_pack(name)? {
             return Ok(dir);
         }
-        validate_name(name)?;
+        validate_new_name(name)?;
         let packs_dir = &self.config.packs_dir;
         let dir = packs_dir.join(name);
         let staging = packs_dir.join(format!(

@@ -570,6 +570,7 @@ impl Engram {
             file_conflicts: Vec::new(),
         };
         let fetched = repo.fetch(&remote.name, creds)?;
+        let remote_has_branch = fetched.is_some();
         if let Some(theirs) = fetched {
             let cx = MergeContext { host: &settings.host, remote: &remote.name, now: self.now(), caller };
             let outcome = repo.integrate(&theirs, |view| resolve(view, &cx))?;
@@ -600,9 +601,10 @@ impl Engram {
         } else {
             report.incoming = Incoming::RemoteEmpty;
         }
+        // A remote without the branch receives every commit of HEAD (its tracking ref, if any, is stale).
         let ahead = match repo.ahead_behind(&remote.name)? {
-            Some((ahead, _)) => ahead,
-            None => usize::from(repo.head_id().is_some()),
+            Some((ahead, _)) if remote_has_branch => ahead,
+            _ => repo.commit_count()?,
         };
         report.outgoing = if ahead == 0 {
             Outgoing::NothingToPush

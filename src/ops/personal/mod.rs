@@ -209,6 +209,9 @@ impl Personal {
         caller: &Caller,
     ) -> Result<String> {
         check_key(key)?;
+        if let Err(e) = crate::pack_path::PackPath::check_component(&format!("{key}.json")) {
+            return Err(invalid("key", format!("{e}; a profile key becomes the file name <key>.json")));
+        }
         check_size("value", value)?;
         if let Some(c) = category {
             check_category(c)?;

@@ -18,7 +18,7 @@ use crate::graph::{
     WriteCall, export_jsonl, import_jsonl,
 };
 use crate::ops::{Caller, Engram, EngramError, Result};
-use crate::pack::validate_name;
+use crate::pack::validate_new_name;
 use crate::store::{Changes, CommitMessage, Committed, Edit, PackRepo, Snapshot, StoreError};
 
 /// The pack the graph lives in when `--graph-pack` is not given.
@@ -45,7 +45,8 @@ impl Default for StructuredConfig {
 }
 
 /// Checks a user id: 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting
-/// with `.` or `-` (it becomes a directory name, `users/<id>/`).
+/// with `.` or `-`, and a portable file name (it becomes a directory name,
+/// `users/<id>/`, so `CON` or `nul` are refused).
 pub fn validate_user(user: &str) -> std::result::Result<(), String> {
     let ok_chars = user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if user.is_empty() || user.len() > 64 || !ok_chars || user.starts_with(['.', '-']) {
@@ -53,7 +54,8 @@ pub fn validate_user(user: &str) -> std::result::Result<(), String> {
             "invalid user id {user:?}: use 1-64 characters of A-Z, a-z, 0-9, `_`, `.`, `-`, not starting with `.` or `-`"
         ));
     }
-    Ok(())
+    crate::pack_path::PackPath::check_component(user)
+        .map_err(|e| format!("invalid user id {user:?}: it becomes the directory users/{user}/, and {e}"))
 }
 
 fn store_error(path: &str, e: StoreError) -> GraphError {
@@ -118,7 +120,7 @@ impl UserGraph {
     /// The graph of `config.user` in `config.pack`. Checks the names; creates nothing.
     pub fn new(engram: Arc<Engram>, config: StructuredConfig) -> Result<Self> {
         validate_user(&config.user).map_err(|reason| EngramError::Invalid { field: "user", reason })?;
-        validate_name(&config.pack)?;
+        validate_new_name(&config.pack)?;
         let prefix = format!("users/{}/", config.user);
         Ok(Self { engram, config, prefix, cache: Mutex::new(Cached::default()) })
     }
