@@ -14,9 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use crate::memory::{
-    self, Block, EntryMeta, IndexEntry, is_entry_line, parse_blocks, parse_index_line, render_blocks,
-};
+use crate::memory::{self, Block, EntryMeta, IndexEntry, is_entry_line, parse_index_line, render_blocks};
 use crate::store::{Changes, Snapshot, StoreError};
 
 /// Directory of rolled segments.
@@ -339,7 +337,7 @@ pub fn append_entry(
     changes: &mut Changes,
 ) -> Result<(), StoreError> {
     let head_path = category_path(category);
-    if let Some(text) = snap.read_text(&head_path)?
+    if let Some(text) = read_category_file(snap, &head_path)?
         && let Some(blocks) = rendered_head_count(&head_path, &text)
         && blocks < HEAD_LIMIT
     {
@@ -389,11 +387,61 @@ pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Change
     Ok(())
 }
 
+/// A category file's text as it is, line endings included (`Snapshot::read_text`
+/// turns CRLF into LF, which would rewrite every line of a file saved on Windows).
+fn read_category_file(snap: &Snapshot<'_>, path: &str) -> Result<Option<String>, StoreError> {
+    Ok(snap.read(path)?.map(|b| match String::from_utf8(b) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }))
+}
+
+/// One file of a category log: its blocks, each with the exact text it has in the
+/// file (`None` once replaced, or for a new block), and the text before the first.
+/// Rendering keeps those texts, so a write's diff touches only the blocks it changes
+/// (a pack written by hand or by the reference keeps its own spacing).
+#[derive(Debug, Clone)]
+struct LogFile {
+    path: String,
+    lead: String,
+    blocks: Vec<Block>,
+    raw: Vec<Option<String>>,
+    dirty: bool,
+}
+
+impl LogFile {
+    fn parse(path: String, text: &str) -> Self {
+        let split = memory::split_blocks(text);
+        let (raw, blocks) = split.blocks.into_iter().map(|(r, b)| (Some(r.to_owned()), b)).unzip();
+        Self { path, lead: split.lead.to_owned(), blocks, raw, dirty: false }
+    }
+
+    fn new(path: String, blocks: Vec<Block>, raw: Vec<Option<String>>) -> Self {
+        Self { path, lead: String::new(), blocks, raw, dirty: true }
+    }
+
+    /// The file's text: kept blocks as they were, changed and new ones in the normal form.
+    fn render(&self) -> String {
+        let mut out = self.lead.clone();
+        for (block, raw) in self.blocks.iter().zip(&self.raw) {
+            match raw {
+                Some(r) => out.push_str(r),
+                None => {
+                    out.push_str(memory::BLOCK_SEPARATOR);
+                    out.push_str(&block.text);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A category's blocks across its segments and head file.
 #[derive(Debug, Clone)]
 pub struct CategoryLog {
     category: String,
-    files: Vec<(String, Vec<Block>, bool)>,
+    files: Vec<LogFile>,
     /// The segments in the tree: all of them after [`load`](Self::load), only
     /// the newest after [`load_head`](Self::load_head).
     segments_on_disk: Vec<String>,
@@ -425,13 +473,13 @@ impl CategoryLog {
             if all { segment_paths(snap, category)? } else { newest_segment_path(snap, category)? };
         let mut files = Vec::new();
         for path in segments.iter().filter(|_| all) {
-            let text = snap.read_text(path)?.unwrap_or_default();
-            files.push((path.clone(), parse_blocks(&text), false));
+            let text = read_category_file(snap, path)?.unwrap_or_default();
+            files.push(LogFile::parse(path.clone(), &text));
         }
         let head_path = category_path(category);
-        let head = snap.read_text(&head_path)?;
+        let head = read_category_file(snap, &head_path)?;
         let head_existed = head.is_some();
-        files.push((head_path, parse_blocks(&head.unwrap_or_default()), false));
+        files.push(LogFile::parse(head_path, &head.unwrap_or_default()));
         Ok(Self {
             category: category.to_owned(),
             files,
@@ -443,7 +491,7 @@ impl CategoryLog {
 
     /// The category's whole text as the reference would see it in one file.
     pub fn concatenated_text(&self) -> String {
-        self.files.iter().map(|(_, b, _)| render_blocks(b)).collect()
+        self.files.iter().map(|f| render_blocks(&f.blocks)).collect()
     }
 
     /// Appends a block to the head, rolling when full.
@@ -456,14 +504,20 @@ impl CategoryLog {
     pub fn push_block(&mut self, block: Block) {
         let head_idx = self.files.len() - 1;
         let head = &mut self.files[head_idx];
-        head.1.push(block);
-        head.2 = true;
-        if head.1.len() > HEAD_LIMIT {
-            let rolled: Vec<Block> = head.1.drain(..ROLL_SIZE).collect();
-            let mut existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.0.clone()).collect();
+        head.blocks.push(block);
+        head.raw.push(None);
+        head.dirty = true;
+        if head.blocks.len() > HEAD_LIMIT {
+            // The oldest blocks move, bytes and all, into a new segment; the rest of the head stays as it was.
+            let blocks: Vec<Block> = head.blocks.drain(..ROLL_SIZE).collect();
+            let raw: Vec<Option<String>> = head.raw.drain(..ROLL_SIZE).collect();
+            let lead = std::mem::take(&mut head.lead);
+            let mut existing: Vec<String> = self.files[..head_idx].iter().map(|f| f.path.clone()).collect();
             existing.extend(self.segments_on_disk.iter().cloned());
             let path = next_segment_path(&existing, &self.category);
-            self.files.insert(head_idx, (path, rolled, true));
+            let mut rolled = LogFile::new(path, blocks, raw);
+            rolled.lead = lead;
+            self.files.insert(head_idx, rolled);
         }
     }
 
@@ -471,8 +525,8 @@ impl CategoryLog {
     /// meta, where k is the entry's rank among same-meta entries of the index.
     pub fn find(&self, entry: &IndexEntry, rank: usize) -> Option<BlockPos> {
         let mut seen = 0;
-        for (fi, (_, blocks, _)) in self.files.iter().enumerate() {
-            for (bi, b) in blocks.iter().enumerate() {
+        for (fi, f) in self.files.iter().enumerate() {
+            for (bi, b) in f.blocks.iter().enumerate() {
                 if b.meta.as_ref().is_some_and(|m| entry.describes(m)) {
                     if seen == rank {
                         return Some(BlockPos { file: fi, block: bi });
@@ -486,50 +540,49 @@ impl CategoryLog {
 
     /// The block at a position.
     pub fn block(&self, pos: BlockPos) -> &Block {
-        &self.files[pos.file].1[pos.block]
+        &self.files[pos.file].blocks[pos.block]
     }
 
     /// Removes a block, returning it.
     pub fn remove(&mut self, pos: BlockPos) -> Block {
         let f = &mut self.files[pos.file];
-        f.2 = true;
-        f.1.remove(pos.block)
+        f.dirty = true;
+        f.raw.remove(pos.block);
+        f.blocks.remove(pos.block)
     }
 
     /// Replaces a block.
     pub fn replace(&mut self, pos: BlockPos, block: Block) {
         let f = &mut self.files[pos.file];
-        f.2 = true;
-        f.1[pos.block] = block;
+        f.dirty = true;
+        f.raw[pos.block] = None;
+        f.blocks[pos.block] = block;
     }
 
     /// Replaces the whole category by one block (consolidate): segments go, the head holds `text`.
     pub fn replace_all(&mut self, head_text: String) {
         let head_path = category_path(&self.category);
-        self.files = vec![(head_path, vec![Block { text: head_text, meta: None }], true)];
+        self.files = vec![LogFile::new(head_path, vec![Block { text: head_text, meta: None }], vec![None])];
     }
 
     /// Writes changed files.
     pub fn write(&self, changes: &mut Changes) {
-        let present: Vec<&String> = self.files.iter().map(|f| &f.0).collect();
+        let present: Vec<&String> = self.files.iter().map(|f| &f.path).collect();
         for seg in self.segments_on_disk.iter().filter(|_| self.loaded_all) {
             if !present.contains(&seg) {
                 changes.remove(seg.clone());
             }
         }
-        for (path, blocks, dirty) in &self.files {
-            if !dirty {
-                continue;
-            }
-            let is_head = *path == category_path(&self.category);
-            if blocks.is_empty() && !is_head && self.segments_on_disk.contains(path) {
-                changes.remove(path.clone());
-            } else if !blocks.is_empty() || is_head && self.head_existed {
-                let text = render_blocks(blocks);
+        for f in self.files.iter().filter(|f| f.dirty) {
+            let is_head = f.path == category_path(&self.category);
+            if f.blocks.is_empty() && !is_head && self.segments_on_disk.contains(&f.path) {
+                changes.remove(f.path.clone());
+            } else if !f.blocks.is_empty() || is_head && self.head_existed {
+                let text = f.render();
                 if is_head {
-                    remember_rendered_head(path, &text, blocks.len());
+                    remember_rendered_head(&f.path, &text, f.blocks.len());
                 }
-                changes.put(path.clone(), text);
+                changes.put(f.path.clone(), text);
             }
         }
     }
@@ -600,6 +653,66 @@ mod tests {
         let snap = repo.snapshot_at("HEAD").expect("snapshot");
         let all = CategoryLog::load(&snap, "p").expect("load");
         assert_eq!(all.files.len(), 5, "four segments and the head");
+    }
+
+    /// A head spaced by hand (or by the reference: extra blank lines, no blank line,
+    /// CRLF) keeps the bytes of every block a write does not touch: an append adds
+    /// text at the end, a removal cuts out one block's text, a roll moves blocks
+    /// bytes and all.
+    #[test]
+    fn writes_keep_the_spacing_of_untouched_blocks() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let blocks: Vec<String> = (0..4).map(|i| format!("{}\nentry {i}", meta(i).render_line())).collect();
+        let hand = format!(
+            "\n---\n{}\n\n\n---\n{}\n---\n{}\r\n\r\n---\r\n{}\n\n",
+            blocks[0], blocks[1], blocks[2], blocks[3]
+        );
+        let put = |text: String| {
+            repo.write(|_| {
+                let mut changes = Changes::default();
+                changes.put(category_path("p"), text.clone());
+                Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("hand"), value: () })
+            })
+            .expect("write");
+        };
+        let edit = |f: &dyn Fn(&mut CategoryLog)| -> BTreeMap<String, String> {
+            let snap = repo.snapshot_at("HEAD").expect("snapshot");
+            let mut log = CategoryLog::load(&snap, "p").expect("load");
+            f(&mut log);
+            let mut changes = Changes::default();
+            log.write(&mut changes);
+            changes
+                .paths()
+                .map(|p| {
+                    (
+                        p.to_owned(),
+                        changes.get(p).map(String::from_utf8_lossy).unwrap_or_default().into_owned(),
+                    )
+                })
+                .collect()
+        };
+        put(hand.clone());
+        let appended = edit(&|log| log.append(&meta(9), "new"));
+        assert_eq!(appended[&category_path("p")], format!("{hand}{}", memory::render_block(&meta(9), "new")));
+        let removed = edit(&|log| {
+            let pos = BlockPos { file: 0, block: 1 };
+            log.remove(pos);
+        });
+        let without_second = hand.replace(&format!("\n---\n{}", blocks[1]), "");
+        assert_eq!(removed[&category_path("p")], without_second);
+        // Fill the head to a roll: the blocks that stay keep their bytes.
+        let full: String =
+            hand.clone() + &(4..HEAD_LIMIT).map(|i| memory::render_block(&meta(i), "x")).collect::<String>();
+        put(full.clone());
+        let rolled = edit(&|log| log.append(&meta(HEAD_LIMIT), "last"));
+        let segment = &rolled[&format!("{LOG_DIR}/p/000001.md")];
+        let head = &rolled[&category_path("p")];
+        assert_eq!(
+            format!("{segment}{head}"),
+            format!("{full}{}", memory::render_block(&meta(HEAD_LIMIT), "last"))
+        );
+        assert_eq!(memory::parse_blocks(segment).len(), ROLL_SIZE);
     }
 
     fn meta(i: usize) -> EntryMeta {

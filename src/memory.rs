@@ -155,14 +155,96 @@ fn strip_separator_lines(block: &str) -> &str {
 
 /// Splits a category file into its non-empty blocks, as the reference does.
 pub fn parse_blocks(text: &str) -> Vec<Block> {
-    // Python's universal newlines (the reference reads in text mode): `\r\n` and a lone `\r` end a line.
-    let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
-    normalized
-        .split(BLOCK_SEPARATOR)
-        .map(strip_separator_lines)
-        .filter(|b| !b.is_empty())
-        .map(|b| Block { text: b.to_owned(), meta: b.lines().next().and_then(EntryMeta::parse_line) })
-        .collect()
+    split_blocks(text).blocks.into_iter().map(|(_, b)| b).collect()
+}
+
+/// A category file split into its blocks, each with the exact text it occupies in
+/// the file, so a rewrite can keep the bytes of every block it does not change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitBlocks<'a> {
+    /// The text before the first block (separators and blank lines only).
+    pub lead: &'a str,
+    /// Each block with its text in the file: from the separator before it (none for
+    /// a block at the very start) up to the next block's separator, so `lead` and
+    /// the raw texts, concatenated, are the file.
+    pub blocks: Vec<(&'a str, Block)>,
+}
+
+/// The length of the line break at byte `i` (`\r\n`, `\n` or a lone `\r`), 0 if none.
+fn line_break_at(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'\n') => 1,
+        Some(b'\r') if b.get(i + 1) == Some(&b'\n') => 2,
+        Some(b'\r') => 1,
+        _ => 0,
+    }
+}
+
+/// Splits a category file as [`parse_blocks`] does — on `---` lines between line
+/// breaks, where Python's universal newlines make `\r\n` and a lone `\r` line
+/// breaks too — keeping each block's exact text.
+pub fn split_blocks(text: &str) -> SplitBlocks<'_> {
+    let b = text.as_bytes();
+    // (where a separator starts, where the text after it starts)
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let lb = line_break_at(b, i);
+        if lb == 0 {
+            i += 1;
+            continue;
+        }
+        let dashes = i + lb;
+        if b.get(dashes..dashes + 3) == Some(b"---".as_slice()) {
+            let after = line_break_at(b, dashes + 3);
+            if after > 0 {
+                cuts.push((i, dashes + 3 + after));
+                i = dashes + 3 + after;
+                continue;
+            }
+        }
+        i += lb;
+    }
+    // Pieces: (raw start, content start, end).
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
+    let first_end = cuts.first().map_or(b.len(), |c| c.0);
+    pieces.push((0, 0, first_end));
+    for (k, &(sep, content)) in cuts.iter().enumerate() {
+        let end = cuts.get(k + 1).map_or(b.len(), |c| c.0);
+        pieces.push((sep, content, end));
+    }
+    let mut lead_end = None;
+    let mut blocks: Vec<(usize, Block)> = Vec::new();
+    for (start, content, end) in pieces {
+        let piece = &text[content..end];
+        let normalized;
+        let piece = if piece.contains('\r') {
+            normalized = piece.replace("\r\n", "\n").replace('\r', "\n");
+            normalized.as_str()
+        } else {
+            piece
+        };
+        let stripped = strip_separator_lines(piece);
+        if stripped.is_empty() {
+            // Blank or a stray separator: it stays with the block before it (or the lead).
+            continue;
+        }
+        lead_end.get_or_insert(start);
+        blocks.push((
+            start,
+            Block {
+                text: stripped.to_owned(),
+                meta: stripped.lines().next().and_then(EntryMeta::parse_line),
+            },
+        ));
+    }
+    let starts: Vec<usize> = blocks.iter().map(|(s, _)| *s).collect();
+    let blocks = blocks
+        .into_iter()
+        .enumerate()
+        .map(|(k, (start, block))| (&text[start..starts.get(k + 1).copied().unwrap_or(b.len())], block))
+        .collect();
+    SplitBlocks { lead: &text[..lead_end.unwrap_or(b.len())], blocks }
 }
 
 /// Renders blocks back into a category file (the reference's normal form).
@@ -427,6 +509,40 @@ mod tests {
         assert_eq!(blocks[1].content(), "b\nc");
         assert_eq!(blocks[0].meta.as_ref(), Some(&meta()));
         assert_eq!(render_blocks(&blocks), text);
+    }
+
+    /// The raw split keeps every byte, and parses as the plain `\n---\n` split of the
+    /// normalised text does (the reference's rule), whatever the spacing and line endings.
+    #[test]
+    fn raw_split_keeps_the_bytes_and_parses_like_the_reference() {
+        let reference = |text: &str| -> Vec<String> {
+            let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
+            normalized
+                .split(BLOCK_SEPARATOR)
+                .map(strip_separator_lines)
+                .filter(|b| !b.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let texts = [
+            "",
+            "\n",
+            "\n---\n",
+            "---\n[2026-02-25 10:00] type:fact\na\n---\nb",
+            "\n---\na\n\n\n---\n\n---\nb\n\n",
+            "\r\n---\r\na\r\n---\r\nb\r\n",
+            "x\r---\rc\r\r\n---\n---\nd\n---",
+            "前言\n---\n[2026-02-25 10:00] type:fact tags:a\n内容\n- - -\n---\n",
+            "\n---\n---\n---\n",
+        ];
+        for text in texts {
+            let split = split_blocks(text);
+            let joined: String =
+                std::iter::once(split.lead).chain(split.blocks.iter().map(|(r, _)| *r)).collect();
+            assert_eq!(joined, text, "{text:?}");
+            let parsed: Vec<String> = split.blocks.iter().map(|(_, b)| b.text.clone()).collect();
+            assert_eq!(parsed, reference(text), "{text:?}");
+        }
     }
 
     #[test]
