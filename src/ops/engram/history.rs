@@ -174,40 +174,45 @@ fn revert_changes(snap: &Snapshot<'_>, commit: &str) -> Result<(Changes, String,
     Ok((changes, plan.commit.clone(), plan.subject.clone()))
 }
 
-/// A commit's memory changes, readable: entries added/removed, other files changed.
+/// The category a memory file holds entries of: `memory/<c>.md` or a rolled `memory/_log/<c>/N.md`.
+fn category_of(path: &str) -> Option<&str> {
+    if let Some(rest) = path.strip_prefix(&format!("{LOG_DIR}/")) {
+        return rest.split_once('/').map(|(c, _)| c);
+    }
+    path.strip_prefix("memory/")?.strip_suffix(".md")
+}
+
+/// A commit's memory changes, readable: the entries it added and removed, read from the
+/// entry files (category heads and segments; a block moved by a roll is no change), each
+/// named by its index line when there is one; index lines that changed without an entry
+/// (the full index created from `_index.md`, a hand edit) as one count; other files changed.
 pub fn describe_commit(c: &CommitInfo) -> String {
-    let mut old_lines: Vec<String> = Vec::new();
-    let mut new_lines: Vec<String> = Vec::new();
-    let mut old_blocks: Vec<Block> = Vec::new();
-    let mut new_blocks: Vec<Block> = Vec::new();
-    let has_full = c.files.iter().any(|f| is_index_file(&f.path));
+    let mut old_blocks: Vec<(String, Block)> = Vec::new();
+    let mut new_blocks: Vec<(String, Block)> = Vec::new();
+    let (mut old_lines, mut new_lines) = (Vec::new(), Vec::new());
+    let (mut old_hot, mut new_hot) = (Vec::new(), Vec::new());
+    let mut index_paths = Vec::new();
     let mut others = Vec::new();
     for f in &c.files {
         let (old, new) = (f.old.as_deref().unwrap_or(""), f.new.as_deref().unwrap_or(""));
-        if is_index_file(&f.path) || (!has_full && f.path == HOT_INDEX) {
-            old_lines.extend(old.lines().filter(|l| is_entry_line(l)).map(str::to_owned));
-            new_lines.extend(new.lines().filter(|l| is_entry_line(l)).map(str::to_owned));
-        } else if f.path == HOT_INDEX || f.path == "memory/_onboarded" {
-            // Derived or a marker: not a change a reader needs to see.
+        let entry_lines =
+            |t: &str| t.lines().filter(|l| is_entry_line(l)).map(str::to_owned).collect::<Vec<_>>();
+        if is_index_file(&f.path) {
+            old_lines.extend(entry_lines(old));
+            new_lines.extend(entry_lines(new));
+            index_paths.push(f.path.as_str());
+        } else if f.path == HOT_INDEX {
+            // Derived: read only to name entries when the full index did not change.
+            old_hot.extend(entry_lines(old));
+            new_hot.extend(entry_lines(new));
+        } else if f.path == "memory/_onboarded" {
+            // A marker: not a change a reader needs to see.
         } else if is_memory_managed(&f.path) {
-            old_blocks.extend(parse_blocks(old));
-            new_blocks.extend(parse_blocks(new));
+            let category = category_of(&f.path).unwrap_or_default().to_owned();
+            old_blocks.extend(parse_blocks(old).into_iter().map(|b| (category.clone(), b)));
+            new_blocks.extend(parse_blocks(new).into_iter().map(|b| (category.clone(), b)));
         } else {
-            let diff = TextDiff::from_lines(old, new);
-            let (mut add, mut del) = (0, 0);
-            for ch in diff.iter_all_changes() {
-                match ch.tag() {
-                    ChangeTag::Insert => add += 1,
-                    ChangeTag::Delete => del += 1,
-                    ChangeTag::Equal => {}
-                }
-            }
-            let mark = match (f.old.is_some(), f.new.is_some()) {
-                (false, true) => "A",
-                (true, false) => "D",
-                _ => "M",
-            };
-            others.push(format!("{mark} {} (+{add} −{del} lines)", f.path));
+            others.push(file_change_line(&f.path, f.old.is_some(), f.new.is_some(), old, new));
         }
     }
     let removed_lines = diff_lines(&old_lines, &new_lines);
@@ -215,24 +220,78 @@ pub fn describe_commit(c: &CommitInfo) -> String {
     let removed_blocks = diff_blocks(&old_blocks, &new_blocks);
     let added_blocks = diff_blocks(&new_blocks, &old_blocks);
     let mut out = Vec::new();
-    for (sign, lines, blocks) in [("-", &removed_lines, &removed_blocks), ("+", &added_lines, &added_blocks)]
-    {
-        for line in lines.iter() {
-            let Some(e) = parse_index_line(line) else {
-                out.push(format!("{sign} {}", line.trim()));
-                continue;
-            };
-            let mut text = format!("{sign} [{}] {} ({}, {})", e.category, e.summary, e.memory_type, e.ts);
-            if let Some(b) = blocks.iter().find(|b| b.meta.as_ref().is_some_and(|m| e.describes(m))) {
-                for l in b.content().lines().take(6) {
-                    text.push_str(&format!("\n    {l}"));
+    let mut explained = (0, 0);
+    for (sign, blocks, changed, all, hot, count) in [
+        ("-", &removed_blocks, &removed_lines, &old_lines, &old_hot, &mut explained.0),
+        ("+", &added_blocks, &added_lines, &new_lines, &new_hot, &mut explained.1),
+    ] {
+        // Lines this commit added (removed) first, then any line of the same version.
+        let mut pools: [Vec<Option<&String>>; 3] = [
+            changed.iter().map(Some).collect(),
+            all.iter().map(Some).collect(),
+            hot.iter().map(Some).collect(),
+        ];
+        for (category, block) in blocks {
+            let entry = block.meta.as_ref().and_then(|m| {
+                pools.iter_mut().enumerate().find_map(|(pool_no, pool)| {
+                    let slot = pool.iter_mut().find(|l| {
+                        l.and_then(|l| parse_index_line(l))
+                            .is_some_and(|e| e.category == *category && e.describes(m))
+                    })?;
+                    let line = slot.take()?;
+                    if pool_no == 0 {
+                        *count += 1;
+                    }
+                    parse_index_line(line)
+                })
+            });
+            let mut text = match (&entry, &block.meta) {
+                (Some(e), _) => format!("{sign} [{category}] {} ({}, {})", e.summary, e.memory_type, e.ts),
+                (None, Some(m)) => format!(
+                    "{sign} [{category}] {} ({}, {})",
+                    block.content().lines().next().unwrap_or_default(),
+                    m.memory_type,
+                    m.ts
+                ),
+                (None, None) => {
+                    format!("{sign} [{category}] {}", block.text.lines().next().unwrap_or_default())
                 }
+            };
+            for l in block.content().lines().take(6) {
+                text.push_str(&format!("\n    {l}"));
             }
             out.push(text);
         }
     }
+    let (index_removed, index_added) = (removed_lines.len() - explained.0, added_lines.len() - explained.1);
+    if index_removed + index_added > 0 {
+        let created = c.files.iter().any(|f| f.path == FULL_INDEX && f.old.is_none() && f.new.is_some());
+        let what = if created { " (created from memory/_index.md)" } else { "" };
+        out.push(format!(
+            "index: +{index_added} −{index_removed} lines without an entry change{what} ({})",
+            index_paths.join(", ")
+        ));
+    }
     out.extend(others);
     out.join("\n")
+}
+
+/// `M path (+a −d lines)` for a file that is not memory.
+fn file_change_line(path: &str, had_old: bool, has_new: bool, old: &str, new: &str) -> String {
+    let (mut add, mut del) = (0, 0);
+    for ch in TextDiff::from_lines(old, new).iter_all_changes() {
+        match ch.tag() {
+            ChangeTag::Insert => add += 1,
+            ChangeTag::Delete => del += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    let mark = match (had_old, has_new) {
+        (false, true) => "A",
+        (true, false) => "D",
+        _ => "M",
+    };
+    format!("{mark} {path} (+{add} −{del} lines)")
 }
 
 fn diff_lines(a: &[String], b: &[String]) -> Vec<String> {
@@ -249,11 +308,19 @@ fn diff_lines(a: &[String], b: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn diff_blocks(a: &[Block], b: &[Block]) -> Vec<Block> {
-    let texts: Vec<String> = b.iter().map(|x| x.text.clone()).collect();
-    let a_texts: Vec<String> = a.iter().map(|x| x.text.clone()).collect();
-    let keep = diff_lines(&a_texts, &texts);
-    a.iter().filter(|x| keep.contains(&x.text)).cloned().collect()
+/// Multiset difference `a − b` of (category, block), by category and block text.
+fn diff_blocks(a: &[(String, Block)], b: &[(String, Block)]) -> Vec<(String, Block)> {
+    let mut left: Vec<Option<&(String, Block)>> = b.iter().map(Some).collect();
+    a.iter()
+        .filter(|x| match left.iter_mut().find(|y| y.is_some_and(|y| y.0 == x.0 && y.1.text == x.1.text)) {
+            Some(slot) => {
+                *slot = None;
+                false
+            }
+            None => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// The header line of a commit: id, time, tool, client.
