@@ -21,6 +21,7 @@ pub mod memory;
 pub mod ops;
 pub mod pack;
 pub mod pack_path;
+pub mod pack_root;
 pub mod packsearch;
 pub mod plainread;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
