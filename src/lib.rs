@@ -23,7 +23,6 @@ pub mod pack;
 pub mod pack_path;
 pub mod pack_root;
 pub mod packsearch;
-pub mod plainread;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
 #[rustfmt::skip]
 pub mod search;

@@ -159,13 +159,15 @@ pub fn meta_change_problem(path: &str, content: Option<&[u8]>) -> Option<String>
     }
 }
 
-/// Reads `meta.json` as an object, keeping key order.
+/// Reads `meta.json` as an object, keeping key order. A symbolic link is never followed.
 pub fn read_meta(dir: &Path) -> Result<Map<String, Value>, String> {
-    let path = dir.join("meta.json");
-    // The common case in four system calls; links and failures take the careful path below.
-    match crate::plainread::read_no_follow(&path, parse_meta) {
-        Ok(crate::plainread::NoFollow::Read(meta)) => meta,
-        _ => parse_meta(&read_meta_bytes(dir, &path)?),
+    use crate::pack_root::{Found, read_top_level};
+    let name = crate::pack_path::PackPath::parse("meta.json").map_err(|e| e.to_string())?;
+    match read_top_level(dir, &name, parse_meta) {
+        Ok(Found::Here(meta)) => meta,
+        Ok(Found::Link) => Err("is a symbolic link (links in a pack are never followed)".into()),
+        Ok(_) => Err("is missing".into()),
+        Err(e) => Err(format!("cannot be read: {e}")),
     }
 }
 
@@ -176,18 +178,6 @@ fn parse_meta(bytes: &[u8]) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err("is not a JSON object".into()),
         Err(e) => Err(format!("is not valid JSON ({e})")),
-    }
-}
-
-/// `meta.json`'s bytes, refusing a symbolic link out of the pack.
-fn read_meta_bytes(dir: &Path, path: &Path) -> Result<Vec<u8>, String> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && !contained(dir, path) {
-        return Err("is a symbolic link out of the pack (refused)".into());
-    }
-    match fs::read(path) {
-        Ok(b) => Ok(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("is missing".into()),
-        Err(e) => Err(format!("cannot be read: {e}")),
     }
 }
 

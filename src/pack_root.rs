@@ -184,6 +184,20 @@ impl FileStat {
     }
 }
 
+/// Why a file cannot be written at a path ([`PackRoot::blocked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Blocked {
+    /// A symbolic link on the way or at the end.
+    #[error("goes through a symbolic link (links are never followed)")]
+    Link,
+    /// A file where a directory should be.
+    #[error("a component on the way is a file, not a directory")]
+    NotDir,
+    /// The path is a directory.
+    #[error("is a directory")]
+    IsDir,
+}
+
 /// The kind of a directory entry ([`PackRoot::list`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -295,6 +309,22 @@ impl PackRoot {
             Ok(entry) => Ok(entry.stat()?.map_or(Found::Missing, Found::Here)),
             Err(absent) => Ok(absent.found()),
         }
+    }
+
+    /// Why a file could not be written at `path` now, if it could not: a link or a file on
+    /// the way, or a directory there. Only an early, friendly refusal: the write itself
+    /// resolves the path again without following links.
+    ///
+    /// # Errors
+    /// I/O errors other than these answers.
+    pub fn blocked(&self, path: &PackPath) -> io::Result<Option<Blocked>> {
+        Ok(match self.stat(path)? {
+            Found::Link => Some(Blocked::Link),
+            Found::NotDir => Some(Blocked::NotDir),
+            Found::Here(s) if s.is_symlink() => Some(Blocked::Link),
+            Found::Here(s) if s.is_dir() => Some(Blocked::IsDir),
+            Found::Here(_) | Found::Missing => None,
+        })
     }
 
     /// True when `path` is a real directory (reached without a link).

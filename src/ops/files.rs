@@ -1,9 +1,10 @@
 //! One way to read a pack's files, from the working tree (reads: hand edits
 //! included) or from a store [`Snapshot`] (inside a write).
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::pack_path::PackPath;
+use crate::pack_root::{Found, Kind, PackRoot};
 use crate::store::{Snapshot, StoreError};
 
 /// Read access to the files of a pack.
@@ -14,46 +15,54 @@ pub(crate) trait PackFiles {
     fn text(&self, path: &str) -> Result<Option<String>, StoreError>;
 }
 
-/// The working tree of a pack. Symbolic links are never followed.
-pub(crate) struct WorkTree<'a>(pub &'a Path);
+/// The working tree of a pack, read through a handle of its directory: symbolic links are
+/// never followed (see [`crate::pack_root`]).
+pub(crate) struct WorkTree(PackRoot);
 
-impl WorkTree<'_> {
-    fn full(&self, rel: &str) -> PathBuf {
-        if rel.is_empty() { self.0.to_owned() } else { self.0.join(rel) }
+impl WorkTree {
+    /// Opens the working tree of the pack at `dir`.
+    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
+        PackRoot::open(dir).map(Self).map_err(|source| StoreError::Io {
+            step: "open",
+            path: dir.to_owned(),
+            source,
+        })
+    }
+
+    /// `rel` as a pack path (`None` for the pack directory itself); a path engram built
+    /// that is not one names nothing.
+    fn path(rel: &str) -> Option<Option<PackPath>> {
+        if rel.is_empty() {
+            return Some(None);
+        }
+        PackPath::parse(rel).ok().map(Some)
+    }
+
+    fn io(&self, step: &'static str, rel: &str, source: std::io::Error) -> StoreError {
+        StoreError::Io { step, path: self.0.path().join(rel), source }
     }
 }
 
-impl PackFiles for WorkTree<'_> {
+impl PackFiles for WorkTree {
     fn names(&self, dir: &str) -> Result<Vec<String>, StoreError> {
-        let path = self.full(dir);
-        match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => {}
-            _ => return Ok(Vec::new()),
-        }
-        let entries = fs::read_dir(&path).map_err(|source| StoreError::Io {
-            step: "list",
-            path: path.clone(),
-            source,
-        })?;
-        let mut names: Vec<String> = entries
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
+        let Some(path) = Self::path(dir) else { return Ok(Vec::new()) };
+        let entries = match self.0.list(path.as_ref()) {
+            Ok(Found::Here(entries)) => entries,
+            Ok(_) => return Ok(Vec::new()),
+            Err(e) => return Err(self.io("list", dir, e)),
+        };
+        let mut names: Vec<String> =
+            entries.into_iter().filter(|(_, kind)| *kind != Kind::Link).map(|(name, _)| name).collect();
         names.sort();
         Ok(names)
     }
 
     fn text(&self, path: &str) -> Result<Option<String>, StoreError> {
-        let full = self.full(path);
-        match fs::symlink_metadata(&full) {
-            Ok(m) if m.is_file() => {}
-            _ => return Ok(None),
-        }
-        match fs::read(&full) {
-            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).replace("\r\n", "\n"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StoreError::Io { step: "read", path: full, source }),
+        let Some(Some(rel)) = Self::path(path) else { return Ok(None) };
+        match self.0.read(&rel, |bytes| String::from_utf8_lossy(bytes).replace("\r\n", "\n")) {
+            Ok(Found::Here(text)) => Ok(Some(text)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(self.io("read", path, e)),
         }
     }
 }

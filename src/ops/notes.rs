@@ -456,7 +456,7 @@ impl Notes<'_> {
 
     fn read(&self) -> Result<NoteSet> {
         match self.engram.existing_pack(&self.pack)? {
-            Some(dir) => NoteSet::load(&WorkTree(&dir)),
+            Some(dir) => NoteSet::load(&WorkTree::open(&dir)?),
             None => Ok(NoteSet { descriptions: BTreeMap::new(), dirs: Vec::new(), notes: Vec::new() }),
         }
     }

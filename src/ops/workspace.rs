@@ -451,7 +451,7 @@ impl Engram {
 impl Workspace<'_> {
     fn memories(&self) -> Result<Vec<Memory>> {
         match self.engram.existing_pack(&self.pack)? {
-            Some(dir) => load_memories(&WorkTree(&dir)),
+            Some(dir) => load_memories(&WorkTree::open(&dir)?),
             None => Ok(Vec::new()),
         }
     }

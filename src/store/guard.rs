@@ -92,14 +92,22 @@ pub(super) fn check_hand_edits(
     paths: &[String],
 ) -> Result<(), StoreError> {
     let mut findings = Vec::new();
+    let root = crate::pack_root::PackRoot::open(dir).map_err(|e| super::io_err("open", dir, e))?;
     for path in paths {
-        if crate::pack::is_meta_path(path) {
-            let bytes = std::fs::read(dir.join(path)).ok();
-            if let Some(problem) = crate::pack::meta_change_problem(path, bytes.as_deref()) {
-                return Err(StoreError::BadMeta { problem, hand_edit: true });
-            }
+        // What git would commit: a symbolic link is committed as its target's name, never
+        // followed (and a link's name holds no credential worth a read through it).
+        let bytes = match crate::pack_path::PackPath::parse(path) {
+            Ok(rel) => match root.read(&rel, <[u8]>::to_vec) {
+                Ok(crate::pack_root::Found::Here(bytes)) => Some(bytes),
+                _ => None,
+            },
+            // A name a pack path cannot hold (refused when published): scanned all the same.
+            Err(_) => std::fs::read(dir.join(path)).ok(),
+        };
+        if let Some(problem) = crate::pack::meta_change_problem(path, bytes.as_deref()) {
+            return Err(StoreError::BadMeta { problem, hand_edit: true });
         }
-        let Ok(bytes) = std::fs::read(dir.join(path)) else { continue };
+        let Some(bytes) = bytes else { continue };
         let old = blob_at(repo, head, path);
         findings.extend(scan_added(path, old.as_deref(), &bytes));
     }

@@ -530,7 +530,7 @@ impl Engram {
         let pack = self.resolve(name)?;
         self.with_repo(&pack.dir, |repo| {
             let snap = repo.snapshot_at(as_of)?;
-            let bytes = match snap.read(&rel) {
+            let bytes = match snap.read(rel.as_str()) {
                 Ok(Some(b)) => b,
                 Ok(None) | Err(StoreError::NotAFile { .. }) => {
                     return Err(EngramError::FileNotFound { path: format!("{path} (as_of {as_of})") });

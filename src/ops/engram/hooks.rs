@@ -1,6 +1,6 @@
 //! Texts the client hooks inject (`engram hook <event>`): read-only, fast, no network.
 
-use super::load::active_lines;
+use super::load::{active_lines, open_root, read_pack_text};
 use crate::ops::{Engram, HOT_INDEX_PATH};
 
 impl Engram {
@@ -13,7 +13,11 @@ impl Engram {
                 out.push_str(&format!("\n\n## Engram {name}\n(未找到此 Engram / pack not found: check .claude/engram.json or ENGRAM_PACKS)"));
                 continue;
             };
-            let text = std::fs::read_to_string(pack.dir.join(HOT_INDEX_PATH)).unwrap_or_default();
+            let text = open_root(&pack.dir)
+                .and_then(|root| read_pack_text(&root, HOT_INDEX_PATH))
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             let (active, _) = active_lines(&text, today);
             let body = if active.is_empty() { "(暂无记忆 / no memories yet)".to_owned() } else { active };
             out.push_str(&format!(

@@ -2,6 +2,8 @@
 
 use super::load::check_relative;
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
+use crate::pack_path::PackPath;
+use crate::pack_root::PackRoot;
 use crate::store::{Changes, CommitMessage, Edit};
 
 /// How `write_engram_file` writes.
@@ -28,9 +30,9 @@ impl WriteMode {
 }
 
 /// Refuses paths a tool must not write: derived memory files (use the memory tools).
-fn check_writable(path: &str) -> Result<String> {
+fn check_writable(path: &str) -> Result<PackPath> {
     let rel = check_relative(path)?;
-    if rel.starts_with("memory/") || rel == "memory" {
+    if rel.is_memory() {
         return Err(EngramError::BadPath {
             path: path.to_owned(),
             reason: "memory/ is written by capture_memory, correct_memory, delete_memory and consolidate_memory, so that its indexes stay consistent".into(),
@@ -50,37 +52,16 @@ fn check_size(field: &'static str, content: &str) -> Result<()> {
 }
 
 impl Engram {
-    /// Refuses a path whose existing components in the working tree are symlinks
-    /// or non-directories (so a write can never land outside the pack).
-    fn check_target_in_tree(&self, dir: &std::path::Path, rel: &str, shown: &str) -> Result<()> {
-        let mut cur = dir.to_path_buf();
-        let parts: Vec<&str> = rel.split('/').collect();
-        for (i, part) in parts.iter().enumerate() {
-            cur.push(part);
-            match std::fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(EngramError::BadPath {
-                        path: shown.to_owned(),
-                        reason: "goes through a symbolic link".into(),
-                    });
-                }
-                Ok(m) if i + 1 < parts.len() && !m.is_dir() => {
-                    return Err(EngramError::BadPath {
-                        path: shown.to_owned(),
-                        reason: format!("{} is a file, not a directory", parts[..=i].join("/")),
-                    });
-                }
-                Ok(m) if i + 1 == parts.len() && m.is_dir() => {
-                    return Err(EngramError::BadPath {
-                        path: shown.to_owned(),
-                        reason: "is a directory".into(),
-                    });
-                }
-                Ok(_) => {}
-                Err(_) => return Ok(()),
-            }
+    /// Refuses early a path the working tree cannot take a file at (a symbolic link or a
+    /// file on the way, a directory there), with the tool's message.
+    fn check_target_in_tree(&self, dir: &std::path::Path, rel: &PackPath, shown: &str) -> Result<()> {
+        let unreadable =
+            |e: std::io::Error| EngramError::Unreadable { path: shown.to_owned(), reason: e.to_string() };
+        let root = PackRoot::open(dir).map_err(unreadable)?;
+        match root.blocked(rel).map_err(unreadable)? {
+            Some(why) => Err(EngramError::BadPath { path: shown.to_owned(), reason: why.to_string() }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// `write_engram_file`.
@@ -102,10 +83,12 @@ impl Engram {
             repo.write(|snap| {
                 let new = match mode {
                     WriteMode::Overwrite => content.to_owned(),
-                    WriteMode::Append => format!("{}{content}", snap.read_text(&rel)?.unwrap_or_default()),
+                    WriteMode::Append => {
+                        format!("{}{content}", snap.read_text(rel.as_str())?.unwrap_or_default())
+                    }
                 };
                 let mut changes = Changes::default();
-                changes.put(rel.clone(), new);
+                changes.put(rel.as_str(), new);
                 let verb = if mode == WriteMode::Append { "append" } else { "write" };
                 let message = CommitMessage::new(format!("{verb}: {rel}"))
                     .at(now)
@@ -148,8 +131,9 @@ impl Engram {
         check_size("content", content)?;
         let summary = crate::memory::single_line(summary);
         let pack = self.resolve(name)?;
-        let target = format!("knowledge/{rel}");
-        self.check_target_in_tree(&pack.dir, &target, &target)?;
+        let target_path = check_relative(&format!("knowledge/{rel}"))?;
+        let target = target_path.as_str().to_owned();
+        self.check_target_in_tree(&pack.dir, &target_path, &target)?;
         let now = self.now().timestamp();
         let shown_fn = if filename.ends_with(".md") { filename.to_owned() } else { format!("{filename}.md") };
         let (commit, ()) = self.with_repo(&pack.dir, |repo| {

@@ -677,9 +677,10 @@ impl Engram {
             }
             None => s.push_str("- last sync: never\n"),
         }
-        let conflicts_file = pack.dir.join(CONFLICTS_FILE);
-        let open =
-            std::fs::read_to_string(&conflicts_file).map(|t| memmerge::count_conflicts(&t)).unwrap_or(0);
+        let root = crate::ops::engram::load::open_root(&pack.dir)?;
+        let open = crate::ops::engram::load::read_pack_text(&root, CONFLICTS_FILE)?
+            .map(|t| memmerge::count_conflicts(&t))
+            .unwrap_or(0);
         if open > 0 {
             s.push_str(&format!(
                 "- memory conflicts: {open} listed in {CONFLICTS_FILE} (both versions kept; resolve with correct_memory/delete_memory, then remove the item)\n"
@@ -687,7 +688,7 @@ impl Engram {
         } else {
             s.push_str("- memory conflicts: none\n");
         }
-        let copies = conflict_copies(&pack.dir);
+        let copies = conflict_copies(&root);
         if !copies.is_empty() {
             s.push_str(&format!("- conflict copies of files: {}\n", copies.join(", ")));
         }
@@ -695,24 +696,26 @@ impl Engram {
     }
 }
 
-/// Files named `*.conflict-<host>*` in the working tree (sync's copies of the remote's version).
-fn conflict_copies(dir: &Path) -> Vec<String> {
+/// Files named `*.conflict-<host>*` in the working tree (sync's copies of the remote's
+/// version); symbolic links are not followed.
+fn conflict_copies(root: &crate::pack_root::PackRoot) -> Vec<String> {
+    use crate::pack_path::PackPath;
+    use crate::pack_root::{Found, Kind};
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name == ".git" {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else if name.contains(".conflict-")
-                && let Ok(rel) = p.strip_prefix(dir)
-            {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
+    let mut stack: Vec<Option<PackPath>> = vec![None];
+    while let Some(dir) = stack.pop() {
+        let Ok(Found::Here(entries)) = root.list(dir.as_ref()) else { continue };
+        for (name, kind) in entries {
+            let path = match &dir {
+                None => PackPath::parse(&name),
+                Some(d) => d.join(&name),
+            };
+            // `.git` (and any name a pack path cannot hold) is not part of the working tree.
+            let Ok(path) = path else { continue };
+            match kind {
+                Kind::Dir => stack.push(Some(path)),
+                _ if name.contains(".conflict-") => out.push(path.into_string()),
+                _ => {}
             }
         }
     }
