@@ -16,6 +16,7 @@ mod params;
 mod personal_tools;
 mod resources;
 mod search_tools;
+pub mod stdio;
 mod sync_tools;
 mod tool_json;
 mod workspace_tools;
@@ -272,18 +273,20 @@ impl EngramServer {
 
     /// Serves MCP over stdin/stdout until the client closes stdin.
     ///
-    /// When both are pipes (as MCP clients start servers), they are read and
-    /// written through the runtime's event loop; tokio's `stdin`/`stdout` hand
-    /// every read and write to a blocking thread, which costs two thread
-    /// hand-offs per message.
+    /// Lines are read by [`stdio::LineTransport`], which answers a line that is
+    /// not a message (`-32700 Parse error`) instead of dropping it. When both
+    /// are pipes (as MCP clients start servers), they are read and written
+    /// through the runtime's event loop; tokio's `stdin`/`stdout` hand every
+    /// read and write to a blocking thread, which costs two thread hand-offs
+    /// per message.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         #[cfg(unix)]
-        if let Some(pipes) = stdio_pipes() {
-            let service = self.serve(pipes).await?;
+        if let Some((read, write)) = stdio_pipes() {
+            let service = self.serve(stdio::LineTransport::new(read, write)).await?;
             service.waiting().await?;
             return Ok(());
         }
-        let service = self.serve(rmcp::transport::stdio()).await?;
+        let service = self.serve(stdio::LineTransport::new(tokio::io::stdin(), tokio::io::stdout())).await?;
         service.waiting().await?;
         Ok(())
     }

@@ -26,4 +26,5 @@ mod secrets;
 mod security;
 mod stress;
 mod sync;
+mod wire;
 mod workspace_tools;
