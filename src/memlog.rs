@@ -258,7 +258,28 @@ impl FullIndex {
             }
             changes.put(f.path.clone(), text);
         }
-        changes.put(HOT_INDEX, self.render_hot(incremental));
+        let hot = self.render_hot(incremental);
+        remember_rendered_head(HOT_INDEX, &hot, 0);
+        changes.put(HOT_INDEX, hot);
+    }
+
+    /// True when the tree's `_index.md` holds other text than engram derives from the
+    /// whole index (a hand edit): a write that rewrites it drops that text and says so
+    /// ([`HOT_INDEX_REGENERATED`]). Call on an index read whole ([`load`](Self::load)),
+    /// before changing it. Derived means the category summary of every entry, then the
+    /// last 50 lines of the index — or of its head file, as a capture lists them.
+    pub fn hot_hand_edited(&self) -> bool {
+        let Some(hot) = self.hot.as_deref().filter(|_| !self.migrated) else { return false };
+        let full = memory::render_hot_index(&self.entry_lines(), &BTreeMap::new());
+        if full == hot {
+            return false;
+        }
+        let head: Vec<&str> = self
+            .files
+            .last()
+            .map(|f| f.lines.iter().filter(|l| is_entry_line(l)).map(String::as_str).collect())
+            .unwrap_or_default();
+        memory::render_hot_index(&head, &memory::parse_category_summary(&full)) != hot
     }
 
     fn render_hot(&self, incremental: bool) -> String {
@@ -374,6 +395,7 @@ pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Change
         let lines: Vec<&str> = head.lines().filter(|l| is_entry_line(l)).collect();
         let hot = hot_on_summary(&hot, &lines);
         remember_rendered_head(FULL_INDEX, &head, entries + 1);
+        remember_rendered_head(HOT_INDEX, &hot, 0);
         changes.put(FULL_INDEX, head);
         changes.put(HOT_INDEX, hot);
         return Ok(());
@@ -435,6 +457,29 @@ impl LogFile {
         }
         out
     }
+}
+
+/// The commit-message note of a write that regenerated a hand-edited `memory/_index.md`.
+/// The hot index is derived (the category summary and the last 50 lines of
+/// `_index_full.md`, as the reference regenerates it), so its hand edits are not kept.
+pub const HOT_INDEX_REGENERATED: &str = "memory/_index.md 是由条目生成的索引，已重新生成，其中的手工改动未保留（见上一个 edit 提交）；请改 memory/_index_full.md 或分类文件。\n(memory/_index.md is derived from the entries and was regenerated: its hand edit, committed before this write, is not kept. Edit memory/_index_full.md or the category files instead.)";
+
+/// True when HEAD's `_index.md` holds text a capture's update would not keep (a hand
+/// edit): the capture regenerates it and its message says so ([`HOT_INDEX_REGENERATED`]).
+/// Cheap in the common case: the text this process last wrote, or the hot index the
+/// head of `_index_full.md` derives; the whole index is read only when neither matches
+/// (a hot index another process rendered from every entry is no hand edit).
+pub fn hot_index_hand_edited(snap: &Snapshot<'_>) -> Result<bool, StoreError> {
+    let Some(hot) = snap.read_text(HOT_INDEX)? else { return Ok(false) };
+    if rendered_head_count(HOT_INDEX, &hot).is_some() {
+        return Ok(false);
+    }
+    let head = FullIndex::load_head(snap)?;
+    if head.migrated || head.can_update_incrementally() && head.render_hot(true) == hot {
+        // With no `_index_full.md`, `_index.md` is the source the full index is copied from.
+        return Ok(false);
+    }
+    Ok(FullIndex::load(snap)?.hot_hand_edited())
 }
 
 /// A category's blocks across its segments and head file.
@@ -713,6 +758,57 @@ mod tests {
             format!("{full}{}", memory::render_block(&meta(HEAD_LIMIT), "last"))
         );
         assert_eq!(memory::parse_blocks(segment).len(), ROLL_SIZE);
+    }
+
+    /// Whatever mix of captures (the hot index from the head), removals (from every
+    /// entry) and rolls engram makes, the hot index it leaves is never taken for a hand edit.
+    #[test]
+    fn hot_indexes_engram_writes_are_not_hand_edits() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let write = |f: &dyn Fn(&Snapshot<'_>, &mut Changes) -> Result<(), StoreError>| {
+            repo.write(|snap| {
+                let mut changes = Changes::default();
+                f(snap, &mut changes)?;
+                Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("w"), value: () })
+            })
+            .expect("write");
+        };
+        let edited = || {
+            let snap = repo.snapshot_at("HEAD").expect("snapshot");
+            FullIndex::load(&snap).expect("load").hot_hand_edited()
+        };
+        for i in 0..(INDEX_HEAD_LIMIT + 30) {
+            let category = format!("c{}", i % 7);
+            write(&|snap, changes| {
+                append_entry(snap, &category, &meta(i), "x", changes)?;
+                append_index_line(
+                    snap,
+                    format!("- `memory/{category}.md` [{}] [fact] [t{i}] s{i}", meta(i).ts),
+                    changes,
+                )
+            });
+            if i % 9 == 0 {
+                // Remove the newest head line, as delete does (hot index from every entry).
+                write(&|snap, changes| {
+                    let mut index = FullIndex::load(snap)?;
+                    let last = index.entries().last().map(|(pos, _)| *pos).expect("an entry");
+                    index.remove(last);
+                    index.write(changes, false);
+                    Ok(())
+                });
+            }
+            assert!(!edited(), "after entry {i}");
+        }
+        let snap = repo.snapshot_at("HEAD").expect("snapshot");
+        assert!(!snap.list(&format!("{LOG_DIR}/_index_full")).expect("list").is_empty(), "rolled");
+        write(&|snap, changes| {
+            let hot = snap.read_text(HOT_INDEX)?.unwrap_or_default();
+            changes.put(HOT_INDEX, hot.replace("] s1", "] S1"));
+            Ok(())
+        });
+        assert!(edited());
+        assert!(hot_index_hand_edited(&repo.snapshot_at("HEAD").expect("snapshot")).expect("check"));
     }
 
     fn meta(i: usize) -> EntryMeta {

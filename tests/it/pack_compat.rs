@@ -201,3 +201,55 @@ async fn a_write_diff_touches_only_the_entry_it_changes() {
     assert_clean(&pack);
     c.close().await.expect("close");
 }
+
+/// `memory/_index.md` is derived: a hand edit is committed as `edit: …` (so it stays in
+/// the history), and the next memory write regenerates the file and says so in its
+/// commit message. Writes that find the file as engram left it carry no such note, from
+/// a fresh process too.
+#[tokio::test]
+async fn a_hand_edit_to_the_hot_index_is_regenerated_and_the_commit_says_so() {
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let pack = env.pack("coach");
+    let capture =
+        |content: &str| json!({"name": "coach", "category": "prefs", "content": content, "summary": content});
+    let note = "memory/_index.md is derived from the entries and was regenerated";
+    {
+        let c = env.client().await;
+        ok(&c, "capture_memory", capture("早上练")).await;
+        ok(&c, "capture_memory", capture("喜欢哑铃")).await;
+        c.close().await.expect("close");
+    }
+    // A new process (nothing remembered) writing to an index engram left: no note.
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture("不跑步")).await;
+    ok(&c, "delete_memory", json!({"name": "coach", "category": "prefs", "summary": "不跑步"})).await;
+    let bodies = git(&pack, &["log", "--format=%B"]);
+    assert!(!bodies.contains(note), "{bodies}");
+
+    let hot = pack.join("memory/_index.md");
+    let text = fs::read_to_string(&hot).expect("read");
+    fs::write(&hot, format!("{}\n手写的备注：周末休息\n", text.replace("喜欢哑铃", "很喜欢哑铃")))
+        .expect("edit");
+    ok(&c, "capture_memory", capture("周三加练")).await;
+    let subjects = git(&pack, &["log", "-2", "--format=%s"]);
+    assert_eq!(subjects, "capture: prefs — 周三加练\nedit: memory/_index.md\n");
+    assert!(git(&pack, &["log", "-1", "--format=%b"]).contains(note), "the capture says it regenerated");
+    assert!(
+        git(&pack, &["show", "HEAD~1:memory/_index.md"]).contains("手写的备注"),
+        "the edit stays in history"
+    );
+    let now = fs::read_to_string(&hot).expect("read");
+    assert!(!now.contains("手写的备注") && !now.contains("很喜欢哑铃") && now.contains("周三加练"), "{now}");
+
+    // The same for a delete (it rewrites the hot index from every entry).
+    fs::write(&hot, format!("{now}\n又一条手写\n")).expect("edit");
+    ok(&c, "delete_memory", json!({"name": "coach", "category": "prefs", "summary": "周三加练"})).await;
+    assert!(git(&pack, &["log", "-1", "--format=%B"]).starts_with("delete: prefs — 周三加练"));
+    assert!(git(&pack, &["log", "-1", "--format=%b"]).contains(note));
+    assert!(!fs::read_to_string(&hot).expect("read").contains("又一条手写"));
+    ok(&c, "capture_memory", capture("周四休息")).await;
+    assert!(!git(&pack, &["log", "-1", "--format=%b"]).contains(note), "once regenerated, no note");
+    assert_clean(&pack);
+    c.close().await.expect("close");
+}

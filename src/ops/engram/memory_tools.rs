@@ -201,6 +201,14 @@ fn message(subject: String, caller: &Caller, conversation: Option<&str>, now: i6
         .trailer("Engram-Conversation", conversation.unwrap_or_default().to_owned())
 }
 
+/// Adds [`HOT_INDEX_REGENERATED`](crate::memlog::HOT_INDEX_REGENERATED) to a write's
+/// message when the `_index.md` it rewrites held a hand edit.
+fn note_hot_regenerated(msg: &mut CommitMessage, hand_edited: bool) {
+    if hand_edited {
+        msg.body = Some(crate::memlog::HOT_INDEX_REGENERATED.to_owned());
+    }
+}
+
 fn short(s: &str) -> String {
     let s = single_line(s);
     match s.char_indices().nth(60) {
@@ -319,8 +327,10 @@ impl Engram {
             if !is_global && !snap.exists("memory/_onboarded") {
                 changes.put("memory/_onboarded", Vec::new());
             }
+            let mut message = msg.clone();
+            note_hot_regenerated(&mut message, crate::memlog::hot_index_hand_edited(snap)?);
             crate::memlog::append_index_line(snap, entry.render(), &mut changes)?;
-            Ok(Edit::Commit { changes, message: msg.clone(), value: None })
+            Ok(Edit::Commit { changes, message, value: None })
         })?;
         let scope = if req.is_global { "[全局] " } else { "" };
         let type_label = if memory_type == "general" { String::new() } else { format!("[{memory_type}] ") };
@@ -368,6 +378,8 @@ impl Engram {
                 log.replace_all(format!("[{ts}] type:consolidated\n{}", crate::memory::entry_text(content)));
                 log.write(&mut changes);
                 let mut index = FullIndex::load(snap)?;
+                let mut message = msg.clone();
+                note_hot_regenerated(&mut message, index.hot_hand_edited());
                 index.remove_containing(&format!("`{}`", category_path(&category)));
                 let entry = IndexEntry {
                     category: category.clone(),
@@ -379,7 +391,7 @@ impl Engram {
                 };
                 index.append(entry.render());
                 index.write(&mut changes, false);
-                Ok::<_, EngramError>(Edit::Commit { changes, message: msg.clone(), value: () })
+                Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
             })
         })?;
         self.forget_expiry(&root);
@@ -401,6 +413,7 @@ impl Engram {
         let (commit, deleted) = self.with_repo(&root, |repo| {
             repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
+                let hand_edited = index.hot_hand_edited();
                 let entries = index.entries();
                 let i = find_one(&entries, &category, summary)?;
                 let rank = same_meta_rank(&entries, i);
@@ -413,8 +426,9 @@ impl Engram {
                 }
                 index.remove(pos);
                 index.write(&mut changes, false);
-                let msg =
+                let mut msg =
                     message(format!("delete: {category} — {}", short(&entry.summary)), caller, None, now);
+                note_hot_regenerated(&mut msg, hand_edited);
                 Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry.summary })
             })
         })?;
@@ -435,6 +449,7 @@ impl Engram {
         let (commit, new_entry) = self.with_repo(&root, |repo| {
             repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
+                let hand_edited = index.hot_hand_edited();
                 let entries = index.entries();
                 let i = find_one(&entries, &category, &req.old_summary)?;
                 let rank = same_meta_rank(&entries, i);
@@ -469,12 +484,13 @@ impl Engram {
                 };
                 index.replace(pos, entry.render());
                 index.write(&mut changes, false);
-                let msg = message(
+                let mut msg = message(
                     format!("correct: {category} — {} → {}", short(&old.summary), short(&new_summary)),
                     caller,
                     None,
                     now,
                 );
+                note_hot_regenerated(&mut msg, hand_edited);
                 Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry })
             })
         })?;
