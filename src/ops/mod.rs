@@ -101,8 +101,8 @@ pub enum EngramError {
     /// Pack lookup failed.
     #[error(transparent)]
     Pack(#[from] PackError),
-    /// The store failed.
-    #[error("操作失败 (storage error): {0} (`engram doctor` diagnoses a damaged pack)")]
+    /// The store failed. Only trouble that may be damage points to `engram doctor`.
+    #[error("{}", store_error_text(.0))]
     Store(StoreError),
     /// The store failed under the graph module.
     #[error("操作失败 (storage error): {}", graph_error_text(.0))]
@@ -205,6 +205,20 @@ impl From<StoreError> for EngramError {
             StoreError::BadMeta { .. } => Self::Refused(e),
             other => Self::Store(other),
         }
+    }
+}
+
+/// The message of a store error: a full disk says so and what to do, damage
+/// points to `engram doctor`, passing trouble (a lock, a race, the network) to neither.
+fn store_error_text(e: &StoreError) -> String {
+    if e.is_disk_full() {
+        format!(
+            "磁盘已满 (disk full): {e} — the write did not go through; free some space on that disk and retry (reads still work)"
+        )
+    } else if e.may_be_damage() {
+        format!("操作失败 (storage error): {e} (`engram doctor` diagnoses a damaged pack)")
+    } else {
+        format!("操作失败 (storage error): {e}")
     }
 }
 

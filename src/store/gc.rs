@@ -256,6 +256,7 @@ pub(super) fn pack_now(repo: &PackRepo) -> Result<PackReport> {
     let started = SystemTime::now();
     let objects_dir = repo.git_dir().join("objects");
     let pack_dir = objects_dir.join("pack");
+    remove_dead_temp_files(&pack_dir, true);
     let old_packs = packs(&pack_dir);
     trim_reflogs(repo);
 
@@ -544,6 +545,27 @@ const TEMP_PREFIXES: [&str; 4] = ["pack_git2_", "tmp_pack_", "tmp_idx_", super::
 /// memory until the rename), and a live writer keeps writing to its temp file
 /// for milliseconds, so one untouched for minutes belongs to a dead process.
 pub(super) fn remove_stale_temp_files(pack_dir: &Path, older_than: std::time::Duration) -> usize {
+    remove_temp_files(pack_dir, |_, age| age > older_than)
+}
+
+/// Deletes the temp files of engram's own writes that failed or died, at any
+/// age (a write leaves none behind when it can, but a full disk or a kill can
+/// defeat that), and other temp files once [`super::housekeeping::STALE_TEMP_AGE`]
+/// old. Call with the pack's write lock held — every live write holds it while
+/// its `tmp_engram_*` files exist — and, with `gc_locked`, the gc lock too,
+/// which a merge holds while its `tmp_engram_merge_*` directory exists.
+pub(super) fn remove_dead_temp_files(pack_dir: &Path, gc_locked: bool) -> usize {
+    let merge = format!("{}merge_", super::packwrite::TEMP_PREFIX);
+    remove_temp_files(pack_dir, |name, age| {
+        let ours =
+            name.starts_with(super::packwrite::TEMP_PREFIX) && (gc_locked || !name.starts_with(&merge));
+        ours || age > super::housekeeping::STALE_TEMP_AGE
+    })
+}
+
+/// Deletes the temp files (and merge directories) in `pack_dir` for which
+/// `remove(name, age since last written)` holds.
+fn remove_temp_files(pack_dir: &Path, remove: impl Fn(&str, std::time::Duration) -> bool) -> usize {
     let Ok(entries) = fs::read_dir(pack_dir) else { return 0 };
     let now = SystemTime::now();
     let mut removed = 0;
@@ -553,13 +575,14 @@ pub(super) fn remove_stale_temp_files(pack_dir: &Path, older_than: std::time::Du
         if !TEMP_PREFIXES.iter().any(|p| name.starts_with(p)) {
             continue;
         }
-        let stale = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > older_than));
+        let Some(age) =
+            e.metadata().and_then(|m| m.modified()).ok().map(|t| now.duration_since(t).unwrap_or_default())
+        else {
+            continue;
+        };
         // A merge's indexer works in a directory of its own (see `write_pack`).
         let path = e.path();
-        if stale && (fs::remove_file(&path).is_ok() || fs::remove_dir_all(&path).is_ok()) {
+        if remove(&name, age) && (fs::remove_file(&path).is_ok() || fs::remove_dir_all(&path).is_ok()) {
             removed += 1;
         }
     }
@@ -724,6 +747,24 @@ mod tests {
         assert!(staged.exists(), "a fresh one may be a live packer's");
         assert_eq!(remove_stale_temp_files(dir.path(), std::time::Duration::ZERO), 1);
         assert!(!staged.exists());
+    }
+
+    /// Under the write lock, a write's own temp files are dead at any age; a merge's
+    /// directory only under the gc lock too; another program's only once stale.
+    #[test]
+    fn dead_write_temp_files_are_removed_under_the_locks_that_prove_them_dead() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let prefix = super::super::packwrite::TEMP_PREFIX;
+        let write_tmp = dir.path().join(format!("{prefix}0123.pack"));
+        let merge_dir = dir.path().join(format!("{prefix}merge_1_0"));
+        let fetch_tmp = dir.path().join("pack_git2_0123");
+        fs::write(&write_tmp, b"").expect("write");
+        fs::create_dir(&merge_dir).expect("mkdir");
+        fs::write(&fetch_tmp, b"PACK").expect("write");
+        assert_eq!(remove_dead_temp_files(dir.path(), false), 1);
+        assert!(!write_tmp.exists() && merge_dir.exists() && fetch_tmp.exists());
+        assert_eq!(remove_dead_temp_files(dir.path(), true), 1);
+        assert!(!merge_dir.exists() && fetch_tmp.exists(), "a fresh fetch's temp file may be live");
     }
 
     #[test]

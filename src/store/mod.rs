@@ -45,6 +45,7 @@ mod scoped_write;
 mod sync;
 mod tree;
 mod tree_read;
+mod trouble;
 mod workspace_git;
 mod worktree;
 

@@ -196,20 +196,44 @@ fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<
     if idx_path.exists() && pack_path.exists() {
         return Ok(());
     }
+    let installed = install_files(git_dir, &pack_dir, encoded, durable);
+    if installed.is_err() {
+        // A pack without its index is of no use to anyone: it goes with the failed write.
+        if !idx_path.exists() {
+            let _ = std::fs::remove_file(&pack_path);
+        }
+        return installed;
+    }
+    if durable {
+        #[cfg(unix)]
+        std::fs::File::open(&pack_dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_err("sync", &pack_dir, e))?;
+    }
+    Ok(())
+}
+
+/// Writes the pack, then its index, each through a temporary (or reserve)
+/// file renamed into place. A file that could not be written and renamed
+/// (a full disk) is removed, so a failed write leaves no temporary file.
+fn install_files(git_dir: &Path, pack_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<()> {
+    let pack_path = pack_dir.join(format!("pack-{}.pack", encoded.name));
+    let idx_path = pack_dir.join(format!("pack-{}.idx", encoded.name));
     for (path, bytes, ext) in [(&pack_path, &encoded.pack, "pack"), (&idx_path, &encoded.index, "idx")] {
         // Not with durability on: there a rename out of the reserve would be one
         // more directory to sync.
-        if !durable
-            && let Some((spare, file, permissions)) = super::file_reserve::take(git_dir)
-            && write_and_rename(file, Some(permissions), &spare, bytes, durable, path).is_ok()
-        {
-            continue;
+        if !durable && let Some((spare, file, permissions)) = super::file_reserve::take(git_dir) {
+            if write_and_rename(file, Some(permissions), &spare, bytes, durable, path).is_ok() {
+                continue;
+            }
+            // Half written (a full disk): not a spare any more.
+            let _ = std::fs::remove_file(&spare);
         }
         // Writes hold the pack's write lock, so the name is this write's alone.
         let tmp = pack_dir.join(format!("{TEMP_PREFIX}{}.{ext}", encoded.name));
         let file = match create_read_only(&tmp) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&pack_dir).and_then(|()| create_read_only(&tmp))
+                std::fs::create_dir_all(pack_dir).and_then(|()| create_read_only(&tmp))
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 // Left by a write that was killed: this write makes it anew.
@@ -218,13 +242,10 @@ fn install_pack(git_dir: &Path, encoded: &EncodedPack, durable: bool) -> Result<
             other => other,
         }
         .map_err(|e| io_err("create a temporary pack file", &tmp, e))?;
-        write_and_rename(file, None, &tmp, bytes, durable, path)?;
-    }
-    if durable {
-        #[cfg(unix)]
-        std::fs::File::open(&pack_dir)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| io_err("sync", &pack_dir, e))?;
+        if let Err(e) = write_and_rename(file, None, &tmp, bytes, durable, path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
     }
     Ok(())
 }

@@ -51,7 +51,33 @@ const SYNC_STATE_FILE: &str = "engram-sync.json";
 const MAX_AUTH_TRIES: u32 = 4;
 
 fn remote_err(step: &'static str, url: &str, e: &git2::Error) -> StoreError {
-    StoreError::Remote { step, url: url.to_owned(), message: e.message().to_owned() }
+    let mut message = e.message().to_owned();
+    if e.code() == ErrorCode::Certificate {
+        message.push_str(&certificate_advice(url, e.class() == git2::ErrorClass::Ssh));
+    }
+    StoreError::Remote { step, url: url.to_owned(), message }
+}
+
+/// What to do when the remote's identity cannot be verified: nothing in the
+/// pack is wrong, the host's key (ssh) or certificate (https) is not trusted.
+fn certificate_advice(url: &str, ssh: bool) -> String {
+    let host = remote_host(url);
+    if ssh {
+        format!(
+            " — the ssh host key of {host} is not in ~/.ssh/known_hosts, or it changed. Compare it with the fingerprints your git host publishes, accept it once with `ssh -T {host}` (or `ssh-keyscan {host} >> ~/.ssh/known_hosts`), then sync again. Nothing in the pack is damaged."
+        )
+    } else {
+        format!(
+            " — the TLS certificate of {host} is not trusted by this machine (a proxy, a self-signed or expired certificate). Nothing in the pack is damaged."
+        )
+    }
+}
+
+/// The host of a remote URL (`ssh://user@host:22/p`, `user@host:p`, `https://host/p`).
+fn remote_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', ':']).next().unwrap_or(rest);
+    authority.rsplit('@').next().unwrap_or(authority).to_owned()
 }
 
 /// Callbacks answering credential requests: ssh through the agent, https with the
@@ -268,5 +294,28 @@ impl PackRepo {
     /// Replaces the last sync record.
     pub fn write_sync_state(&self, text: &str) -> Result<()> {
         super::write_file_atomic(&self.sync_state_path(), text.as_bytes(), self.options.durable)
+    }
+}
+
+#[cfg(test)]
+mod remote_error_tests {
+    use super::*;
+
+    /// An unknown ssh host key is not damage: the message says what to do about
+    /// the host, and never points to `engram doctor`.
+    #[test]
+    fn an_unknown_host_key_says_so_and_blames_no_damage() {
+        let e = git2::Error::new(
+            ErrorCode::Certificate,
+            git2::ErrorClass::Ssh,
+            "invalid or unknown remote ssh hostkey",
+        );
+        let err = remote_err("fetching", "git@github.com:me/coach.git", &e);
+        let engram = crate::ops::EngramError::from(err);
+        let text = engram.to_string();
+        assert!(text.contains("ssh host key of github.com") && text.contains("ssh -T github.com"), "{text}");
+        assert!(!text.contains("engram doctor"), "{text}");
+        assert_eq!(remote_host("ssh://git@host.example:2222/x.git"), "host.example");
+        assert_eq!(remote_host("https://gitlab.com/a/b"), "gitlab.com");
     }
 }

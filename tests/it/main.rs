@@ -6,6 +6,7 @@ mod compat;
 mod concurrency;
 mod corruption;
 mod engram_tools;
+mod faults;
 mod fuzz;
 mod graph_tools;
 mod history;

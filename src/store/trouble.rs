@@ -1,0 +1,122 @@
+//! What kind of trouble a store error is, so the message at the edge says the
+//! right thing: a damaged pack (`engram doctor` finds the cause), a full disk,
+//! or something passing — another program's git lock, a branch that kept
+//! moving, the network — where pointing at damage would send people looking
+//! for a fault that is not there.
+
+use super::StoreError;
+
+impl StoreError {
+    /// True when the disk (or the user's quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Io { source, .. } => io_full(source),
+            Self::Git { source, .. } | Self::Open { source, .. } => text_full(source.message()),
+            Self::Remote { message, .. } | Self::Clone { message } => text_full(message),
+            _ => false,
+        }
+    }
+
+    /// True when the pack's repository or files may be damaged, so that
+    /// `engram doctor` is worth running; false for a full disk, a lock or a race
+    /// with another program, the network, and refusals.
+    pub fn may_be_damage(&self) -> bool {
+        if self.is_disk_full() {
+            return false;
+        }
+        match self {
+            Self::Open { .. } | Self::Damaged { .. } | Self::NotAFile { .. } => true,
+            Self::Git { source, .. } => git_damage(source),
+            Self::Io { source, .. } => io_damage(source),
+            Self::WouldWait { .. }
+            | Self::Contention { .. }
+            | Self::BadPath { .. }
+            | Self::Clone { .. }
+            | Self::Remote { .. }
+            | Self::ReadOnly { .. }
+            | Self::Secret { .. }
+            | Self::BadMeta { .. }
+            | Self::UnknownCommit { .. } => false,
+        }
+    }
+}
+
+fn io_full(e: &std::io::Error) -> bool {
+    // An error libgit2 raised inside an io call (the indexer) carries only its text.
+    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        || text_full(&e.to_string())
+}
+
+/// libgit2 words an OS error with the system's text.
+fn text_full(message: &str) -> bool {
+    message.contains("No space left on device") || message.contains("Disk quota exceeded")
+}
+
+/// Permissions, a read-only file system, something missing or of the wrong
+/// kind in the pack: doctor checks all of these.
+fn io_damage(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::NotFound
+            | K::PermissionDenied
+            | K::ReadOnlyFilesystem
+            | K::NotADirectory
+            | K::IsADirectory
+            | K::InvalidData
+            | K::UnexpectedEof
+    )
+}
+
+fn git_damage(e: &git2::Error) -> bool {
+    use git2::{ErrorClass as C, ErrorCode as K};
+    if matches!(e.code(), K::Locked | K::Modified | K::Exists | K::Auth | K::Certificate | K::User) {
+        return false;
+    }
+    // A file read while another program rewrote it, the network, a callback.
+    !matches!(e.class(), C::Filesystem | C::Net | C::Ssh | C::Http | C::Ssl | C::Callback | C::Thread)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn git(code: git2::ErrorCode, class: git2::ErrorClass, message: &str) -> StoreError {
+        StoreError::Git {
+            step: "writing",
+            dir: PathBuf::from("p"),
+            source: git2::Error::new(code, class, message),
+        }
+    }
+
+    #[test]
+    fn locks_races_and_full_disks_are_not_damage() {
+        use git2::{ErrorClass as C, ErrorCode as K};
+        let locked = git(
+            K::Locked,
+            C::Index,
+            "the index is locked; this might be due to a concurrent or crashed process",
+        );
+        assert!(!locked.may_be_damage() && !locked.is_disk_full());
+        let changed = git(K::GenericError, C::Filesystem, "file changed before we could read it");
+        assert!(!changed.may_be_damage());
+        let full = git(K::GenericError, C::Os, "could not write 'x': No space left on device");
+        assert!(full.is_disk_full() && !full.may_be_damage());
+        let io = StoreError::Io {
+            step: "write",
+            path: PathBuf::from("x"),
+            source: std::io::Error::from(std::io::ErrorKind::StorageFull),
+        };
+        assert!(io.is_disk_full() && !io.may_be_damage());
+        let raced = StoreError::Contention { dir: PathBuf::from("p"), attempts: 3 };
+        assert!(!raced.may_be_damage());
+        let hostkey =
+            StoreError::Remote { step: "fetching", url: "ssh://h/x".into(), message: "hostkey".into() };
+        assert!(!hostkey.may_be_damage());
+        let missing = git(K::NotFound, C::Odb, "object not found - no match for id");
+        assert!(missing.may_be_damage());
+        assert!(StoreError::Damaged { dir: PathBuf::from("p"), problem: "x".into() }.may_be_damage());
+    }
+}
