@@ -291,7 +291,11 @@ fn judge_token(line: &str, start: usize, end: usize, depth: usize) -> Option<&'s
             return None;
         }
     }
-    if in_url || !tokens::looks_random_token(token) || is_placeholder(token) {
+    if in_url
+        || !tokens::looks_random_token(token)
+        || is_placeholder(token)
+        || tokens::is_id_value(line, start)
+    {
         return None;
     }
     // A whole line of base64 as wide as PEM (64) or OpenSSH (70) wraps it.

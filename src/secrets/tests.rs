@@ -206,6 +206,10 @@ fn ordinary_text_of_every_kind_passes() {
         "session 123e4567-e89b-12d3-a456-426614174000 / F9168C5E-CEB2-4FAA-B6BF-329BF39FA1E4".to_owned(),
         "at 2024-05-01T08:30:00+08:00, 2024-05-01T00:30:00.123456Z, 20240501T083000Z, 1714523400000".to_owned(),
         "order 20240501083000123456789, phone +86-138-0013-8000, card 6222 0202 0000 1234".to_owned(),
+        // Ids are random by design: labelled ones, and single-case ones (ULIDs).
+        "[2024-05-01 08:30] type:note conv:aB3dE6fGh9iJ2kLm5nOp8qRs1tUv".to_owned(),
+        "{\"id\": \"aB3dE6fGh9iJ2kLm5nOp8qRs\", \"sessionId\": \"Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2\"}".to_owned(),
+        "request_id=aB3dE6fGh9iJ2kLm5nOp8qRs1tUv, run 01HX3K9Z8Y7W6V5T4S3R2Q1P0N".to_owned(),
         // Prose.
         "用户喜欢早上训练，每周三次，目标是减脂。密码学是一门有趣的学科；密码至少 8 位。".to_owned(),
         "密码：请向管理员索取。密钥：见保险柜。口令是什么？令牌已过期。".to_owned(),

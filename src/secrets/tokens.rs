@@ -102,6 +102,19 @@ fn needs_normalising(line: &str) -> bool {
     false
 }
 
+/// Is the token at `start` the value of an id (`conv:…`, `id: …`,
+/// `"request_id": "…"`, `sessionId=…`)? Ids are random by design and not
+/// secrets; a credential has a name the rules know.
+pub(super) fn is_id_value(line: &str, start: usize) -> bool {
+    let before = line[..start].trim_end_matches([' ', '"', '\'']);
+    let Some(label) = before.strip_suffix([':', '=']) else { return false };
+    let label = label.trim_end_matches([' ', '"', '\'']);
+    let word =
+        label.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).next().unwrap_or("");
+    let word = word.to_ascii_lowercase();
+    word.ends_with("id") || word == "conv" || word.ends_with("conversation") || word.ends_with("session")
+}
+
 /// Bytes of the base64 alphabets (`A-Za-z0-9+/` and `-_`).
 const TOKEN: u8 = 1;
 /// Bytes a rule's credential can be made of (the base64 alphabets, `=`, `.`).
@@ -334,7 +347,10 @@ pub(super) fn looks_random_token(t: &str) -> bool {
         prev = cl;
     }
     let words: usize = pieces().map(word_letters).sum();
+    // One letter case (ULIDs, order numbers, base36 ids) is random only when long.
+    let one_case = !(seen[Class::Upper as usize] && seen[Class::Lower as usize]);
     seen.iter().filter(|&&s| s).count() >= 2
+        && (!one_case || b.len() >= 32)
         && segments * 10 >= chars * 3
         && words * 10 < chars * 6
         && entropy(t) >= 3.5
