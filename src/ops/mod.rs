@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 
 use crate::pack::{PackDir, PackError, Packs};
-use crate::store::{PackRepo, StoreError, StoreOptions};
+use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
@@ -260,6 +260,19 @@ pub struct Caller {
     pub tool: String,
     /// The MCP client (`name version` from `initialize`), or `engram-cli`.
     pub client: Option<String>,
+}
+
+impl Caller {
+    /// `message` signed by this caller (its `Engram-Tool` and `Engram-Client` trailers).
+    pub fn sign(&self, message: CommitMessage) -> CommitMessage {
+        message.made_by(&self.tool, self.client.as_deref())
+    }
+
+    /// The message of a commit this caller makes at `time` (seconds since the epoch): the one
+    /// way the tools and the CLI start a commit message.
+    pub fn commit_message(&self, subject: impl Into<String>, time: i64) -> CommitMessage {
+        self.sign(CommitMessage::new(subject).at(time))
+    }
 }
 
 /// Where the clock comes from (pinned in tests with `ENGRAM_NOW`).

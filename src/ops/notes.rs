@@ -18,7 +18,7 @@ use super::files::{PackFiles, WorkTree};
 use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
-use crate::store::{Changes, CommitMessage, Edit, StoreError};
+use crate::store::{Changes, Edit, StoreError};
 
 /// The pack notes go to unless `--notes-pack` says otherwise.
 pub const DEFAULT_NOTES_PACK: &str = "personal";
@@ -480,10 +480,7 @@ impl Notes<'_> {
             let Some((changes, subject, value)) = edit(&set)? else {
                 return Err(NotesError::Invalid { field: "write", reason: "nothing to do".into() });
             };
-            let message = CommitMessage::new(subject)
-                .at(time)
-                .trailer("Engram-Tool", caller.tool.clone())
-                .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+            let message = caller.commit_message(subject, time);
             Ok::<_, NotesError>(Edit::Commit { changes, message, value })
         })?;
         Ok((commit.map(|c| c.short), value))

@@ -469,14 +469,9 @@ impl Workspace<'_> {
         let (commit, value) = guard.write(|snap| {
             let memories = load_memories(snap)?;
             Ok::<_, WorkspaceError>(match edit(&memories)? {
-                Edit::Commit { changes, message, value } => Edit::Commit {
-                    changes,
-                    message: message
-                        .at(time)
-                        .trailer("Engram-Tool", caller.tool.clone())
-                        .trailer("Engram-Client", caller.client.clone().unwrap_or_default()),
-                    value,
-                },
+                Edit::Commit { changes, message, value } => {
+                    Edit::Commit { changes, message: caller.sign(message.at(time)), value }
+                }
                 nothing => nothing,
             })
         })?;

@@ -81,8 +81,8 @@ pub fn write_pack(packs_dir: &Path, name: &str, entries: &[BenchEntry]) -> Resul
             log.write(&mut changes);
         }
         index.write(&mut changes, false);
-        let message = CommitMessage::new(format!("bench: {} entries", entries.len()))
-            .trailer("Engram-Tool", "bench-search");
+        let message =
+            CommitMessage::new(format!("bench: {} entries", entries.len())).made_by("bench-search", None);
         Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
     })?;
     Ok(())

@@ -43,6 +43,7 @@ mod refswap;
 mod revert;
 mod scoped_write;
 mod sync;
+pub mod trailer;
 mod tree;
 mod tree_read;
 mod trouble;
@@ -134,6 +135,12 @@ impl CommitMessage {
     pub fn at(mut self, time: i64) -> Self {
         self.time = Some(time);
         self
+    }
+
+    /// Signs the message with the [`trailer::TOOL`] and [`trailer::CLIENT`] trailers: the one
+    /// place they are written (`ops::Caller::commit_message` for the tools and the CLI).
+    pub fn made_by(self, tool: &str, client: Option<&str>) -> Self {
+        self.trailer(trailer::TOOL, tool).trailer(trailer::CLIENT, client.unwrap_or_default())
     }
 
     /// Adds a trailer.

@@ -49,7 +49,7 @@ impl PackRepo {
         {
             let _lock = this.lock()?;
             this.commit_working_tree_edits(
-                &CommitMessage::new("adopt: existing pack files").trailer("Engram-Tool", "adopt"),
+                &CommitMessage::new("adopt: existing pack files").made_by("adopt", None),
             )?;
         }
         Ok(this)

@@ -363,13 +363,12 @@ impl PackRepo {
         let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
         let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };
         let message = CommitMessage {
-            subject: format!("edit: {}{more}", listed.join(", ")),
             body: Some(
                 "Changes made by hand in the working tree, committed by engram before its next write.".into(),
             ),
-            trailers: vec![("Engram-Tool".into(), "hand-edit".into())],
-            time: None,
-        };
+            ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
+        }
+        .made_by("hand-edit", None);
         self.commit_working_tree_edits(&message)
     }
 

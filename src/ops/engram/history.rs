@@ -17,7 +17,7 @@ use crate::memory::{Block, is_entry_line, parse_blocks, parse_index_line};
 use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
     Changes, CommitInfo, CommitMessage, Edit, RevertConflict, Snapshot, StoreError, history_query,
-    parse_since,
+    parse_since, trailer,
 };
 
 /// Tools (trailer `Engram-Tool`) whose commits `undo_last` does not pick.
@@ -329,21 +329,21 @@ pub fn commit_header(c: &CommitInfo) -> String {
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_default();
     let mut parts = vec![c.short().to_owned(), when];
-    parts.extend(c.trailer("Engram-Tool").map(str::to_owned));
-    parts.extend(c.trailer("Engram-Client").map(str::to_owned));
+    parts.extend(c.trailer(trailer::TOOL).map(str::to_owned));
+    parts.extend(c.trailer(trailer::CLIENT).map(str::to_owned));
     parts.join(" · ")
 }
 
 /// True for commits `undo_last` may pick.
 fn undoable(c: &CommitInfo) -> bool {
-    c.trailer("Engram-Tool").is_some_and(|t| !NOT_UNDOABLE.contains(&t))
+    c.trailer(trailer::TOOL).is_some_and(|t| !NOT_UNDOABLE.contains(&t))
         && !c.subject.starts_with("expire:")
         && !c.subject.starts_with("index:")
-        && c.trailer("Engram-Reverts").is_none()
+        && c.trailer(trailer::REVERTS).is_none()
 }
 
 fn reverted_ids(c: &CommitInfo) -> impl Iterator<Item = &str> {
-    c.trailers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("Engram-Reverts")).map(|(_, v)| v.as_str())
+    c.trailers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(trailer::REVERTS)).map(|(_, v)| v.as_str())
 }
 
 /// Filters of `memory_history` / `engram log`.
@@ -364,7 +364,7 @@ pub struct HistoryFilter {
 }
 
 fn client_matches(c: &CommitInfo, client: &str) -> bool {
-    c.trailer("Engram-Client").is_some_and(|v| v.to_lowercase().contains(&client.to_lowercase()))
+    c.trailer(trailer::CLIENT).is_some_and(|v| v.to_lowercase().contains(&client.to_lowercase()))
 }
 
 impl Engram {
@@ -392,7 +392,7 @@ impl Engram {
         let commits = self.with_repo(&pack.dir, |r| Ok(r.log(&query)?))?;
         Ok(commits
             .into_iter()
-            .filter(|c| filter.tool.as_deref().is_none_or(|t| c.trailer("Engram-Tool") == Some(t)))
+            .filter(|c| filter.tool.as_deref().is_none_or(|t| c.trailer(trailer::TOOL) == Some(t)))
             .filter(|c| filter.client.as_deref().is_none_or(|cl| client_matches(c, cl)))
             .filter(|c| {
                 filter.summary.as_deref().is_none_or(|s| {
@@ -559,15 +559,12 @@ fn revert_message(undone: &[(String, String)], caller: &Caller, now: i64) -> Com
             many.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>().join("; ")
         ),
     };
-    let mut msg = CommitMessage::new(subject).at(now);
+    let mut msg = caller.commit_message(subject, now);
     msg.body = Some(
         undone.iter().map(|(id, _)| format!("This reverts commit {id}.")).collect::<Vec<_>>().join("\n"),
     );
-    msg = msg
-        .trailer("Engram-Tool", caller.tool.clone())
-        .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
     for (id, _) in undone {
-        msg = msg.trailer("Engram-Reverts", id.clone());
+        msg = msg.trailer(trailer::REVERTS, id.clone());
     }
     msg
 }

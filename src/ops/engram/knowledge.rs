@@ -4,7 +4,7 @@ use super::load::check_relative;
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::pack_path::PackPath;
 use crate::pack_root::PackRoot;
-use crate::store::{Changes, CommitMessage, Edit};
+use crate::store::{Changes, Edit};
 
 /// How `write_engram_file` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,10 +90,7 @@ impl Engram {
                 let mut changes = Changes::default();
                 changes.put(rel.as_str(), new);
                 let verb = if mode == WriteMode::Append { "append" } else { "write" };
-                let message = CommitMessage::new(format!("{verb}: {rel}"))
-                    .at(now)
-                    .trailer("Engram-Tool", caller.tool.clone())
-                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                let message = caller.commit_message(format!("{verb}: {rel}"), now);
                 Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
             })
         })?;
@@ -157,10 +154,7 @@ impl Engram {
                     changes.put(index_path, index);
                 }
                 changes.put(target.clone(), content.to_owned());
-                let message = CommitMessage::new(format!("knowledge: {target} — {summary}"))
-                    .at(now)
-                    .trailer("Engram-Tool", caller.tool.clone())
-                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                let message = caller.commit_message(format!("knowledge: {target} — {summary}"), now);
                 Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
             })
         })?;

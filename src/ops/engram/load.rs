@@ -10,7 +10,7 @@ use crate::memory::{self, CONSOLIDATE_HINT_THRESHOLD};
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, Kind, PackRoot};
-use crate::store::{Changes, CommitMessage, Edit};
+use crate::store::{Changes, Edit};
 
 /// What this process knows about a pack's pending expiries, per HEAD commit.
 #[derive(Debug, Clone)]
@@ -363,10 +363,7 @@ impl Engram {
                 } else {
                     format!("expire: {} entries moved to -expired.md", expired.len())
                 };
-                let message = CommitMessage::new(subject)
-                    .at(now.timestamp())
-                    .trailer("Engram-Tool", caller.tool.clone())
-                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default());
+                let message = caller.commit_message(subject, now.timestamp());
                 let earliest = earliest_expiry(&index);
                 Ok(Edit::Commit { changes, message, value: earliest })
             })

@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 use crate::memlog::{CategoryLog, FullIndex, category_path, same_meta_rank};
 use crate::memory::{Block, EntryMeta, IndexEntry, single_line};
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
-use crate::store::{Changes, CommitMessage, Edit};
+use crate::store::{Changes, CommitMessage, Edit, trailer};
 
 /// Seconds within which the same capture is a duplicate.
 pub const THROTTLE_SECONDS: i64 = 30;
@@ -194,11 +194,7 @@ fn dedup_key(name: &str, category: &str, content: &str) -> String {
 }
 
 fn message(subject: String, caller: &Caller, conversation: Option<&str>, now: i64) -> CommitMessage {
-    CommitMessage::new(subject)
-        .at(now)
-        .trailer("Engram-Tool", caller.tool.clone())
-        .trailer("Engram-Client", caller.client.clone().unwrap_or_default())
-        .trailer("Engram-Conversation", conversation.unwrap_or_default().to_owned())
+    caller.commit_message(subject, now).trailer(trailer::CONVERSATION, conversation.unwrap_or_default())
 }
 
 /// Adds [`HOT_INDEX_REGENERATED`](crate::memlog::HOT_INDEX_REGENERATED) to a write's
@@ -312,13 +308,13 @@ impl Engram {
             short(if summary.is_empty() { &req.content } else { &summary })
         );
         let msg = message(subject, caller, conversation_id.as_deref(), now.timestamp())
-            .trailer("Engram-Dedup", key.clone());
+            .trailer(trailer::DEDUP, key.clone());
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
         let repo = crate::store::hold(&repo, &root)?;
         let (commit, duplicate_of) = repo.write(|snap| {
             if let Some(earlier) =
-                snap.recent_commit_with_trailer("Engram-Dedup", &key, now.timestamp() - throttle)?
+                snap.recent_commit_with_trailer(trailer::DEDUP, &key, now.timestamp() - throttle)?
             {
                 return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
             }

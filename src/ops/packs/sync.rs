@@ -28,8 +28,8 @@ use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
 use crate::memory::{is_entry_line, parse_blocks};
 use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
-    ChangeKind, Changes, CommitMessage, Credentials, Integrated, Integration, MergeView, PackRepo,
-    PushOutcome, RemoteInfo, Side, Snapshot, StoreError,
+    ChangeKind, Changes, Credentials, Integrated, Integration, MergeView, PackRepo, PushOutcome, RemoteInfo,
+    Side, Snapshot, StoreError, trailer,
 };
 
 /// The remote a pack syncs with when none is named.
@@ -387,11 +387,7 @@ fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<Me
     for c in &notes.file_conflicts {
         body.push_str(&format!("file conflict: {}: {}\n", c.path, c.resolution));
     }
-    let mut message = CommitMessage::new(subject)
-        .at(cx.now.timestamp())
-        .trailer("Engram-Tool", cx.caller.tool.clone())
-        .trailer("Engram-Client", cx.caller.client.clone().unwrap_or_default())
-        .trailer("Engram-Host", cx.host.to_owned());
+    let mut message = cx.caller.commit_message(subject, cx.now.timestamp()).trailer(trailer::HOST, cx.host);
     if !body.is_empty() {
         message.body = Some(body);
     }

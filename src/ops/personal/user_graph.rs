@@ -19,7 +19,7 @@ use crate::graph::{
 };
 use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::pack::validate_new_name;
-use crate::store::{Changes, CommitMessage, Committed, Edit, PackRepo, Snapshot, StoreError};
+use crate::store::{Changes, Committed, Edit, PackRepo, Snapshot, StoreError, trailer};
 
 /// The pack the graph lives in when `--graph-pack` is not given.
 pub const DEFAULT_GRAPH_PACK: &str = "personal";
@@ -234,11 +234,8 @@ impl UserGraph {
                 if changes.is_empty() {
                     return Ok::<_, EngramError>(Edit::Nothing(value));
                 }
-                let message = CommitMessage::new(subject)
-                    .at(now)
-                    .trailer("Engram-Tool", caller.tool.clone())
-                    .trailer("Engram-Client", caller.client.clone().unwrap_or_default())
-                    .trailer("Engram-User", self.config.user.clone());
+                let message =
+                    caller.commit_message(subject, now).trailer(trailer::USER, self.config.user.clone());
                 Ok(Edit::Commit { changes, message, value })
             })?;
             if let Some(c) = &committed {
