@@ -15,9 +15,8 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Tool};
 use serde_json::Value;
 
-use super::{EngramServer, client_name};
+use super::EngramServer;
 use crate::graph::{ToolOutput, tool_definitions};
-use crate::ops::Caller;
 
 type CallFuture<'a> = Pin<Box<dyn Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a>>;
 
@@ -51,22 +50,18 @@ fn call_graph_tool(context: ToolCallContext<'_, EngramServer>) -> CallFuture<'_>
         let server = context.service;
         let tool = context.name.to_string();
         let arguments = context.arguments.map(Value::Object);
-        let caller = Caller { tool: tool.clone(), client: client_name(&context.request_context.peer) };
         let Some(structured) = server.structured.clone() else {
             return Err(ErrorData::internal_error("the graph toolset is not configured", None));
         };
-        let output = tokio::task::spawn_blocking(move || {
-            structured
-                .graph
-                .call(&tool, arguments.as_ref(), &caller)
-                .unwrap_or_else(|| Ok(ToolOutput::error(format!("Unknown tool: {tool}"))))
-        })
-        .await;
-        let output = match output {
-            Ok(Ok(output)) => output,
-            Ok(Err(e)) => ToolOutput::error(e.to_string()),
-            Err(e) => ToolOutput::error(format!("internal error: the tool task failed: {e}")),
-        };
+        let output = server
+            .call(tool.clone(), &context.request_context.peer, move |caller| {
+                structured
+                    .graph
+                    .call(&tool, arguments.as_ref(), caller)
+                    .unwrap_or_else(|| Ok(ToolOutput::error(format!("Unknown tool: {tool}"))))
+            })
+            .await
+            .unwrap_or_else(|failed| ToolOutput::error(failed.to_string()));
         Ok(to_result(output).into())
     })
 }

@@ -127,6 +127,24 @@ pub struct EngramServer {
     toolsets: Vec<Toolset>,
 }
 
+/// Why a tool call failed: the tool's own error, or its task died (a panic).
+#[derive(Debug)]
+pub(crate) enum Failed<E> {
+    /// The tool's error.
+    Tool(E),
+    /// The blocking task failed (a panic): what to tell the client.
+    Task(String),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for Failed<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Tool(e) => e.fmt(f),
+            Self::Task(message) => f.write_str(message),
+        }
+    }
+}
+
 /// The graph and personal tools of one user (see [`StructuredConfig`]).
 pub struct Structured {
     graph: Arc<UserGraph>,
@@ -213,29 +231,45 @@ impl EngramServer {
         self.tool_router.list_all().into_iter().map(|t| t.name.to_string()).collect()
     }
 
+    /// Runs a tool's blocking work (git, files) on a blocking thread with the tool's
+    /// [`Caller`], then the after-call hook when it succeeded: the one wrapper of every
+    /// toolset (text answers: [`EngramServer::run`]; JSON: `tool_json`; graph, personal).
+    pub(crate) async fn call<T, E>(
+        &self,
+        tool: String,
+        peer: &Peer<RoleServer>,
+        f: impl FnOnce(&Caller) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, Failed<E>>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        let caller = Caller { tool, client: client_name(peer) };
+        let outcome = match tokio::task::spawn_blocking(move || f(&caller)).await {
+            Ok(outcome) => outcome.map_err(Failed::Tool),
+            Err(e) => Err(Failed::Task(format!("internal error: the tool task failed: {e}"))),
+        };
+        self.finish(outcome)
+    }
+
+    /// Runs an Engram tool's work (see [`EngramServer::call`]); the answer is its text or its
+    /// error's text.
     pub(crate) async fn run<F>(&self, tool: &str, peer: &Peer<RoleServer>, f: F) -> Result<String, String>
     where
         F: FnOnce(&Engram, &Caller) -> Result<String, EngramError> + Send + 'static,
     {
         let engram = self.engram.clone();
-        let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
-        match tokio::task::spawn_blocking(move || f(&engram, &caller)).await {
-            Ok(outcome) => self.finish(outcome),
-            Err(e) => Err(format!("internal error: the tool task failed: {e}")),
-        }
+        self.call(tool.to_owned(), peer, move |c| f(&engram, c)).await.map_err(|e| e.to_string())
     }
 
-    /// A tool's answer: its text (after the after-call hook) or its error's text.
-    fn finish(&self, outcome: Result<String, EngramError>) -> Result<String, String> {
-        match outcome {
-            Ok(text) => {
-                if let Some(hook) = &self.after_call {
-                    hook();
-                }
-                Ok(text)
-            }
-            Err(e) => Err(e.to_string()),
+    /// A tool's outcome, after the after-call hook when it succeeded.
+    fn finish<T, E>(&self, outcome: Result<T, E>) -> Result<T, E> {
+        if outcome.is_ok()
+            && let Some(hook) = &self.after_call
+        {
+            hook();
         }
+        outcome
     }
 
     /// Like [`EngramServer::run`] for a short write (a capture, a delete, a
@@ -266,7 +300,7 @@ impl EngramServer {
             Ok(Err(EngramError::Store(crate::store::StoreError::WouldWait { .. }))) => {
                 self.run(tool, peer, f).await
             }
-            Ok(outcome) => self.finish(outcome),
+            Ok(outcome) => self.finish(outcome).map_err(|e| e.to_string()),
             Err(_) => Err("internal error: the tool call panicked".to_owned()),
         }
     }

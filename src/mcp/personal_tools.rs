@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{EngramServer, Structured, client_name};
+use super::{EngramServer, Structured};
 use crate::ops::{Caller, EngramError, Personal};
 
 /// `update_profile`.
@@ -155,12 +155,7 @@ impl EngramServer {
         let Some(structured): Option<Arc<Structured>> = self.structured.clone() else {
             return Err("the personal toolset is not configured".into());
         };
-        let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
-        match tokio::task::spawn_blocking(move || f(&structured.personal, &caller)).await {
-            Ok(Ok(text)) => Ok(text),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("internal error: the tool task failed: {e}")),
-        }
+        self.call(tool.to_owned(), peer, move |c| f(&structured.personal, c)).await.map_err(|e| e.to_string())
     }
 }
 

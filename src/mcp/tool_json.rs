@@ -15,7 +15,7 @@ use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{EngramServer, client_name};
+use super::{EngramServer, Failed};
 use crate::llm::AnthropicSettings;
 use crate::ops::{Caller, DEFAULT_NOTES_PACK, DEFAULT_WORKSPACE_PACK, Engram, NotesError, WorkspaceError};
 
@@ -121,11 +121,10 @@ impl EngramServer {
         E: Into<ToolFailure> + Send + 'static,
     {
         let engram = self.engram.clone();
-        let caller = Caller { tool: self.wire_name(tool), client: client_name(peer) };
-        match tokio::task::spawn_blocking(move || f(&engram, &caller)).await {
-            Ok(r) => r.map_err(Into::into),
-            Err(e) => Err(ToolFailure::internal(format!("internal error: the tool task failed: {e}"))),
-        }
+        self.call(self.wire_name(tool), peer, move |c| f(&engram, c)).await.map_err(|failed| match failed {
+            Failed::Tool(e) => e.into(),
+            Failed::Task(message) => ToolFailure::internal(message),
+        })
     }
 
     /// Runs blocking work and answers with its JSON.

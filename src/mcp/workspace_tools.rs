@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::EngramServer;
 use super::tool_json::{ToolFailure, to_json};
-use crate::ops::{DEFAULT_MIN_CONFIDENCE, WorkspaceError, parse_learnings, workspace_dir};
+use crate::ops::{DEFAULT_MIN_CONFIDENCE, EngramError, WorkspaceError, parse_learnings, workspace_dir};
 
 /// `engram_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -165,10 +165,10 @@ impl EngramServer {
     ) -> Result<serde_json::Value, ToolFailure> {
         let min = p.min_confidence.unwrap_or(DEFAULT_MIN_CONFIDENCE);
         if !(0.0..=1.0).contains(&min) {
-            return Err(WorkspaceError::Invalid {
+            return Err(WorkspaceError::from(EngramError::Invalid {
                 field: "minConfidence",
                 reason: format!("{min}: use 0 … 1"),
-            }
+            })
             .into());
         }
         let pack = self.options.workspace_pack.clone();

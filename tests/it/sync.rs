@@ -428,6 +428,32 @@ async fn serve_pulls_on_start_and_pushes_after_writes() {
     }
 }
 
+/// Every toolset's writes are pushed in the background, not only the Engram tools'
+/// (the notes, workspace, personal and graph tools run through the same wrapper).
+#[tokio::test]
+async fn serve_pushes_after_a_notes_write() {
+    let env = TestEnv::new();
+    env.init("notes");
+    let peer = env.dir.path().join("peer.git");
+    git(env.dir.path(), &["init", "--bare", "-q", &peer.display().to_string()]);
+    run_ok(&env, &["remote", "add", "notes", &peer.display().to_string()]);
+    run_ok(&env, &["sync", "notes"]);
+    let c = env.client_with(&["--tools", "notes", "--notes-pack", "notes", "--sync-interval", "86400"]).await;
+    let stored = call(&c, "store", json!({"content": "espresso", "title": "coffee"})).await;
+    assert!(!stored.is_error, "{}", stored.text);
+    let local = head(&env.pack("notes"));
+    let remote_branch = branch(&env.pack("notes"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let remote = git(&peer, &["rev-parse", &remote_branch]);
+        if remote.trim() == local {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the notes write was not pushed");
+        tokio::time::sleep(Duration::from_millis(50)).await; // polling, not timing
+    }
+}
+
 #[tokio::test]
 async fn the_default_toolset_stays_small() {
     let env = TestEnv::new();
