@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 /// Name of the directory holding memory shared by every pack.
 pub const GLOBAL_DIR: &str = "_global";
 
+/// Longest pack name, in characters (checked by [`validate_name`]).
+pub const MAX_NAME_CHARS: usize = 128;
+
 /// Errors about finding or reading a pack.
 #[derive(Debug, thiserror::Error)]
 pub enum PackError {
@@ -116,7 +119,7 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
         Some("starts with a dot")
     } else if name.chars().any(char::is_control) {
         Some("contains control characters")
-    } else if name.chars().count() > crate::ops::limits::MAX_PACK_NAME_CHARS {
+    } else if name.chars().count() > MAX_NAME_CHARS {
         Some("longer than 128 characters")
     } else {
         None

@@ -56,9 +56,21 @@ impl FileKind {
 /// releases; it is not collision resistant, which is why lookups compare the
 /// name stored inside the file and fall back to a probe chain.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_extend(FNV_OFFSET_BASIS, bytes)
+}
+
+/// FNV-1a of several strings, each followed by a `0xff` byte (which UTF-8 text never holds),
+/// so `["ab", "c"]` and `["a", "bc"]` differ. For short ids (not security relevant).
+pub fn fnv1a64_parts(parts: &[&str]) -> u64 {
+    parts
+        .iter()
+        .fold(FNV_OFFSET_BASIS, |hash, part| fnv1a64_extend(fnv1a64_extend(hash, part.as_bytes()), &[0xff]))
+}
+
+const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET_BASIS;
     for &byte in bytes {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(PRIME);
@@ -142,6 +154,15 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn fnv_parts_end_each_part_with_0xff() {
+        // The ids of notes and workspace memories (and a git summary's fingerprint) depend on it.
+        assert_eq!(fnv1a64_parts(&["a", "bc"]), fnv1a64(b"a\xffbc\xff"));
+        assert_eq!(fnv1a64_parts(&["a", "bc"]), 0xa0a3_542c_19b9_00ab);
+        assert_ne!(fnv1a64_parts(&["ab", "c"]), fnv1a64_parts(&["a", "bc"]));
+        assert_eq!(fnv1a64_parts(&[]), fnv1a64(b""));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::ops::Result;
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, Kind, PackRoot};
 use crate::store::{Snapshot, StoreError};
@@ -10,9 +11,9 @@ use crate::store::{Snapshot, StoreError};
 /// Read access to the files of a pack.
 pub(crate) trait PackFiles {
     /// Names of the entries directly under `dir` (files and directories), sorted.
-    fn names(&self, dir: &str) -> Result<Vec<String>, StoreError>;
+    fn names(&self, dir: &str) -> Result<Vec<String>>;
     /// A file's text; `None` when absent (or not a regular file).
-    fn text(&self, path: &str) -> Result<Option<String>, StoreError>;
+    fn text(&self, path: &str) -> Result<Option<String>>;
 }
 
 /// The working tree of a pack, read through a handle of its directory: symbolic links are
@@ -21,12 +22,10 @@ pub(crate) struct WorkTree(PackRoot);
 
 impl WorkTree {
     /// Opens the working tree of the pack at `dir`.
-    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
-        PackRoot::open(dir).map(Self).map_err(|source| StoreError::Io {
-            step: "open",
-            path: dir.to_owned(),
-            source,
-        })
+    pub(crate) fn open(dir: &Path) -> Result<Self> {
+        PackRoot::open(dir)
+            .map(Self)
+            .map_err(|source| StoreError::Io { step: "open", path: dir.to_owned(), source }.into())
     }
 
     /// `rel` as a pack path (`None` for the pack directory itself); a path engram built
@@ -44,12 +43,12 @@ impl WorkTree {
 }
 
 impl PackFiles for WorkTree {
-    fn names(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+    fn names(&self, dir: &str) -> Result<Vec<String>> {
         let Some(path) = Self::path(dir) else { return Ok(Vec::new()) };
         let entries = match self.0.list(path.as_ref()) {
             Ok(Found::Here(entries)) => entries,
             Ok(_) => return Ok(Vec::new()),
-            Err(e) => return Err(self.io("list", dir, e)),
+            Err(e) => return Err(self.io("list", dir, e).into()),
         };
         let mut names: Vec<String> =
             entries.into_iter().filter(|(_, kind)| *kind != Kind::Link).map(|(name, _)| name).collect();
@@ -57,27 +56,27 @@ impl PackFiles for WorkTree {
         Ok(names)
     }
 
-    fn text(&self, path: &str) -> Result<Option<String>, StoreError> {
+    fn text(&self, path: &str) -> Result<Option<String>> {
         let Some(Some(rel)) = Self::path(path) else { return Ok(None) };
         match self.0.read(&rel, |bytes| String::from_utf8_lossy(bytes).replace("\r\n", "\n")) {
             Ok(Found::Here(text)) => Ok(Some(text)),
             Ok(_) => Ok(None),
-            Err(e) => Err(self.io("read", path, e)),
+            Err(e) => Err(self.io("read", path, e).into()),
         }
     }
 }
 
 impl PackFiles for Snapshot<'_> {
-    fn names(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+    fn names(&self, dir: &str) -> Result<Vec<String>> {
         let mut names = self.list(dir)?;
         names.sort();
         Ok(names)
     }
 
-    fn text(&self, path: &str) -> Result<Option<String>, StoreError> {
+    fn text(&self, path: &str) -> Result<Option<String>> {
         match self.read_text(path) {
             Err(StoreError::NotAFile { .. }) => Ok(None),
-            other => other,
+            other => Ok(other?),
         }
     }
 }

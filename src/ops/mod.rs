@@ -56,7 +56,7 @@ pub mod limits {
     /// Longest category, tag or type (characters).
     pub const MAX_LABEL_CHARS: usize = 100;
     /// Longest path inside a pack (bytes).
-    pub const MAX_PATH_BYTES: usize = 1024;
+    pub use crate::pack_path::MAX_PATH_BYTES;
     /// Largest file `read_engram_file` returns.
     pub const MAX_READ_BYTES: usize = 1024 * 1024;
     /// Longest search/focus query (`load_engram`'s `query`, search tools), in characters.
@@ -65,9 +65,28 @@ pub mod limits {
     /// For the toolsets that take lists; a call over it writes nothing.
     pub const MAX_ENTITIES_PER_CALL: usize = 100;
     /// Longest pack name, in characters (checked by `pack::validate_name`).
-    pub const MAX_PACK_NAME_CHARS: usize = 128;
+    pub use crate::pack::MAX_NAME_CHARS as MAX_PACK_NAME_CHARS;
     /// Longest conversation id, in characters.
     pub const MAX_CONVERSATION_ID_CHARS: usize = 200;
+
+    /// Checks that a content argument is not blank and at most [`MAX_CONTENT_BYTES`].
+    pub fn check_content(field: &'static str, content: &str) -> Result<(), super::EngramError> {
+        if content.trim().is_empty() {
+            return Err(super::EngramError::Invalid { field, reason: "must not be empty".into() });
+        }
+        check_size(field, content)
+    }
+
+    /// Checks a content argument against [`MAX_CONTENT_BYTES`].
+    pub fn check_size(field: &'static str, content: &str) -> Result<(), super::EngramError> {
+        if content.len() > MAX_CONTENT_BYTES {
+            return Err(super::EngramError::Invalid {
+                field,
+                reason: format!("is {} bytes; the limit is {MAX_CONTENT_BYTES} bytes", content.len()),
+            });
+        }
+        Ok(())
+    }
 
     /// Checks a query argument against [`MAX_QUERY_CHARS`].
     pub fn check_query(field: &'static str, query: &str) -> Result<(), super::EngramError> {
@@ -198,6 +217,18 @@ pub enum EngramError {
     Sync(String),
 }
 
+impl EngramError {
+    /// The stable code the JSON toolsets (notes, workspace) report for this error:
+    /// `invalid_argument`, `pack_error` or `storage_error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid { .. } => "invalid_argument",
+            Self::Pack(_) => "pack_error",
+            _ => "storage_error",
+        }
+    }
+}
+
 impl From<StoreError> for EngramError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -236,8 +267,13 @@ fn graph_error_text(e: &crate::graph::GraphError) -> String {
 }
 
 fn candidates_text(c: &[String]) -> String {
+    candidate_list(c, "\n(该分类下没有记忆条目 / no entries in this category)")
+}
+
+/// The candidates an error lists (the first 20), or `none` when there are none.
+pub(crate) fn candidate_list(c: &[String], none: &str) -> String {
     if c.is_empty() {
-        return "\n(该分类下没有记忆条目 / no entries in this category)".into();
+        return none.to_owned();
     }
     let mut s = String::from("\n候选 (candidates):");
     for x in c.iter().take(20) {

@@ -18,7 +18,8 @@ use super::files::{PackFiles, WorkTree};
 use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
-use crate::store::{Changes, Edit, StoreError};
+use crate::graph::fnv1a64_parts;
+use crate::store::{Changes, CommitMessage, Edit};
 
 /// The pack notes go to unless `--notes-pack` says otherwise.
 pub const DEFAULT_NOTES_PACK: &str = "personal";
@@ -42,14 +43,6 @@ const SEED: PackSeed = PackSeed {
 /// Errors of the notes tools; [`NotesError::code`] is the machine-readable code.
 #[derive(Debug, thiserror::Error)]
 pub enum NotesError {
-    /// An argument is not acceptable.
-    #[error("参数错误 (invalid argument) `{field}`: {reason}")]
-    Invalid {
-        /// Argument name.
-        field: &'static str,
-        /// What is wrong and what is accepted.
-        reason: String,
-    },
     /// The category does not exist.
     #[error(
         "未知分类 (unknown category) {category:?}; existing categories: {}. Create it first with create_category.",
@@ -85,41 +78,21 @@ pub enum NotesError {
     Engram(#[from] EngramError),
 }
 
-impl From<StoreError> for NotesError {
-    fn from(e: StoreError) -> Self {
-        Self::Engram(e.into())
-    }
-}
-
 impl NotesError {
     /// A stable code for clients: `invalid_argument`, `unknown_category`,
     /// `not_found`, `ambiguous`, `pack_error` or `storage_error`.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Invalid { .. } => "invalid_argument",
             Self::UnknownCategory { .. } => "unknown_category",
             Self::NotFound { .. } => "not_found",
             Self::Ambiguous { .. } => "ambiguous",
-            Self::Engram(EngramError::Pack(_)) => "pack_error",
-            Self::Engram(EngramError::Invalid { .. }) => "invalid_argument",
-            Self::Engram(_) => "storage_error",
+            Self::Engram(e) => e.code(),
         }
     }
 }
 
 fn list_candidates(c: &[String]) -> String {
-    if c.is_empty() {
-        return "\n(no notes yet / 还没有笔记)".into();
-    }
-    let mut s = String::from("\n候选 (candidates):");
-    for x in c.iter().take(20) {
-        s.push_str("\n- ");
-        s.push_str(x);
-    }
-    if c.len() > 20 {
-        s.push_str(&format!("\n… (+{} more)", c.len() - 20));
-    }
-    s
+    super::candidate_list(c, "\n(no notes yet / 还没有笔记)")
 }
 
 type Result<T, E = NotesError> = std::result::Result<T, E>;
@@ -206,18 +179,6 @@ fn fold(s: &str) -> String {
     lowered.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// FNV-1a, for short ids (not security relevant).
-fn fnv(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// A file-name-safe, stable slug of a title: letters and digits of any script
 /// (lowercased, NFC), everything else folded to `-`, at most 60 characters.
 pub fn slug(title: &str) -> String {
@@ -296,7 +257,7 @@ fn check_category_name(name: &str) -> Result<String> {
         None
     };
     match reason {
-        Some(reason) => Err(NotesError::Invalid { field: "category", reason }),
+        Some(reason) => Err(NotesError::from(EngramError::Invalid { field: "category", reason })),
         None => Ok(name),
     }
 }
@@ -380,8 +341,9 @@ impl NoteSet {
     fn render_categories(&self) -> Result<String> {
         let map: BTreeMap<&str, &str> =
             self.descriptions.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let yaml = serde_saphyr::to_string(&map)
-            .map_err(|e| NotesError::Invalid { field: "description", reason: e.to_string() })?;
+        let yaml = serde_saphyr::to_string(&map).map_err(|e| {
+            NotesError::from(EngramError::Invalid { field: "description", reason: e.to_string() })
+        })?;
         Ok(format!("# 笔记分类：名称: 描述 / note categories: name: description (edit freely)\n{yaml}"))
     }
 }
@@ -399,7 +361,7 @@ fn parse_note(category: &str, path: &str, text: &str) -> Note {
         id: meta
             .id
             .filter(|i| !i.trim().is_empty())
-            .unwrap_or_else(|| format!("{:08x}", fnv(&[path]) as u32)),
+            .unwrap_or_else(|| format!("{:08x}", fnv1a64_parts(&[path]) as u32)),
         title: crate::memory::single_line(&title),
         category: category.to_owned(),
         importance: meta.importance.map_or(DEFAULT_IMPORTANCE, |i| i.clamp(1, 5) as u8),
@@ -418,7 +380,8 @@ fn render_note(note: &Note) -> Result<String> {
         created: Some(note.created.clone()),
         updated: Some(note.updated.clone()),
     };
-    frontmatter::render(&meta, &note.content).map_err(|reason| NotesError::Invalid { field: "title", reason })
+    frontmatter::render(&meta, &note.content)
+        .map_err(|reason| NotesError::from(EngramError::Invalid { field: "title", reason }))
 }
 
 fn describe(n: &Note) -> String {
@@ -429,10 +392,10 @@ fn check_importance(i: Option<i64>) -> Result<Option<u8>> {
     match i {
         None => Ok(None),
         Some(i @ 1..=5) => Ok(Some(i as u8)),
-        Some(other) => Err(NotesError::Invalid {
+        Some(other) => Err(NotesError::from(EngramError::Invalid {
             field: "importance",
             reason: format!("{other} is out of range; use 1 (trivia) … 5 (essential), default 3"),
-        }),
+        })),
     }
 }
 
@@ -465,25 +428,18 @@ impl Notes<'_> {
     fn write<T>(
         &self,
         caller: &Caller,
-        edit: impl FnMut(&NoteSet) -> Result<Option<(Changes, String, T)>>,
-    ) -> Result<(Option<String>, T)>
-    where
-        T: Clone,
-    {
-        let dir = self.engram.ensure_pack(&self.pack, &SEED)?;
-        let repo = self.engram.repo(&dir)?;
-        let guard = repo.lock().unwrap_or_else(|p| p.into_inner());
-        let time = self.engram.now().timestamp();
-        let mut edit = edit;
-        let (commit, value) = guard.write(|snap| {
+        mut edit: impl FnMut(&NoteSet) -> Result<Option<(Changes, String, T)>>,
+    ) -> Result<(Option<String>, T)> {
+        self.engram.write_own_pack(&self.pack, &SEED, caller, |snap| {
             let set = NoteSet::load(snap)?;
             let Some((changes, subject, value)) = edit(&set)? else {
-                return Err(NotesError::Invalid { field: "write", reason: "nothing to do".into() });
+                return Err(NotesError::from(EngramError::Invalid {
+                    field: "write",
+                    reason: "nothing to do".into(),
+                }));
             };
-            let message = caller.commit_message(subject, time);
-            Ok::<_, NotesError>(Edit::Commit { changes, message, value })
-        })?;
-        Ok((commit.map(|c| c.short), value))
+            Ok(Edit::Commit { changes, message: CommitMessage::new(subject), value })
+        })
     }
 
     /// `list_categories`.
@@ -535,28 +491,16 @@ impl Notes<'_> {
     /// look-alike characters is refused, naming that note.
     pub fn store(&self, req: &StoreNote, caller: &Caller) -> Result<Stored> {
         let content = req.content.trim_matches('\n').to_owned();
-        if content.trim().is_empty() {
-            return Err(NotesError::Invalid { field: "content", reason: "must not be empty".into() });
-        }
-        if content.len() > limits::MAX_CONTENT_BYTES {
-            return Err(NotesError::Invalid {
-                field: "content",
-                reason: format!(
-                    "is {} bytes; the limit is {} bytes",
-                    content.len(),
-                    limits::MAX_CONTENT_BYTES
-                ),
-            });
-        }
+        limits::check_content("content", &content)?;
         let given_title =
             req.title.as_deref().map(crate::memory::single_line).filter(|t| !t.trim().is_empty());
         let title_derived = given_title.is_none();
         let title: String = given_title.unwrap_or_else(|| derive_title(&content)).trim().nfc().collect();
         if title.chars().count() > MAX_TITLE_CHARS {
-            return Err(NotesError::Invalid {
+            return Err(NotesError::from(EngramError::Invalid {
                 field: "title",
                 reason: format!("longer than {MAX_TITLE_CHARS} characters; a title is a short name"),
-            });
+            }));
         }
         let category = check_category_name(req.category.as_deref().unwrap_or(DEFAULT_CATEGORY))?;
         let importance = check_importance(req.importance)?;
@@ -581,13 +525,13 @@ impl Notes<'_> {
                 // never merged: the caller must name the note exactly or pick another title.
                 let key = fold(&title);
                 if let Some(alike) = in_category().find(|n| fold(&n.title) == key) {
-                    return Err(NotesError::Invalid {
+                    return Err(NotesError::from(EngramError::Invalid {
                         field: "title",
                         reason: format!(
                             "{title:?} differs from the existing note {:?} ({}, {}) only in case or look-alike characters; pass title {:?} exactly to update that note, or choose a clearly different title",
                             alike.title, alike.id, alike.path, alike.title
                         ),
-                    });
+                    }));
                 }
             }
             let (note, action) = match existing {
@@ -613,7 +557,7 @@ impl Notes<'_> {
                     let mut attempt = 0u32;
                     let id = loop {
                         let n = attempt.to_string();
-                        let id = format!("{:08x}", fnv(&[&category, &title, &now, &n]) as u32);
+                        let id = format!("{:08x}", fnv1a64_parts(&[&category, &title, &now, &n]) as u32);
                         if !set.notes.iter().any(|x| x.id == id) {
                             break id;
                         }
@@ -660,10 +604,10 @@ impl Notes<'_> {
             None => 10,
             Some(n @ 1..) => (n as usize).min(MAX_RECALL),
             Some(n) => {
-                return Err(NotesError::Invalid {
+                return Err(NotesError::from(EngramError::Invalid {
                     field: "limit",
                     reason: format!("{n}: must be at least 1"),
-                });
+                }));
             }
         };
         let set = self.read()?;
@@ -708,10 +652,10 @@ impl Notes<'_> {
         let id = id.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         let title = title.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         if id.is_none() == title.is_none() {
-            return Err(NotesError::Invalid {
+            return Err(NotesError::from(EngramError::Invalid {
                 field: "id",
                 reason: "give exactly one of `id` or `title`".into(),
-            });
+            }));
         }
         let find = |set: &NoteSet| -> Result<Note> {
             let all = || set.notes.iter().map(describe).collect::<Vec<_>>();

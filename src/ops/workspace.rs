@@ -17,6 +17,7 @@ use super::files::{PackFiles, WorkTree};
 use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
+use crate::graph::fnv1a64_parts;
 use crate::search::{Document, Filter, SearchIndex};
 use crate::store::{Changes, CommitMessage, Edit, StoreError, WorkspaceHistory, read_workspace_history};
 
@@ -42,14 +43,6 @@ const SEED: PackSeed = PackSeed {
 /// Errors of the workspace tools; [`WorkspaceError::code`] is the machine-readable code.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    /// An argument is not acceptable.
-    #[error("参数错误 (invalid argument) `{field}`: {reason}")]
-    Invalid {
-        /// Argument name.
-        field: &'static str,
-        /// What is wrong and what is accepted.
-        reason: String,
-    },
     /// The workspace is not inside a git repository.
     #[error(
         "{dir} is not inside a git repository ({reason}); pass `workspace` with the path of a git working tree"
@@ -81,24 +74,16 @@ pub enum WorkspaceError {
     Engram(#[from] EngramError),
 }
 
-impl From<StoreError> for WorkspaceError {
-    fn from(e: StoreError) -> Self {
-        Self::Engram(e.into())
-    }
-}
-
 impl WorkspaceError {
     /// A stable code for clients: `invalid_argument`, `not_a_repository`,
     /// `llm_unavailable`, `llm_failed`, `bad_llm_answer`, `pack_error` or `storage_error`.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Invalid { .. } | Self::Engram(EngramError::Invalid { .. }) => "invalid_argument",
             Self::NotARepository { .. } => "not_a_repository",
             Self::LlmUnavailable => "llm_unavailable",
             Self::LlmFailed(_) => "llm_failed",
             Self::BadLlmAnswer { .. } => "bad_llm_answer",
-            Self::Engram(EngramError::Pack(_)) => "pack_error",
-            Self::Engram(_) => "storage_error",
+            Self::Engram(e) => e.code(),
         }
     }
 }
@@ -231,17 +216,6 @@ pub struct SummaryRequest {
     pub commits: usize,
 }
 
-fn fnv(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
@@ -289,7 +263,7 @@ fn load_memories(files: &dyn PackFiles) -> Result<Vec<Memory>> {
 
 fn render_memory(m: &Memory) -> Result<String> {
     frontmatter::render(&m.meta, &m.content)
-        .map_err(|reason| WorkspaceError::Invalid { field: "content", reason })
+        .map_err(|reason| WorkspaceError::from(EngramError::Invalid { field: "content", reason }))
 }
 
 fn title_of(content: &str) -> String {
@@ -305,9 +279,10 @@ fn check_days(days: Option<i64>) -> Result<u32> {
     match days {
         None => Ok(DEFAULT_DAYS),
         Some(d) if (1..=i64::from(MAX_DAYS)).contains(&d) => Ok(d as u32),
-        Some(d) => {
-            Err(WorkspaceError::Invalid { field: "days", reason: format!("{d}: use 1 … {MAX_DAYS}") })
-        }
+        Some(d) => Err(WorkspaceError::from(EngramError::Invalid {
+            field: "days",
+            reason: format!("{d}: use 1 … {MAX_DAYS}"),
+        })),
     }
 }
 
@@ -462,20 +437,7 @@ impl Workspace<'_> {
         caller: &Caller,
         mut edit: impl FnMut(&[Memory]) -> Result<Edit<T>>,
     ) -> Result<(Option<String>, T)> {
-        let dir = self.engram.ensure_pack(&self.pack, &SEED)?;
-        let repo = self.engram.repo(&dir)?;
-        let guard = repo.lock().unwrap_or_else(|p| p.into_inner());
-        let time = self.engram.now().timestamp();
-        let (commit, value) = guard.write(|snap| {
-            let memories = load_memories(snap)?;
-            Ok::<_, WorkspaceError>(match edit(&memories)? {
-                Edit::Commit { changes, message, value } => {
-                    Edit::Commit { changes, message: caller.sign(message.at(time)), value }
-                }
-                nothing => nothing,
-            })
-        })?;
-        Ok((commit.map(|c| c.short), value))
+        self.engram.write_own_pack(&self.pack, &SEED, caller, |snap| edit(&load_memories(snap)?))
     }
 
     /// `engram_add`.
@@ -488,35 +450,24 @@ impl Workspace<'_> {
         caller: &Caller,
     ) -> Result<Added> {
         let content = content.trim_matches('\n');
-        if content.trim().is_empty() {
-            return Err(WorkspaceError::Invalid { field: "content", reason: "must not be empty".into() });
-        }
-        if content.len() > limits::MAX_CONTENT_BYTES {
-            return Err(WorkspaceError::Invalid {
-                field: "content",
-                reason: format!(
-                    "is {} bytes; the limit is {} bytes",
-                    content.len(),
-                    limits::MAX_CONTENT_BYTES
-                ),
-            });
-        }
+        limits::check_content("content", content)?;
         let topics: Vec<String> =
             topics.iter().map(|t| crate::memory::single_line(t)).filter(|t| !t.is_empty()).collect();
         if topics.len() > MAX_TOPICS || topics.iter().any(|t| t.chars().count() > limits::MAX_LABEL_CHARS) {
-            return Err(WorkspaceError::Invalid {
+            return Err(WorkspaceError::from(EngramError::Invalid {
                 field: "topics",
                 reason: format!(
                     "at most {MAX_TOPICS} topics of at most {} characters",
                     limits::MAX_LABEL_CHARS
                 ),
-            });
+            }));
         }
         let created = rfc3339(self.engram.now());
         let (_, id) = self.write(caller, |existing| {
             let mut attempt = 0u32;
             let id = loop {
-                let id = format!("m-{:08x}", fnv(&[content, &created, &attempt.to_string()]) as u32);
+                let id =
+                    format!("m-{:08x}", fnv1a64_parts(&[content, &created, &attempt.to_string()]) as u32);
                 if !existing.iter().any(|m| m.meta.id == id) {
                     break id;
                 }
@@ -547,15 +498,19 @@ impl Workspace<'_> {
     /// `engram_search`: BM25F over the workspace memories.
     pub fn search(&self, query: &str, limit: Option<i64>) -> Result<Vec<SearchResult>> {
         if query.trim().is_empty() {
-            return Err(WorkspaceError::Invalid { field: "query", reason: "must not be empty".into() });
+            return Err(WorkspaceError::from(EngramError::Invalid {
+                field: "query",
+                reason: "must not be empty".into(),
+            }));
         }
         let limit = match limit {
             None => 10,
             Some(n @ 1..=100) => n as usize,
             Some(n) => {
-                return Err(WorkspaceError::Invalid {
-                    field: "limit", reason: format!("{n}: use 1 … 100")
-                });
+                return Err(WorkspaceError::from(EngramError::Invalid {
+                    field: "limit",
+                    reason: format!("{n}: use 1 … 100"),
+                }));
             }
         };
         let memories = self.memories()?;
@@ -570,8 +525,12 @@ impl Workspace<'_> {
             path: m.path.clone(),
             ..Document::default()
         });
-        let index = SearchIndex::build(docs)
-            .map_err(|e| WorkspaceError::Invalid { field: "query", reason: format!("search index: {e}") })?;
+        let index = SearchIndex::build(docs).map_err(|e| {
+            WorkspaceError::from(EngramError::Invalid {
+                field: "query",
+                reason: format!("search index: {e}"),
+            })
+        })?;
         let by_path: BTreeMap<&str, &Memory> = memories.iter().map(|m| (m.path.as_str(), m)).collect();
         Ok(index
             .search(query, &Filter::all(), limit)
@@ -619,7 +578,7 @@ impl Workspace<'_> {
                 dir: dir.display().to_string(),
                 reason: source.message().to_owned(),
             },
-            other => other.into(),
+            other => EngramError::from(other).into(),
         })?;
         Ok((history, format!("{since}..{until}")))
     }
@@ -642,8 +601,8 @@ impl Workspace<'_> {
             });
         }
         let ids: Vec<&str> = history.commits.iter().map(|c| c.id.as_str()).collect();
-        let fingerprint = format!("{:016x}", fnv(&ids));
-        let id = format!("git-{:08x}", fnv(&[&root_text, &range]) as u32);
+        let fingerprint = format!("{:016x}", fnv1a64_parts(&ids));
+        let id = format!("git-{:08x}", fnv1a64_parts(&[&root_text, &range]) as u32);
         let content = summarize_history(&history, &range);
         let created = rfc3339(self.engram.now());
         let until = range.rsplit("..").next().unwrap_or_default().to_owned();
@@ -720,7 +679,7 @@ impl Workspace<'_> {
             let mut changes = Changes::default();
             let mut ids = Vec::new();
             for l in learnings {
-                let id = format!("l-{:08x}", fnv(&[&req.workspace, &l.text]) as u32);
+                let id = format!("l-{:08x}", fnv1a64_parts(&[&req.workspace, &l.text]) as u32);
                 if existing.iter().any(|m| m.meta.id == id) || ids.contains(&id) {
                     continue;
                 }

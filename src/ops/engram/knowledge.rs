@@ -41,16 +41,6 @@ fn check_writable(path: &str) -> Result<PackPath> {
     Ok(rel)
 }
 
-fn check_size(field: &'static str, content: &str) -> Result<()> {
-    if content.len() > limits::MAX_CONTENT_BYTES {
-        return Err(EngramError::Invalid {
-            field,
-            reason: format!("is {} bytes; the limit is {} bytes", content.len(), limits::MAX_CONTENT_BYTES),
-        });
-    }
-    Ok(())
-}
-
 impl Engram {
     /// Refuses early a path the working tree cannot take a file at (a symbolic link or a
     /// file on the way, a directory there), with the tool's message.
@@ -75,7 +65,7 @@ impl Engram {
     ) -> Result<String> {
         let mode = WriteMode::parse(mode)?;
         let rel = check_writable(path)?;
-        check_size("content", content)?;
+        limits::check_size("content", content)?;
         let pack = self.resolve(name)?;
         self.check_target_in_tree(&pack.dir, &rel, path)?;
         let now = self.now().timestamp();
@@ -125,7 +115,7 @@ impl Engram {
                 reason: "empty, `.` or `..` path parts are not allowed".into(),
             });
         }
-        check_size("content", content)?;
+        limits::check_size("content", content)?;
         let summary = crate::memory::single_line(summary);
         let pack = self.resolve(name)?;
         let target_path = check_relative(&format!("knowledge/{rel}"))?;

@@ -179,12 +179,7 @@ fn check_expires(e: Option<&str>) -> Result<Option<String>> {
 }
 
 fn fnv1a(s: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::graph::fnv1a64(s.as_bytes()))
 }
 
 /// The reference's throttle key: pack, category and the first 120 characters of the raw content.

@@ -5,9 +5,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::ops::{Engram, EngramError, Result};
+use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::pack::{PackError, validate_new_name};
-use crate::store::StoreError;
+use crate::store::{Edit, Snapshot, StoreError};
 
 /// What a self-created pack says about itself.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +62,53 @@ impl Engram {
         }
         self.repo(&dir)?;
         Ok(dir)
+    }
+}
+
+impl Engram {
+    /// Runs one write on the self-created pack `name` (made from `seed` when missing): `edit`
+    /// gets HEAD's files, and the commit it asks for is signed by `caller` at the clock's now.
+    /// Returns the short id of the commit (`None` when nothing was committed) and the edit's
+    /// value. The write path of the notes and workspace toolsets.
+    pub(crate) fn write_own_pack<T, E>(
+        &self,
+        name: &str,
+        seed: &PackSeed,
+        caller: &Caller,
+        mut edit: impl FnMut(&Snapshot<'_>) -> std::result::Result<Edit<T>, E>,
+    ) -> std::result::Result<(Option<String>, T), E>
+    where
+        E: From<EngramError>,
+    {
+        let dir = self.ensure_pack(name, seed)?;
+        let repo = self.repo(&dir)?;
+        let guard = crate::store::hold(&repo, &dir).map_err(EngramError::from)?;
+        let time = self.now().timestamp();
+        let written = guard.write(|snap| {
+            Ok::<_, OwnWriteError<E>>(match edit(snap).map_err(OwnWriteError::Edit)? {
+                Edit::Commit { changes, message, value } => {
+                    Edit::Commit { changes, message: caller.sign(message.at(time)), value }
+                }
+                nothing => nothing,
+            })
+        });
+        match written {
+            Ok((commit, value)) => Ok((commit.map(|c| c.short), value)),
+            Err(OwnWriteError::Edit(e)) => Err(e),
+            Err(OwnWriteError::Store(e)) => Err(EngramError::from(e).into()),
+        }
+    }
+}
+
+/// The failure of a write on an own pack: the store's, or the toolset's own.
+enum OwnWriteError<E> {
+    Store(StoreError),
+    Edit(E),
+}
+
+impl<E> From<StoreError> for OwnWriteError<E> {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
     }
 }
 
