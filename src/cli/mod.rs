@@ -169,6 +169,21 @@ struct ServeArgs {
     /// Bearer token HTTP clients must send; required when --http is not a loopback address
     #[arg(long, env = crate::settings::ENV_AUTH_TOKEN, hide_env_values = true, requires = "http")]
     auth_token: Option<String>,
+    /// HTTP: end an MCP session after SECS without a request
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_SESSION_IDLE.as_secs())]
+    session_idle_timeout: u64,
+    /// HTTP: most live MCP sessions; one more closes the one idle longest
+    #[arg(long, value_name = "N", requires = "http", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// HTTP: close a connection whose request head is not complete after SECS
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_HEADER_TIMEOUT.as_secs())]
+    header_timeout: u64,
+    /// HTTP: close a connection on which nothing moved for SECS (keep it above 15: SSE keep-alives)
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_CONNECTION_IDLE.as_secs())]
+    connection_idle_timeout: u64,
+    /// HTTP: most open connections; one more closes the oldest that sent no complete request yet
+    #[arg(long, value_name = "N", requires = "http", default_value_t = crate::mcp::http::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
     /// Serve only the tools that read (no commit is ever made)
     #[arg(long)]
     read_only: bool,
@@ -336,7 +351,13 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     match args.http {
         None => runtime.block_on(server.serve_stdio())?,
         Some(addr) => {
-            let opts = crate::mcp::http::HttpOptions { addr, auth_token: args.auth_token.clone() };
+            let mut opts = crate::mcp::http::HttpOptions::new(addr, args.auth_token.clone());
+            let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
+            opts.session_idle = secs(args.session_idle_timeout);
+            opts.max_sessions = args.max_sessions.max(1);
+            opts.connections.header_timeout = secs(args.header_timeout);
+            opts.connections.idle_timeout = secs(args.connection_idle_timeout);
+            opts.connections.max_connections = args.max_connections.max(1);
             runtime.block_on(server.serve_http(opts, |local| {
                 eprintln!("engram: serving MCP over HTTP at http://{local}{}", crate::mcp::http::MCP_PATH);
             }))?;

@@ -18,8 +18,9 @@ impl EngramServer {
             .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
             .map(|t| t.name.to_string())
             .collect();
+        let router = std::sync::Arc::make_mut(&mut self.tool_router);
         for name in writing {
-            self.tool_router.remove_route(&name);
+            router.remove_route(&name);
         }
         self
     }

@@ -15,20 +15,26 @@
 //!   without one;
 //! - when a token is set, every request without `Authorization: Bearer <token>`
 //!   gets 401 before it reaches MCP, so it never touches a pack. Tokens are
-//!   compared in constant time.
+//!   compared in constant time; the scheme name is case-insensitive (RFC 9110).
+//!
+//! What a client may hold: sessions end after `--session-idle-timeout` without a
+//! request and at most `--max-sessions` live (`http_sessions.rs`); connections
+//! have a header-read timeout, an idle timeout and a cap (`http_conn.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq as _;
 
 use super::EngramServer;
+use super::http_conn::{self, ConnLimits};
+use super::http_sessions::BoundedSessions;
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -43,6 +49,17 @@ const LOOPBACK_ORIGINS: &[&str] = &[
     "https://[::1]:*",
 ];
 
+/// Default `--session-idle-timeout`: an MCP session ends after this long without a request.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Default `--max-sessions` (about 65 KB each: 1,000 hold about 65 MB).
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Default `--header-timeout`: time allowed for a complete request head.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--connection-idle-timeout` (SSE streams send a keep-alive every 15 s).
+pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(120);
+/// Default `--max-connections` (half of the usual 1,024 open files a process may have).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
 /// How to serve over HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -50,6 +67,29 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// Bearer token every request must carry; required off loopback.
     pub auth_token: Option<String>,
+    /// An MCP session ends after this long without a request.
+    pub session_idle: Duration,
+    /// Most live MCP sessions; one more closes the one idle longest.
+    pub max_sessions: usize,
+    /// Timeouts and cap of the TCP connections.
+    pub connections: ConnLimits,
+}
+
+impl HttpOptions {
+    /// Options with the default bounds.
+    pub fn new(addr: SocketAddr, auth_token: Option<String>) -> Self {
+        Self {
+            addr,
+            auth_token,
+            session_idle: DEFAULT_SESSION_IDLE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            connections: ConnLimits {
+                header_timeout: DEFAULT_HEADER_TIMEOUT,
+                idle_timeout: DEFAULT_CONNECTION_IDLE,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+            },
+        }
+    }
 }
 
 /// Errors starting the HTTP server.
@@ -74,9 +114,6 @@ pub enum HttpError {
         /// Cause.
         source: std::io::Error,
     },
-    /// The server stopped with an error.
-    #[error("the HTTP server failed: {0}")]
-    Serve(std::io::Error),
 }
 
 /// Checks the options before binding: a token off loopback, and a usable token.
@@ -95,7 +132,12 @@ pub fn check_options(opts: &HttpOptions) -> Result<(), HttpError> {
 /// Constant-time check of an `Authorization` header value against the token.
 pub fn bearer_matches(header_value: Option<&[u8]>, token: &str) -> bool {
     let Some(value) = header_value else { return false };
-    let Some(given) = value.strip_prefix(b"Bearer ") else { return false };
+    // `Bearer`, `bearer`, `BEARER`…: auth schemes are case-insensitive (RFC 9110 §11.1).
+    let Some((scheme, given)) = value.split_at_checked(7) else { return false };
+    if !scheme.eq_ignore_ascii_case(b"Bearer ") {
+        return false;
+    }
+    let given = given.trim_ascii_start();
     // `ct_eq` on slices of different lengths returns false without comparing
     // bytes: only the token's length can leak, not its content.
     bool::from(given.ct_eq(token.as_bytes()))
@@ -116,6 +158,16 @@ async fn require_token(State(token): State<Arc<Option<String>>>, req: Request, n
         }
     }
     next.run(req).await
+}
+
+/// Words rmcp's bare 404 for a request naming a session that ended.
+async fn explain_ended_sessions(State(note): State<Arc<String>>, req: Request, next: Next) -> Response {
+    let names_session = req.headers().contains_key("mcp-session-id");
+    let res = next.run(req).await;
+    if names_session && res.status() == StatusCode::NOT_FOUND {
+        return (StatusCode::NOT_FOUND, note.as_str().to_owned()).into_response();
+    }
+    res
 }
 
 impl EngramServer {
@@ -140,28 +192,31 @@ impl EngramServer {
         }
         let cancel = config.cancellation_token.clone();
         let server = self;
-        let service: StreamableHttpService<EngramServer, LocalSessionManager> = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let sessions = Arc::new(BoundedSessions::new(opts.session_idle, opts.max_sessions));
+        let service: StreamableHttpService<EngramServer, BoundedSessions> =
+            StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
         let token = Arc::new(opts.auth_token.clone());
+        let note = Arc::new(format!(
+            "404 Not Found: session expired or unknown: a session ends after {} s without a request, and the one idle longest is closed when {} are open. Send initialize again to start a new session.\n",
+            opts.session_idle.as_secs(),
+            opts.max_sessions
+        ));
         let router = axum::Router::new()
             .nest_service(MCP_PATH, service)
+            .layer(axum::middleware::from_fn_with_state(note, explain_ended_sessions))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
         let listener = tokio::net::TcpListener::bind(opts.addr)
             .await
             .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
         let local = listener.local_addr().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
         on_listening(local);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                // Close the open SSE streams so the graceful shutdown can finish.
-                cancel.cancel();
-            })
-            .await
-            .map_err(HttpError::Serve)
+        http_conn::serve(listener, router, opts.connections, async move {
+            shutdown_signal().await;
+            // Close the open SSE streams so the graceful shutdown can finish.
+            cancel.cancel();
+        })
+        .await;
+        Ok(())
     }
 }
 
@@ -192,7 +247,7 @@ mod tests {
     use super::*;
 
     fn opts(addr: &str, token: Option<&str>) -> HttpOptions {
-        HttpOptions { addr: addr.parse().expect("addr"), auth_token: token.map(str::to_owned) }
+        HttpOptions::new(addr.parse().expect("addr"), token.map(str::to_owned))
     }
 
     #[test]
@@ -215,7 +270,11 @@ mod tests {
         assert!(bearer_matches(Some(b"Bearer 0123456789abcdef"), t));
         assert!(!bearer_matches(Some(b"Bearer 0123456789abcdeX"), t));
         assert!(!bearer_matches(Some(b"Bearer 0123456789abcde"), t));
-        assert!(!bearer_matches(Some(b"bearer 0123456789abcdef"), t));
+        assert!(bearer_matches(Some(b"bearer 0123456789abcdef"), t));
+        assert!(bearer_matches(Some(b"BEARER 0123456789abcdef"), t));
+        assert!(!bearer_matches(Some(b"Bearer0123456789abcdef"), t));
+        assert!(!bearer_matches(Some(b"Basic  0123456789abcdef"), t));
+        assert!(bearer_matches(Some(b"Bearer  0123456789abcdef"), t), "1*SP (RFC 9110)");
         assert!(!bearer_matches(Some(b"0123456789abcdef"), t));
         assert!(!bearer_matches(None, t));
     }

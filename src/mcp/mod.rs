@@ -11,6 +11,8 @@ mod engram_tools;
 mod graph_tools;
 mod history_tools;
 pub mod http;
+mod http_conn;
+mod http_sessions;
 mod notes_tools;
 mod params;
 mod personal_tools;
@@ -120,7 +122,8 @@ impl Toolset {
 #[derive(Clone)]
 pub struct EngramServer {
     engram: Arc<Engram>,
-    tool_router: ToolRouter<Self>,
+    /// Shared by every clone: an HTTP session is a clone, and copying the routes cost each one kilobytes.
+    tool_router: Arc<ToolRouter<Self>>,
     options: Arc<ToolOptions>,
     after_call: Option<Arc<dyn Fn() + Send + Sync>>,
     structured: Option<Arc<Structured>>,
@@ -202,7 +205,7 @@ impl EngramServer {
         }
         Self {
             engram,
-            tool_router,
+            tool_router: Arc::new(tool_router),
             options: Arc::default(),
             after_call: None,
             structured,
@@ -213,7 +216,8 @@ impl EngramServer {
     /// Sets the options of the notes and workspace toolsets (`--dotted-names` renames tools here).
     pub fn with_options(mut self, options: ToolOptions) -> Self {
         if options.dotted_names {
-            self.tool_router = tool_json::rename_dotted(std::mem::take(&mut self.tool_router));
+            let router = std::mem::take(Arc::make_mut(&mut self.tool_router));
+            self.tool_router = Arc::new(tool_json::rename_dotted(router));
         }
         self.options = Arc::new(options);
         self

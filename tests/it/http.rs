@@ -70,6 +70,11 @@ impl HttpServer {
         StdioClient::connect_http(&self.url, token).await.expect("connect over HTTP")
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends one raw HTTP POST to /mcp and returns (status, body).
     pub fn raw_post(&self, headers: &[(&str, &str)], body: &str) -> (u16, String) {
         raw_request(&self.authority, "POST", "/mcp", headers, body)
@@ -110,7 +115,7 @@ pub fn raw_request(
     (status, body)
 }
 
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+pub const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 const CAPTURE: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"capture_memory","arguments":{"name":"p","category":"c","content":"intruder","summary":"intruder"}}}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,8 +185,11 @@ fn http_requires_the_right_token_and_touches_no_pack_otherwise() {
     }
     let (status, _) = raw_request(&server.authority, "GET", "/mcp", &[], "");
     assert_eq!(status, 401);
-    let (status, body) = server.raw_post(&[("Authorization", &format!("Bearer {token}"))], INIT);
-    assert_eq!(status, 200, "{body}");
+    // The scheme name is case-insensitive (RFC 9110): `bearer` and `BEARER` work too.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let (status, body) = server.raw_post(&[("Authorization", &format!("{scheme} {token}"))], INIT);
+        assert_eq!(status, 200, "{scheme}: {body}");
+    }
     assert_eq!(git(&env.pack("p"), &["rev-parse", "HEAD"]), head, "no unauthenticated request committed");
 }
 

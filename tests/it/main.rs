@@ -12,6 +12,7 @@ mod graph_tools;
 mod history;
 mod history_cli;
 mod http;
+mod http_limits;
 mod invariants;
 mod limits;
 mod lint;
