@@ -177,11 +177,11 @@ impl PackRepo {
 impl super::Snapshot<'_> {
     /// The short id of the newest commit at or after `since` (seconds) whose
     /// trailer `key` has `value`, walking back from this snapshot's HEAD (at
-    /// most [`super::recent::MAX_DEDUP_WALK`] commits; the walk is cached per
-    /// pack, so a check after one new commit reads one commit).
+    /// most [`super::recent::MAX_DEDUP_WALK`] commits; the walk is cached on the
+    /// repository handle, so a check after one new commit reads one commit).
     pub fn recent_commit_with_trailer(&self, key: &str, value: &str, since: i64) -> Result<Option<String>> {
         let Some(head) = self.head else { return Ok(None) };
-        super::recent::find_trailer(self.repo, self.dir, head, key, value, since)
+        super::recent::find_trailer(self.repo, self.dir, self.recent, head, key, value, since)
     }
 }
 

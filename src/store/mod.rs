@@ -212,6 +212,8 @@ pub struct Snapshot<'r> {
     repo: &'r Repository,
     /// Where trees and blobs are read through (see [`objcache`]).
     cache: &'r objcache::ObjectCache,
+    /// The repository's newest commits, for the duplicate check (see [`recent`]).
+    recent: &'r recent::RecentCommits,
     /// The root tree (`None` for an empty repository).
     tree: Option<Oid>,
     head: Option<Oid>,
@@ -350,6 +352,10 @@ pub struct PackRepo {
     objects: objcache::ObjectCache,
     /// The git index as this process last wrote it (see [`gitindex`]).
     known_index: std::sync::Mutex<Option<gitindex::KnownIndex>>,
+    /// The newest commits, walked for the duplicate check (see [`recent`]).
+    recent: recent::RecentCommits,
+    /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).
+    scoped_checked: std::sync::atomic::AtomicBool,
 }
 
 /// True for the modes of a file entry (regular, executable, symbolic link).
@@ -382,6 +388,7 @@ impl PackRepo {
         Snapshot {
             repo: &self.repo,
             cache: &self.objects,
+            recent: &self.recent,
             tree,
             head,
             dir: &self.dir,

@@ -10,6 +10,20 @@ use super::{CommitMessage, PackRepo, Result, StoreError, StoreOptions, git_err, 
 pub(super) const LOCK_FILE: &str = "engram.lock";
 
 impl PackRepo {
+    /// A handle over an opened repository, with empty caches.
+    fn handle(dir: &Path, repo: Repository, options: StoreOptions) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            repo,
+            options,
+            clean: std::sync::Mutex::new(None),
+            objects: objcache::ObjectCache::default(),
+            known_index: std::sync::Mutex::new(None),
+            recent: Default::default(),
+            scoped_checked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// Opens the repository of a pack directory, creating it (and an `adopt`
     /// commit of the files already there) when the directory has no `.git`.
     pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
@@ -37,14 +51,7 @@ impl PackRepo {
         init.external_template(false);
         let repo = Repository::init_opts(dir, &init)
             .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self {
-            dir: dir.to_owned(),
-            repo,
-            options,
-            clean: std::sync::Mutex::new(None),
-            objects: objcache::ObjectCache::default(),
-            known_index: std::sync::Mutex::new(None),
-        };
+        let this = Self::handle(dir, repo, options);
         this.configure()?;
         {
             let _lock = this.lock()?;
@@ -72,14 +79,7 @@ impl PackRepo {
         configure_libgit2();
         let repo =
             Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
-        let this = Self {
-            dir: dir.to_owned(),
-            repo,
-            options,
-            clean: std::sync::Mutex::new(None),
-            objects: objcache::ObjectCache::default(),
-            known_index: std::sync::Mutex::new(None),
-        };
+        let this = Self::handle(dir, repo, options);
         if this.options.durable {
             this.configure()?;
         }

@@ -158,7 +158,7 @@ impl PackRepo {
             return Ok(CommitOutcome::Retry);
         }
         if let Some(parent) = old {
-            recent::note_commit(dir, commit_id, parent, sig.when().seconds(), &rendered);
+            recent::note_commit(&self.recent, commit_id, parent, sig.when().seconds(), &rendered);
         }
         trace.mark("branch-cas");
         if defer_index {

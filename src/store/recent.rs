@@ -1,17 +1,17 @@
-//! The newest commits of each pack, cached for the duplicate check.
+//! The newest commits of a pack, cached on its [`PackRepo`](super::PackRepo) for the
+//! duplicate check.
 //!
 //! `capture_memory` refuses a capture whose `Engram-Dedup` trailer appears in
 //! a commit of the last 30 seconds. Walking back from HEAD on every capture
 //! reads up to [`MAX_DEDUP_WALK`] commits when captures come quickly. The
-//! walk is therefore kept per pack, anchored at the HEAD it started from: the
+//! walk is therefore kept per repository handle, anchored at the HEAD it started from: the
 //! next check walks from the new HEAD only until it meets that anchor (one
 //! commit after one write) and reuses the rest. The cache holds what git holds
 //! (commit ids, times, trailers), so it is right whatever process made the
 //! commits; a HEAD that no longer descends from the anchor (a reset, a revert
 //! by hand) simply never meets it and the walk starts afresh.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use git2::{Oid, Repository};
@@ -45,24 +45,25 @@ struct Walk {
     floor: Floor,
 }
 
-static WALKS: Mutex<Option<HashMap<PathBuf, Walk>>> = Mutex::new(None);
+/// The cached walk of one pack (a field of its repository handle).
+#[derive(Default)]
+pub(super) struct RecentCommits(Mutex<Option<Walk>>);
 
 /// The short id of the newest commit, walking back from `head`, whose trailer
 /// `key` is `value`, among commits until the first one older than `since`.
 pub(super) fn find_trailer(
     repo: &Repository,
     dir: &Path,
+    recent: &RecentCommits,
     head: Oid,
     key: &str,
     value: &str,
     since: i64,
 ) -> Result<Option<String>> {
-    let mut walks = WALKS.lock().unwrap_or_else(|p| p.into_inner());
-    let walks = walks.get_or_insert_with(HashMap::new);
-    let cached = walks.remove(dir);
-    let walk = extend(repo, dir, head, cached, since)?;
+    let mut cached = recent.0.lock().unwrap_or_else(|p| p.into_inner());
+    let walk = extend(repo, dir, head, cached.take(), since)?;
     let found = search(&walk, key, value, since);
-    walks.insert(dir.to_owned(), walk);
+    *cached = Some(walk);
     match found {
         Some(answer) => Ok(answer),
         // The cached walk stops before `since` (an older throttle window): walk without the cache.
@@ -122,12 +123,12 @@ fn extend(repo: &Repository, dir: &Path, head: Oid, cached: Option<Walk>, since:
     Ok(Walk { anchor: head, commits: fresh, floor })
 }
 
-/// Tells the cache of `dir` about a commit this process just made on top of
-/// `parent` (so the next check need not read it back through libgit2). A
-/// cache anchored elsewhere is left alone: the next check walks as usual.
-pub(super) fn note_commit(dir: &Path, id: Oid, parent: Oid, time: i64, message: &str) {
-    let mut walks = WALKS.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(walk) = walks.as_mut().and_then(|w| w.get_mut(dir)) else { return };
+/// Tells the cache about a commit this handle just made on top of `parent`
+/// (so the next check need not read it back through libgit2). A cache
+/// anchored elsewhere is left alone: the next check walks as usual.
+pub(super) fn note_commit(recent: &RecentCommits, id: Oid, parent: Oid, time: i64, message: &str) {
+    let mut cached = recent.0.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(walk) = cached.as_mut() else { return };
     if walk.anchor != parent {
         return;
     }
@@ -158,30 +159,47 @@ mod tests {
     fn cached_walk_answers_like_a_fresh_walk() {
         let tmp = tempfile::tempdir().expect("tmp");
         let repo = Repository::init(tmp.path()).expect("init");
+        let recent = RecentCommits::default();
         let a = commit(&repo, None, 1_000, "a");
         let b = commit(&repo, Some(a), 1_010, "b");
         assert_eq!(
-            find_trailer(&repo, tmp.path(), b, "Engram-Dedup", "a", 990).expect("find"),
+            find_trailer(&repo, tmp.path(), &recent, b, "Engram-Dedup", "a", 990).expect("find"),
             Some(a.to_string()[..7].to_owned())
         );
         // One more commit: found through the cached part, and the new one too.
         let c = commit(&repo, Some(b), 1_020, "c");
-        assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "a", 990).expect("find").is_some());
-        assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "c", 990).expect("find").is_some());
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, c, "Engram-Dedup", "a", 990).expect("find").is_some()
+        );
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, c, "Engram-Dedup", "c", 990).expect("find").is_some()
+        );
         // A commit noted by its writer is found without reading it back.
         let d = Oid::hash_object(git2::ObjectType::Commit, b"not in the repository").expect("id");
-        note_commit(tmp.path(), d, c, 1_030, "capture\n\nEngram-Dedup: d\n");
+        note_commit(&recent, d, c, 1_030, "capture\n\nEngram-Dedup: d\n");
         assert_eq!(
-            find_trailer(&repo, tmp.path(), d, "Engram-Dedup", "d", 990).expect("find"),
+            find_trailer(&repo, tmp.path(), &recent, d, "Engram-Dedup", "d", 990).expect("find"),
             Some(d.to_string()[..7].to_owned())
         );
         // Outside the window: not a duplicate.
-        assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "a", 1_005).expect("find").is_none());
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, c, "Engram-Dedup", "a", 1_005).expect("find").is_none()
+        );
         // A wider window than the cache covers walks again.
-        assert!(find_trailer(&repo, tmp.path(), c, "Engram-Dedup", "a", 900).expect("find").is_some());
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, c, "Engram-Dedup", "a", 900).expect("find").is_some()
+        );
         // HEAD reset to an unrelated history: the cache is not trusted.
         let other = commit(&repo, None, 1_030, "x");
-        assert!(find_trailer(&repo, tmp.path(), other, "Engram-Dedup", "a", 900).expect("find").is_none());
-        assert!(find_trailer(&repo, tmp.path(), other, "Engram-Dedup", "x", 900).expect("find").is_some());
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, other, "Engram-Dedup", "a", 900)
+                .expect("find")
+                .is_none()
+        );
+        assert!(
+            find_trailer(&repo, tmp.path(), &recent, other, "Engram-Dedup", "x", 900)
+                .expect("find")
+                .is_some()
+        );
     }
 }

@@ -119,6 +119,7 @@ impl<'r> Snapshot<'r> {
         Snapshot {
             repo: self.repo,
             cache: self.cache,
+            recent: self.recent,
             tree: self.tree,
             head: self.head,
             dir: self.dir,
@@ -167,7 +168,15 @@ impl<'r> Snapshot<'r> {
 
     /// A snapshot of another tree of the same repository (no overlay).
     fn other(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'r> {
-        Snapshot { repo: self.repo, cache: self.cache, tree, head, dir: self.dir, overlay: BTreeMap::new() }
+        Snapshot {
+            repo: self.repo,
+            cache: self.cache,
+            recent: self.recent,
+            tree,
+            head,
+            dir: self.dir,
+            overlay: BTreeMap::new(),
+        }
     }
 
     /// Paths a commit changed relative to its first parent.

@@ -9,8 +9,8 @@
 //! full check (hand edits committed as their own `edit:` commit) and runs the
 //! edit again, so a hand edit is never overwritten nor mixed into a tool's
 //! commit. Hand edits elsewhere stay in the working tree untouched and are
-//! committed by the first write of the process (which always does the full
-//! check) or by the next full write.
+//! committed by the first write of the repository handle (which always does
+//! the full check) or by the next full write.
 //!
 //! The git index is a cache of the working tree (path → blob, file stat),
 //! and rewriting it costs a hash of the whole file (a few MB for tens of
@@ -26,6 +26,10 @@
 pub const INDEX_FLUSH_INTERVAL: Duration = Duration::from_millis(1000);
 
 /// Paths written by scoped writes but not yet in the index, per pack.
+///
+/// Process-wide rather than on the handle: a process may hold two handles of one pack
+/// (sync opens its own), and whichever makes the next full write must flush what the
+/// other's scoped writes left out of the index (see ARCHITECTURE.md, "Process-wide state").
 struct PendingIndex {
     paths: BTreeSet<String>,
     since: Instant,
@@ -103,7 +107,7 @@ impl Drop for PackRepo {
     }
 }
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -113,14 +117,6 @@ use git2::{ObjectType, Oid};
 use super::{
     Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, io_err, recover,
 };
-
-/// Packs whose working tree this process has fully checked since it started.
-static CHECKED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
-
-fn first_time(dir: &Path) -> bool {
-    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
-    checked.get_or_insert_with(HashSet::new).insert(dir.to_owned())
-}
 
 impl PackRepo {
     /// Like [`PackRepo::write`], checking for hand edits only on the paths
@@ -135,7 +131,8 @@ impl PackRepo {
     {
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
-        if first_time(&self.dir) {
+        // The first scoped write of this handle checks the whole working tree.
+        if !self.scoped_checked.swap(true, std::sync::atomic::Ordering::Relaxed) {
             flush_index(self)?;
             self.commit_hand_edits()?;
         }
