@@ -29,6 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 use git2::{ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
 use super::{PackRepo, Result, git_err};
+use crate::pack_root::FileStat;
 
 /// How often in-place edits of rolled history segments are looked for.
 pub const COLD_CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -51,22 +52,20 @@ struct Sig {
 }
 
 impl Sig {
-    fn of(meta: &fs::Metadata) -> Self {
-        #[cfg(unix)]
-        use std::os::unix::fs::MetadataExt as _;
+    fn of(stat: &FileStat) -> Self {
         Sig {
-            len: meta.len(),
-            mtime: meta.modified().ok(),
+            len: stat.len,
+            mtime: Some(stat.modified()),
             #[cfg(unix)]
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ctime: stat.ctime,
             #[cfg(unix)]
-            ino: meta.ino(),
-            is_dir: meta.is_dir(),
+            ino: stat.ino,
+            is_dir: stat.is_dir(),
         }
     }
 
     fn read(path: &Path) -> Option<Self> {
-        fs::symlink_metadata(path).ok().map(|m| Self::of(&m))
+        fs::symlink_metadata(path).ok().map(|m| Self::of(&FileStat::from_metadata(&m)))
     }
 
     /// True when a change made after `taken` could have left this signature unchanged.

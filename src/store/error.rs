@@ -53,6 +53,15 @@ pub enum StoreError {
         /// The offending path.
         path: String,
     },
+    /// The working tree cannot take a file at a path: a symbolic link or a file on the way,
+    /// or a directory there. Links are never followed (see [`crate::pack_root`]).
+    #[error("refusing to write {path}: {why} in the working tree")]
+    Blocked {
+        /// The path in the pack.
+        path: String,
+        /// What is in the way.
+        why: crate::pack_root::Blocked,
+    },
     /// Cloning a pack failed.
     #[error("git clone failed: {message}")]
     Clone {

@@ -489,21 +489,17 @@ fn short_id(id: &str) -> String {
     id.chars().take(7).collect()
 }
 
-/// Writes a file through a temporary file and a rename, so readers never see half a file.
+/// Writes a file through a temporary file beside it and a rename, so readers never see half
+/// a file. For engram's own files (sync state, the search index, a pack being created);
+/// the files of a pack's working tree are written by the store through
+/// [`crate::pack_root`].
 pub fn write_file_atomic(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    write_file_atomic_via(path, bytes, durable, parent)
-}
-
-/// Like [`write_file_atomic`], with the temporary file in `tmp_dir` (same
-/// filesystem), so a crash never leaves a stray file in a pack's working tree.
-fn write_file_atomic_via(path: &Path, bytes: &[u8], durable: bool, tmp_dir: &Path) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(parent).map_err(|e| io_err("create directory", parent, e))?;
     if path.is_dir() {
         return Err(StoreError::NotAFile { path: path.display().to_string() });
     }
-    let tmp = tmp_dir.join(format!(
+    let tmp = parent.join(format!(
         ".{}.engram-tmp-{}",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
         std::process::id()
@@ -517,17 +513,4 @@ fn write_file_atomic_via(path: &Path, bytes: &[u8], durable: bool, tmp_dir: &Pat
     }
     fs::rename(&tmp, path).map_err(|e| io_err("rename into place", path, e))?;
     Ok(())
-}
-
-fn remove_empty_parents(root: &Path, file: &Path) {
-    let mut dir = file.parent();
-    while let Some(d) = dir {
-        if d == root || !d.starts_with(root) {
-            break;
-        }
-        if fs::remove_dir(d).is_err() {
-            break;
-        }
-        dir = d.parent();
-    }
 }

@@ -2,7 +2,6 @@
 //! compare-and-swap, and the working tree and the git index follow.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use git2::{ErrorCode, IndexAddOption, ObjectType, Oid, Status, StatusOptions};
@@ -10,7 +9,7 @@ use git2::{ErrorCode, IndexAddOption, ObjectType, Oid, Status, StatusOptions};
 use super::{
     BranchHead, Changes, CommitMessage, Committed, Edit, PackRepo, Result, Snapshot, StoreError, clean,
     doctor, git_err, gitindex, guard, housekeeping, io_err, is_plain_relative, locks, no_wait, packwrite,
-    recent, recover, refswap, remove_empty_parents, scoped_write, short_id, truncate_chars, worktree,
+    recent, recover, refswap, scoped_write, short_id, truncate_chars, worktree,
 };
 
 pub(super) const MAX_ATTEMPTS: u32 = 50;
@@ -22,7 +21,7 @@ pub(super) enum CommitOutcome {
 }
 
 /// A file a write put into the working tree: path, blob id, content, metadata after writing.
-pub(super) type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, fs::Metadata);
+pub(super) type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, crate::pack_root::FileStat);
 
 impl PackRepo {
     /// Runs `edit` against HEAD and commits what it returns, as one commit.
@@ -100,8 +99,9 @@ impl PackRepo {
         let mut objects = packwrite::NewObjects::default();
         let mut tree_changes = packwrite::PathChanges::new();
         let mut blobs = BTreeMap::new();
+        let root = crate::pack_root::PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
         for (path, content) in &changes.files {
-            if !is_plain_relative(path) || self.crosses_symlink(path) {
+            if !is_plain_relative(path) || crosses_symlink(&root, path) {
                 return Err(StoreError::BadPath { path: path.clone() });
             }
             let id = match content {
@@ -165,7 +165,7 @@ impl PackRepo {
             *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
             scoped_write::sync_working_tree_deferred(self, changes)?;
         } else {
-            let written = self.sync_working_tree(changes, &blobs)?;
+            let written = self.write_working_tree(&root, changes, &blobs, false)?;
             let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
             match known.as_mut() {
                 Some(state) if old.is_some_and(|o| state.is_at(o)) => {
@@ -184,22 +184,6 @@ impl PackRepo {
             id,
             previous_head: old.map(|o| o.to_string()),
         }))
-    }
-
-    /// True when a directory on the way to `path` in the working tree is a
-    /// symbolic link (writing there could leave the pack).
-    pub(super) fn crosses_symlink(&self, path: &str) -> bool {
-        let mut cur = self.dir.clone();
-        let parts: Vec<&str> = path.split('/').collect();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            cur.push(part);
-            match fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => return true,
-                Ok(_) => {}
-                Err(_) => return false,
-            }
-        }
-        false
     }
 
     /// Compare-and-swap of the current branch from `old` to `new`.
@@ -234,15 +218,36 @@ impl PackRepo {
         changes: &Changes,
         blobs: &BTreeMap<&str, Oid>,
     ) -> Result<Vec<WrittenFile>> {
+        let root = crate::pack_root::PackRoot::open(&self.dir).map_err(|e| io_err("open", &self.dir, e))?;
+        self.write_working_tree(&root, changes, blobs, false)
+    }
+
+    /// [`Self::sync_working_tree`]; with `skip_blocked`, a path the working tree cannot
+    /// take (a symbolic link or a file on the way, a directory there) is left as it is
+    /// instead of failing the whole sync: the next write sees it as a hand edit.
+    pub(super) fn write_working_tree(
+        &self,
+        root: &crate::pack_root::PackRoot,
+        changes: &Changes,
+        blobs: &BTreeMap<&str, Oid>,
+        skip_blocked: bool,
+    ) -> Result<Vec<WrittenFile>> {
         let mut written = Vec::new();
         // (path, its index entry when the platform can make one)
         let mut added: Vec<(&str, Option<git2::IndexEntry>)> = Vec::new();
         let mut removed: Vec<&str> = Vec::new();
+        let git_dir = self.git_dir();
         for (path, content) in &changes.files {
-            let full = self.dir.join(path);
+            let rel = crate::pack_path::PackPath::parse(path)
+                .map_err(|_| StoreError::BadPath { path: path.clone() })?;
             match content {
                 Some(bytes) => {
-                    let stat = worktree::write_file(&full, bytes, self.options.durable, &self.git_dir())?;
+                    let stat = match worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir)
+                    {
+                        Ok(stat) => stat,
+                        Err(StoreError::Blocked { .. }) if skip_blocked => continue,
+                        Err(e) => return Err(e),
+                    };
                     let id = blobs.get(path.as_str()).copied();
                     added.push((path, id.and_then(|id| worktree::index_entry(path, id, &stat))));
                     if let Some(id) = id {
@@ -250,17 +255,11 @@ impl PackRepo {
                     }
                 }
                 None => {
-                    match fs::remove_file(&full) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(io_err("remove", &full, e)),
-                    }
-                    remove_empty_parents(&self.dir, &full);
+                    root.remove_file(&rel).map_err(|e| io_err("remove", &root.full(&rel), e))?;
                     removed.push(path);
                 }
             }
         }
-        let git_dir = self.git_dir();
         locks::wait_for(&git_dir.join("index.lock"));
         if self.update_known_index(&added, &removed) {
             return Ok(written);
@@ -448,4 +447,13 @@ impl PhaseTimer {
             eprintln!("engram: write {}: {}", dir.display(), parts.join(" "));
         }
     }
+}
+
+/// True when a directory on the way to `path` in the working tree is a symbolic link or a
+/// file: an early refusal, before anything is committed (the write itself never follows a
+/// link either, see [`crate::pack_root`]).
+fn crosses_symlink(root: &crate::pack_root::PackRoot, path: &str) -> bool {
+    use crate::pack_root::Found;
+    let Ok(path) = crate::pack_path::PackPath::parse(path) else { return true };
+    matches!(root.entry(&path, false), Ok(Found::Link | Found::NotDir))
 }

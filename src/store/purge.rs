@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use git2::{ObjectType, Oid, ResetType, Sort, TreeWalkMode, TreeWalkResult};
 
-use super::{PackRepo, Result, StoreError, git_err, remove_empty_parents};
+use super::{PackRepo, Result, StoreError, git_err};
 
 /// The replacement written where purged text was.
 pub const REDACTED: &str = "[REDACTED]";
@@ -203,12 +203,14 @@ impl PackRepo {
             let _ = self.repo.reflog_delete(name);
         }
         // The working tree and index follow the rewritten HEAD.
+        let root =
+            crate::pack_root::PackRoot::open(&self.dir).map_err(|e| super::io_err("open", &self.dir, e))?;
         for path in &report.paths {
-            if target.matches_path(path) {
-                let full = self.dir.join(path);
-                if std::fs::remove_file(&full).is_ok() {
-                    remove_empty_parents(&self.dir, &full);
-                }
+            if target.matches_path(path)
+                && let Ok(rel) = crate::pack_path::PackPath::parse(path)
+            {
+                // Best effort, as before: what cannot be removed stays for the person to see.
+                let _ = root.remove_file(&rel);
             }
         }
         if let Some(head) = self.head_commit()? {

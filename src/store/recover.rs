@@ -121,15 +121,35 @@ pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
     if let (Some(new), Some(head)) = (new, repo.head_commit()?) {
         let landed = head.id() == new || repo.repo.graph_descendant_of(head.id(), new).unwrap_or(false);
         if landed && !paths.is_empty() {
-            let mut checkout = git2::build::CheckoutBuilder::new();
-            checkout.force();
-            for p in &paths {
-                checkout.path(p);
-            }
-            repo.repo
-                .checkout_head(Some(&mut checkout))
-                .map_err(|e| git_err("finishing an interrupted write", &repo.dir, e))?;
+            restore_from_head(repo, &head, &paths)?;
         }
     }
     clear_pending(repo)
+}
+
+/// Writes `paths` as HEAD has them into the working tree and the index (a path HEAD lacks
+/// is removed), through the same no-follow writes as every write
+/// ([`PackRepo::write_working_tree`]). A path the working tree cannot take (a symbolic link
+/// or a file now on the way) is left as it is: the hand-edit step sees it next.
+fn restore_from_head(repo: &PackRepo, head: &git2::Commit<'_>, paths: &[&str]) -> Result<()> {
+    let step = "finishing an interrupted write";
+    let tree = head.tree().map_err(|e| git_err(step, &repo.dir, e))?;
+    let mut changes = Changes::default();
+    let mut blobs = std::collections::BTreeMap::new();
+    for &path in paths {
+        match tree.get_path(std::path::Path::new(path)) {
+            Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                let blob = repo.repo.find_blob(entry.id()).map_err(|e| git_err(step, &repo.dir, e))?;
+                changes.put(path, blob.content().to_vec());
+                blobs.insert(path, entry.id());
+            }
+            // A directory now (or a submodule): nothing of this write to put back.
+            Ok(_) => {}
+            Err(e) if e.code() == git2::ErrorCode::NotFound => changes.remove(path),
+            Err(e) => return Err(git_err(step, &repo.dir, e)),
+        }
+    }
+    *repo.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    let root = crate::pack_root::PackRoot::open(&repo.dir).map_err(|e| super::io_err("open", &repo.dir, e))?;
+    repo.write_working_tree(&root, &changes, &blobs, true).map(|_| ())
 }

@@ -40,15 +40,15 @@ static PENDING: Mutex<Option<HashMap<PathBuf, PendingIndex>>> = Mutex::new(None)
 /// Writes the changed files into the working tree now and records them for
 /// the next index flush (flushing when the oldest is due).
 pub(super) fn sync_working_tree_deferred(repo: &PackRepo, changes: &Changes) -> Result<()> {
+    let root = PackRoot::open(&repo.dir).map_err(|e| io_err("open", &repo.dir, e))?;
+    let git_dir = repo.git_dir();
     for (path, content) in &changes.files {
-        let full = repo.dir.join(path);
+        let rel = PackPath::parse(path).map_err(|_| StoreError::BadPath { path: path.clone() })?;
         match content {
-            Some(bytes) => super::write_file_atomic_via(&full, bytes, repo.options.durable, &repo.git_dir())?,
-            None => match std::fs::remove_file(&full) {
-                Ok(()) => super::remove_empty_parents(&repo.dir, &full),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err("remove", &full, e)),
-            },
+            Some(bytes) => {
+                super::worktree::write_file(&root, &rel, bytes, repo.options.durable, &git_dir)?;
+            }
+            None => root.remove_file(&rel).map_err(|e| io_err("remove", &root.full(&rel), e))?,
         }
     }
     let due = {
@@ -77,13 +77,26 @@ pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
         }
     };
     let dir = &repo.dir;
+    let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
     let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
     index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
     for path in &paths {
-        if repo.dir.join(path).is_file() {
-            index.add_path(Path::new(path)).map_err(|e| git_err("updating the index", dir, e))?;
-        } else {
-            let _ = index.remove_path(Path::new(path));
+        let file = match PackPath::parse(path) {
+            Ok(rel) => regular_file(&root, &rel).map_err(|e| io_err("read", &dir.join(path), e))?,
+            Err(_) => None,
+        };
+        let entry = match file {
+            Some((bytes, stat)) => {
+                let id = repo.repo.blob(&bytes).map_err(|e| git_err("writing a blob", dir, e))?;
+                super::worktree::index_entry(path, id, &stat)
+            }
+            None => None,
+        };
+        match entry {
+            Some(entry) => index.add(&entry).map_err(|e| git_err("updating the index", dir, e))?,
+            None => {
+                let _ = index.remove_path(Path::new(path));
+            }
         }
     }
     index.write().map_err(|e| git_err("writing the index", dir, e))
@@ -113,6 +126,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use git2::{ObjectType, Oid};
+
+use crate::pack_path::PackPath;
+use crate::pack_root::{FileStat, Found, PackRoot};
 
 use super::{
     Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, io_err, recover,
@@ -179,21 +195,25 @@ impl PackRepo {
         head: &Snapshot<'_>,
         paths: impl Iterator<Item = &'p str>,
     ) -> Result<bool> {
+        let root = PackRoot::open(&self.dir).map_err(|e| io_err("open", &self.dir, e))?;
         for path in paths {
             let in_head: Option<Oid> = match head.entry(path)? {
                 None => None,
                 Some((mode, id)) if super::is_blob_mode(mode) => Some(id),
                 Some(_) => return Ok(false),
             };
-            let full = self.dir.join(path);
-            let on_disk = match std::fs::symlink_metadata(&full) {
-                Ok(m) if m.is_file() => Some(
-                    Oid::hash_file(ObjectType::Blob, &full)
-                        .map_err(|e| git_err("hashing a working-tree file", &self.dir, e))?,
-                ),
-                Ok(_) => return Ok(false),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(_) => return Ok(false),
+            let Ok(rel) = PackPath::parse(path) else { return Ok(false) };
+            let on_disk = match root.open_file(&rel) {
+                Ok(Found::Here(file)) => match read_regular(file) {
+                    Ok(Some((bytes, _))) => Some(
+                        Oid::hash_object(ObjectType::Blob, &bytes)
+                            .map_err(|e| git_err("hashing a working-tree file", &self.dir, e))?,
+                    ),
+                    _ => return Ok(false),
+                },
+                Ok(Found::Missing) => None,
+                // A link or a file on the way: not as in HEAD.
+                Ok(Found::Link | Found::NotDir) | Err(_) => return Ok(false),
             };
             if in_head != on_disk {
                 return Ok(false);
@@ -201,4 +221,25 @@ impl PackRepo {
         }
         Ok(true)
     }
+}
+
+/// The bytes and `stat` of the regular file at `path`; `None` when there is none (missing,
+/// reached through a link, or not a regular file).
+fn regular_file(root: &PackRoot, path: &PackPath) -> std::io::Result<Option<(Vec<u8>, FileStat)>> {
+    match root.open_file(path)? {
+        Found::Here(file) => read_regular(file),
+        _ => Ok(None),
+    }
+}
+
+/// The bytes and `stat` of an open file when it is a regular file.
+fn read_regular(mut file: std::fs::File) -> std::io::Result<Option<(Vec<u8>, FileStat)>> {
+    use std::io::Read as _;
+    let stat = FileStat::from_metadata(&file.metadata()?);
+    if !stat.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(stat.len).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(Some((bytes, stat)))
 }

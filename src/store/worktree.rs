@@ -12,7 +12,10 @@
 //! is renamed over the target. A reader
 //! of an appended file may see the old text or the old text plus part of the
 //! new end; a crash in the middle is repaired from HEAD by the next writer
-//! (see `recover`).
+//! (see `recover`). Each of these steps happens relative to the handle of the
+//! file's directory, reached from the pack directory without following a
+//! symbolic link ([`crate::pack_root`]); appending also needs the file to have
+//! no other name (a hard link), which replacing does not.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read as _, Write as _};
@@ -20,39 +23,113 @@ use std::path::Path;
 
 use git2::Oid;
 
-use super::{Result, io_err};
+use super::{Result, StoreError, io_err};
+use crate::pack_path::PackPath;
+use crate::pack_root::{Blocked, Entry, FileStat, Found, PackRoot};
 
-/// Writes `bytes` to the working-tree file `path` and returns its metadata afterwards.
-pub(super) fn write_file(path: &Path, bytes: &[u8], durable: bool, tmp_dir: &Path) -> Result<fs::Metadata> {
-    if let Some(stat) = append_in_place(path, bytes, durable) {
+/// Writes `bytes` to the working-tree file `path` of the pack `root` (directories made as
+/// needed) and returns its `stat` afterwards. Every step is relative to the handle of the
+/// file's directory, reached without following a link ([`crate::pack_root`]): a symbolic
+/// link on the way is an error, never a way out of the pack. `git_dir` holds the spare and
+/// temporary files.
+pub(super) fn write_file(
+    root: &PackRoot,
+    path: &PackPath,
+    bytes: &[u8],
+    durable: bool,
+    git_dir: &Path,
+) -> Result<FileStat> {
+    let full = root.full(path);
+    let entry = match root.entry(path, true).map_err(|e| io_err("create the directories of", &full, e))? {
+        Found::Here(entry) => entry,
+        Found::Link => return Err(blocked(path, Blocked::Link)),
+        Found::NotDir | Found::Missing => return Err(blocked(path, Blocked::NotDir)),
+    };
+    let is_file = match append_in_place(&entry, bytes, durable) {
+        Appended::Done(stat) => return Ok(stat),
+        Appended::NotAppendable { is_file } => is_file,
+    };
+    if is_file && let Some(stat) = exchange(&entry, path, bytes, durable, git_dir) {
         return Ok(stat);
     }
-    if let Some(stat) = exchange(path, bytes, durable, tmp_dir) {
-        return Ok(stat);
-    }
-    super::write_file_atomic_via(path, bytes, durable, tmp_dir)?;
-    fs::symlink_metadata(path).map_err(|e| io_err("read the metadata of", path, e))
+    replace(&entry, path, bytes, durable, git_dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::IsADirectory | std::io::ErrorKind::DirectoryNotEmpty => {
+            blocked(path, Blocked::IsDir)
+        }
+        _ => io_err("write", &full, e),
+    })
 }
 
-/// Appends the new end of `bytes` when the file holds exactly a strict prefix
-/// of them. `None` (and the file untouched) in every other case.
-fn append_in_place(path: &Path, bytes: &[u8], durable: bool) -> Option<fs::Metadata> {
-    let stat = fs::symlink_metadata(path).ok()?;
-    let len = usize::try_from(stat.len()).ok()?;
-    if !stat.is_file() || len == 0 || len >= bytes.len() {
-        return None;
+/// The error of a write whose path the working tree cannot take.
+pub(super) fn blocked(path: &PackPath, why: Blocked) -> StoreError {
+    StoreError::Blocked { path: path.as_str().to_owned(), why }
+}
+
+/// What [`append_in_place`] did.
+enum Appended {
+    Done(FileStat),
+    /// Untouched; `is_file`: a regular file with one name is there.
+    NotAppendable {
+        is_file: bool,
+    },
+}
+
+/// Appends the new end of `bytes` when the file holds exactly a strict prefix of them (and
+/// has no other name: appending to a hard link would change the other name's file too).
+fn append_in_place(entry: &Entry<'_>, bytes: &[u8], durable: bool) -> Appended {
+    let not = |is_file| Appended::NotAppendable { is_file };
+    let Ok(Some(mut file)) = entry.open_append() else { return not(false) };
+    let Ok(meta) = file.metadata() else { return not(false) };
+    let stat = FileStat::from_metadata(&meta);
+    if !stat.is_file() || stat.nlink != 1 {
+        return not(false);
     }
-    let mut file = OpenOptions::new().read(true).append(true).open(path).ok()?;
+    let Ok(len) = usize::try_from(stat.len) else { return not(true) };
+    if len == 0 || len >= bytes.len() {
+        return not(true);
+    }
     let mut current = Vec::with_capacity(len);
-    file.read_to_end(&mut current).ok()?;
-    if !bytes.starts_with(&current) || current.len() >= bytes.len() {
-        return None;
+    if file.read_to_end(&mut current).is_err() || !bytes.starts_with(&current) || current.len() >= bytes.len()
+    {
+        return not(true);
     }
-    file.write_all(&bytes[current.len()..]).ok()?;
-    if durable {
-        file.sync_data().ok()?;
+    if file.write_all(&bytes[current.len()..]).is_err() || (durable && file.sync_data().is_err()) {
+        // Part of the end may be there: replacing the file makes it whole.
+        return not(true);
     }
-    file.metadata().ok()
+    match file.metadata() {
+        Ok(meta) => Appended::Done(FileStat::from_metadata(&meta)),
+        Err(_) => not(true),
+    }
+}
+
+/// Replaces the file by renaming a temporary file (in `git_dir`, so a crash never leaves a
+/// stray file in the working tree) over it, relative to the handle of its directory.
+fn replace(
+    entry: &Entry<'_>,
+    path: &PackPath,
+    bytes: &[u8],
+    durable: bool,
+    git_dir: &Path,
+) -> std::io::Result<FileStat> {
+    let tmp = git_dir.join(format!(".{}.engram-tmp-{}", entry.name(), std::process::id()));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        entry.replace_with(&tmp)?;
+        if durable {
+            entry.sync_dir()?;
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
+    entry.stat()?.ok_or_else(|| std::io::Error::other(format!("{path} vanished right after it was written")))
 }
 
 /// The directory of spare files, in the git directory.
@@ -60,29 +137,29 @@ pub(super) const SPARE_DIR: &str = "engram-spare";
 
 /// The spare file for `path` (its path in the working tree, flattened, in
 /// `git_dir/engram-spare/`: the same name wherever the pack is moved).
-fn spare_for(path: &Path, git_dir: &Path) -> std::path::PathBuf {
-    let relative = git_dir.parent().and_then(|root| path.strip_prefix(root).ok()).unwrap_or(path);
-    let flat: String = relative
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c == '/' || c == '\\' || c == ':' { '%' } else { c })
-        .collect();
+fn spare_for(path: &PackPath, git_dir: &Path) -> std::path::PathBuf {
+    let flat: String = path.as_str().chars().map(|c| if c == '/' { '%' } else { c }).collect();
     git_dir.join(SPARE_DIR).join(flat)
 }
 
 /// Replaces an existing regular file by swapping a spare file holding `bytes`
-/// with it. `None` (target untouched) when the target is not a regular file
-/// or the platform cannot swap.
+/// with it. `None` (target untouched) when the platform cannot swap or a step fails.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
-fn exchange(path: &Path, bytes: &[u8], durable: bool, git_dir: &Path) -> Option<fs::Metadata> {
-    if !fs::symlink_metadata(path).ok()?.is_file() {
-        return None;
-    }
+fn exchange(
+    entry: &Entry<'_>,
+    path: &PackPath,
+    bytes: &[u8],
+    durable: bool,
+    git_dir: &Path,
+) -> Option<FileStat> {
     let spare = spare_for(path, git_dir);
     ensure_real_dir(&git_dir.join(SPARE_DIR)).ok()?;
     overwrite(&spare, bytes, durable).ok()?;
-    swap(&spare, path).ok()?;
-    fs::symlink_metadata(path).ok()
+    entry.exchange_with(&spare).ok()?;
+    if durable {
+        entry.sync_dir().ok()?;
+    }
+    entry.stat().ok().flatten()
 }
 
 /// Makes the spare file at `path` hold `bytes`, reusing its inode when it
@@ -158,7 +235,7 @@ pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<(f
 
 /// Replaces a file by swapping (not available on this platform).
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn exchange(_path: &Path, _bytes: &[u8], _durable: bool, _git_dir: &Path) -> Option<fs::Metadata> {
+fn exchange(_: &Entry<'_>, _: &PackPath, _: &[u8], _: bool, _: &Path) -> Option<FileStat> {
     None
 }
 
@@ -215,18 +292,17 @@ pub(super) fn exchange_index_bytes(_bytes: &[u8], _git_dir: &Path) -> bool {
 /// The git index entry of a file just written with content `id`, from its
 /// metadata; `None` where the platform's metadata cannot fill one.
 #[cfg(unix)]
-pub(super) fn index_entry(path: &str, id: Oid, stat: &fs::Metadata) -> Option<git2::IndexEntry> {
-    use std::os::unix::fs::MetadataExt as _;
+pub(super) fn index_entry(path: &str, id: Oid, stat: &FileStat) -> Option<git2::IndexEntry> {
     // The index stores 32-bit fields; git truncates the same way.
     Some(git2::IndexEntry {
-        ctime: git2::IndexTime::new(stat.ctime() as i32, stat.ctime_nsec() as u32),
-        mtime: git2::IndexTime::new(stat.mtime() as i32, stat.mtime_nsec() as u32),
-        dev: stat.dev() as u32,
-        ino: stat.ino() as u32,
+        ctime: git2::IndexTime::new(stat.ctime.0 as i32, stat.ctime.1 as u32),
+        mtime: git2::IndexTime::new(stat.mtime.0 as i32, stat.mtime.1 as u32),
+        dev: stat.dev as u32,
+        ino: stat.ino as u32,
         mode: u32::from(git2::FileMode::Blob),
-        uid: stat.uid(),
-        gid: stat.gid(),
-        file_size: stat.len() as u32,
+        uid: stat.uid,
+        gid: stat.gid,
+        file_size: stat.len as u32,
         id,
         flags: path.len().min(0xfff) as u16,
         flags_extended: 0,
@@ -236,7 +312,7 @@ pub(super) fn index_entry(path: &str, id: Oid, stat: &fs::Metadata) -> Option<gi
 
 /// The git index entry of a file just written (not available on this platform).
 #[cfg(not(unix))]
-pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &fs::Metadata) -> Option<git2::IndexEntry> {
+pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &FileStat) -> Option<git2::IndexEntry> {
     None
 }
 
@@ -273,10 +349,8 @@ mod tests {
 
     #[test]
     fn spares_are_named_by_the_path_in_the_working_tree() {
-        let spare = spare_for(
-            Path::new("/home/u/.engram/coach/memory/_index.md"),
-            Path::new("/home/u/.engram/coach/.git"),
-        );
+        let path = PackPath::parse("memory/_index.md").expect("path");
+        let spare = spare_for(&path, Path::new("/home/u/.engram/coach/.git"));
         assert_eq!(spare, Path::new("/home/u/.engram/coach/.git/engram-spare/memory%_index.md"));
     }
 
@@ -318,22 +392,57 @@ mod tests {
     #[cfg(unix)]
     fn extends_in_place_or_replaces() {
         let tmp = tempfile::tempdir().expect("tmp");
-        let file = tmp.path().join("a.md");
+        let (pack, git_dir) = (tmp.path().join("pack"), tmp.path().join("git"));
+        fs::create_dir_all(&pack).expect("mkdir");
+        fs::create_dir_all(&git_dir).expect("mkdir");
+        let root = PackRoot::open(&pack).expect("root");
+        let file = pack.join("a.md");
+        let a = PackPath::parse("a.md").expect("path");
         fs::write(&file, "one\n").expect("write");
         let ino = |p: &Path| {
             use std::os::unix::fs::MetadataExt as _;
             fs::metadata(p).expect("stat").ino()
         };
         let before = ino(&file);
-        write_file(&file, b"one\ntwo\n", false, tmp.path()).expect("append");
+        let stat = write_file(&root, &a, b"one\ntwo\n", false, &git_dir).expect("append");
         assert_eq!(fs::read_to_string(&file).expect("read"), "one\ntwo\n");
         assert_eq!(ino(&file), before, "appended in place");
+        assert_eq!(stat, FileStat::from_metadata(&fs::symlink_metadata(&file).expect("stat")));
         // Not an extension: replaced (a new inode), never a mix.
-        write_file(&file, b"uno\n", false, tmp.path()).expect("replace");
+        let stat = write_file(&root, &a, b"uno\n", false, &git_dir).expect("replace");
         assert_eq!(fs::read_to_string(&file).expect("read"), "uno\n");
-        // A new file.
-        let new = tmp.path().join("dir/b.md");
-        write_file(&new, b"b\n", false, tmp.path()).expect("create");
-        assert_eq!(fs::read_to_string(&new).expect("read"), "b\n");
+        assert_eq!(stat, FileStat::from_metadata(&fs::symlink_metadata(&file).expect("stat")));
+        // A new file, in a new directory.
+        let b = PackPath::parse("dir/b.md").expect("path");
+        write_file(&root, &b, b"b\n", false, &git_dir).expect("create");
+        assert_eq!(fs::read_to_string(pack.join("dir/b.md")).expect("read"), "b\n");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn never_writes_through_a_link_or_a_hard_link() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (pack, git_dir, outside) =
+            (tmp.path().join("pack"), tmp.path().join("git"), tmp.path().join("out"));
+        for d in [&pack, &git_dir, &outside] {
+            fs::create_dir_all(d).expect("mkdir");
+        }
+        fs::write(outside.join("x.md"), "mine\n").expect("write");
+        std::os::unix::fs::symlink(&outside, pack.join("linked")).expect("symlink");
+        std::os::unix::fs::symlink(outside.join("x.md"), pack.join("x.md")).expect("symlink");
+        fs::hard_link(outside.join("x.md"), pack.join("hard.md")).expect("hard link");
+        let root = PackRoot::open(&pack).expect("root");
+        let path = |s: &str| PackPath::parse(s).expect("path");
+        let err = write_file(&root, &path("linked/x.md"), b"evil\n", false, &git_dir).expect_err("refused");
+        assert!(matches!(err, StoreError::Blocked { why: Blocked::Link, .. }), "{err}");
+        // A link as the last component is replaced by the file, its target untouched.
+        write_file(&root, &path("x.md"), b"mine\nmore\n", false, &git_dir).expect("replaces the link");
+        assert!(fs::symlink_metadata(pack.join("x.md")).expect("stat").is_file());
+        // A hard link is replaced, not appended to.
+        write_file(&root, &path("hard.md"), b"mine\nmore\n", false, &git_dir).expect("replaces");
+        assert_eq!(fs::read_to_string(outside.join("x.md")).expect("read"), "mine\n", "outside untouched");
+        fs::create_dir(pack.join("d")).expect("mkdir");
+        let err = write_file(&root, &path("d"), b"x", false, &git_dir).expect_err("a directory");
+        assert!(matches!(err, StoreError::Blocked { why: Blocked::IsDir, .. }), "{err}");
     }
 }
