@@ -27,6 +27,7 @@ mod search;
 mod secrets;
 mod security;
 mod stress;
+mod symlink_race;
 mod sync;
 mod wire;
 mod workspace_tools;
