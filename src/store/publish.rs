@@ -242,8 +242,7 @@ impl PackRepo {
                 .map_err(|_| StoreError::BadPath { path: path.clone() })?;
             match content {
                 Some(bytes) => {
-                    let stat = match worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir)
-                    {
+                    let stat = match worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir) {
                         Ok(stat) => stat,
                         Err(StoreError::Blocked { .. }) if skip_blocked => continue,
                         Err(e) => return Err(e),

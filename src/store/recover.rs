@@ -150,6 +150,7 @@ fn restore_from_head(repo: &PackRepo, head: &git2::Commit<'_>, paths: &[&str]) -
         }
     }
     *repo.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    let root = crate::pack_root::PackRoot::open(&repo.dir).map_err(|e| super::io_err("open", &repo.dir, e))?;
+    let root =
+        crate::pack_root::PackRoot::open(&repo.dir).map_err(|e| super::io_err("open", &repo.dir, e))?;
     repo.write_working_tree(&root, &changes, &blobs, true).map(|_| ())
 }

@@ -31,6 +31,7 @@ impl StoreError {
             Self::WouldWait { .. }
             | Self::Contention { .. }
             | Self::BadPath { .. }
+            | Self::Blocked { .. }
             | Self::Clone { .. }
             | Self::Remote { .. }
             | Self::ReadOnly { .. }
