@@ -200,8 +200,7 @@ async fn measure(bin: &Path, size: usize) -> (Row, Live) {
     // read floor: reading the same files with `std::fs::read`.
     let files = load_read_set(&packs, &pack);
     let lib = engram_for(&packs);
-    let caller = Caller { tool: "load_engram".into(), client: Some("bench".into()) };
-    let warm = lib.load_engram("bench", "bench", &caller).expect("in-process load");
+    let warm = lib.load_engram("bench", "bench").expect("in-process load");
     assert!(warm.contains("<memory>"), "{warm}");
     let mut inproc = Vec::new();
     let mut reads = Vec::new();
@@ -210,7 +209,7 @@ async fn measure(bin: &Path, size: usize) -> (Row, Live) {
         std::hint::black_box(read_files(&files));
         reads.push(t.elapsed());
         let t = Instant::now();
-        std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
+        std::hint::black_box(lib.load_engram("bench", "bench").expect("in-process load"));
         inproc.push(t.elapsed());
     }
     // From the disk: the same files dropped from the page cache before each read and before
@@ -232,7 +231,7 @@ async fn measure(bin: &Path, size: usize) -> (Row, Live) {
             assert!(!r.is_error, "{}", r.text);
             evict(&files);
             let t = Instant::now();
-            std::hint::black_box(lib.load_engram("bench", "bench", &caller).expect("in-process load"));
+            std::hint::black_box(lib.load_engram("bench", "bench").expect("in-process load"));
             cold_inproc.push(t.elapsed());
         }
     }

@@ -64,8 +64,8 @@ fn main() -> anyhow::Result<()> {
         files.iter().map(|f| std::fs::read(f).map(|b| b.len()).unwrap_or(0)).sum::<usize>()
     };
     let lib = Engram::new(Config::new(packs.clone()))?;
-    lib.load_engram("bench", "bench", &caller)?;
-    lib.load_engram("bench", "bench", &caller)?;
+    lib.load_engram("bench", "bench")?;
+    lib.load_engram("bench", "bench")?;
     let settled = lib.load_engram_if_settled("bench", "bench").transpose()?;
     println!("answered without git or lock after two loads: {}", settled.is_some());
     let (mut tl, mut tr) = (Vec::new(), Vec::new());
@@ -74,7 +74,7 @@ fn main() -> anyhow::Result<()> {
         std::hint::black_box(read(&files));
         tr.push(t.elapsed());
         let t = Instant::now();
-        std::hint::black_box(lib.load_engram("bench", "bench", &caller)?);
+        std::hint::black_box(lib.load_engram("bench", "bench")?);
         tl.push(t.elapsed());
     }
     let (l, r) = (median(tl), median(tr));

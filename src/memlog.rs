@@ -664,7 +664,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
         repo.write(|_| {
-            let mut changes = Changes::default();
+            let mut changes = Changes::for_memory();
             for name in ["000002.md", "000010.md", "9.md", "notes.txt"] {
                 changes.put(format!("{LOG_DIR}/p/{name}"), block(0));
             }
@@ -683,7 +683,7 @@ mod tests {
                     conversation_id: None,
                 };
                 log.append(&meta, "one more");
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 log.write(&mut changes);
                 let rolled: Vec<String> =
                     changes.paths().filter(|p| p.starts_with(LOG_DIR)).map(str::to_owned).collect();
@@ -715,7 +715,7 @@ mod tests {
         );
         let put = |text: String| {
             repo.write(|_| {
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 changes.put(category_path("p"), text.clone());
                 Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("hand"), value: () })
             })
@@ -725,7 +725,7 @@ mod tests {
             let snap = repo.snapshot_at("HEAD").expect("snapshot");
             let mut log = CategoryLog::load(&snap, "p").expect("load");
             f(&mut log);
-            let mut changes = Changes::default();
+            let mut changes = Changes::for_memory();
             log.write(&mut changes);
             changes
                 .paths()
@@ -768,7 +768,7 @@ mod tests {
         let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
         let write = |f: &dyn Fn(&Snapshot<'_>, &mut Changes) -> Result<(), StoreError>| {
             repo.write(|snap| {
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 f(snap, &mut changes)?;
                 Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("w"), value: () })
             })
@@ -852,7 +852,7 @@ mod tests {
         let commit =
             |repo: &PackRepo, edit: &dyn Fn(&Snapshot<'_>, &mut Changes) -> Result<(), StoreError>| {
                 repo.write(|snap| {
-                    let mut changes = Changes::default();
+                    let mut changes = Changes::for_memory();
                     edit(snap, &mut changes)?;
                     Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("w"), value: () })
                 })

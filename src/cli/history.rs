@@ -12,7 +12,9 @@ fn cli_caller(tool: &str) -> Caller {
 /// `engram show <pack> <commit>`: one commit with its memory summary and diffs.
 pub fn show(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCode> {
     let dir = engram.packs().resolve_for_repair(pack)?.dir;
-    let info = engram.with_repo(&dir, |r| Ok(r.commit_info(commit, true)?))?;
+    let Some(info) = engram.with_existing_repo(&dir, |r| Ok(r.commit_info(commit, true)?))? else {
+        anyhow::bail!("{pack} has no history yet (not a git repository until its first write)");
+    };
     let color = std::io::stdout().is_terminal();
     println!("commit {}", info.id);
     for line in info.message.trim_end().lines() {

@@ -18,11 +18,15 @@ pub fn gc(engram: &Engram, pack: Option<&str>) -> anyhow::Result<ExitCode> {
     };
     for name in names {
         let dir = engram.resolve(&name)?.dir;
-        let (before, report, after) = engram.with_repo(&dir, |r| {
+        let Some((before, report, after)) = engram.with_existing_repo(&dir, |r| {
             let before = r.git_size();
             let report = r.pack_objects()?;
             Ok((before, report, r.git_size()))
-        })?;
+        })?
+        else {
+            println!("{name}: not a git repository yet (until its first write); nothing to pack");
+            continue;
+        };
         println!(
             "{name}: {} objects packed, {} loose objects and {} old packs removed; .git {} → {}",
             report.objects,
@@ -39,11 +43,11 @@ pub fn gc(engram: &Engram, pack: Option<&str>) -> anyhow::Result<ExitCode> {
 pub fn purge(engram: &Engram, pack: &str, what: &str, text: bool, yes: bool) -> anyhow::Result<ExitCode> {
     let dir = engram.resolve(pack)?.dir;
     let target = if text { PurgeTarget::Text(what.to_owned()) } else { PurgeTarget::Path(what.to_owned()) };
-    let preview = engram.with_repo(&dir, |r| Ok(r.purge_preview(&target)?))?;
-    if preview.commits == 0 {
+    let preview = engram.with_existing_repo(&dir, |r| Ok(r.purge_preview(&target)?))?;
+    let Some(preview) = preview.filter(|p| p.commits > 0) else {
         println!("{pack}: nothing in the history matches {what:?}; nothing to do.");
         return Ok(ExitCode::SUCCESS);
-    }
+    };
     println!(
         "{pack}: {} commits hold {what:?} ({}). Purging rewrites these commits and every later one: their ids change.",
         preview.commits,

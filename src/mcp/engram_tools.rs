@@ -37,8 +37,7 @@ impl EngramServer {
 
     #[tool(
         description = "加载 Engram 专家上下文：角色、工作流程、规则、知识索引、案例索引与动态记忆。先 list_engrams 找到名称，加载后按需调用 read_engram_file 读取全文。Load a pack's context (role, workflow, rules, knowledge and example indexes, memory).",
-        // Reads; its only commit is the expiry housekeeping (expired entries, already hidden
-        // from every answer, move to -expired.md), which a read-only server skips.
+        // Reads only: never commits (expired entries are hidden; the next memory write moves them).
         annotations(read_only_hint = true)
     )]
     async fn load_engram(
@@ -46,9 +45,9 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<LoadParams>,
     ) -> Result<String, String> {
-        // Most loads read a few small files and write nothing: answered here, they skip the
-        // hand-off to a blocking thread, which costs more than the load. Anything that may
-        // write (the expiry pass) or touch git goes to a blocking thread below.
+        // Most loads read a few small files: answered here, they skip the hand-off to a
+        // blocking thread, which costs more than the load. A load that must read git (HEAD
+        // moved since this process looked, or `as_of`) goes to a blocking thread below.
         if p.as_of.as_deref().is_none_or(|a| a.trim().is_empty())
             && let Some(answer) = self.engram.load_engram_if_settled(&p.name, &p.query)
         {
@@ -59,10 +58,10 @@ impl EngramServer {
             }
             return answer.map_err(|e| e.to_string());
         }
-        self.run("load_engram", &peer, move |e, c| {
+        self.run("load_engram", &peer, move |e, _| {
             match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
                 Some(as_of) => e.load_engram_as_of(&p.name, &p.query, as_of),
-                None => e.load_engram(&p.name, &p.query, c),
+                None => e.load_engram(&p.name, &p.query),
             }
         })
         .await

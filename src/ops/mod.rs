@@ -229,11 +229,19 @@ impl EngramError {
     }
 }
 
+/// Parses a pack-relative path a user gave (a tool or CLI argument) into a
+/// [`PackPath`](crate::pack_path::PackPath): the one path validator; the error says why.
+pub(crate) fn user_path(path: &str) -> Result<crate::pack_path::PackPath> {
+    crate::pack_path::PackPath::parse_user(path)
+        .map_err(|e| EngramError::BadPath { path: path.to_owned(), reason: e.to_string() })
+}
+
 impl From<StoreError> for EngramError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Secret { .. } => Self::Secret(e),
             StoreError::BadMeta { .. } => Self::Refused(e),
+            StoreError::BadPath { path, reason } => Self::BadPath { path, reason },
             other => Self::Store(other),
         }
     }
@@ -415,6 +423,8 @@ impl Engram {
     }
 
     /// The repository of a pack directory, opened (or adopted) once per process.
+    /// For writers: a folder that is not a repository yet is adopted (its
+    /// files become the `adopt:` commit). Reads use [`Engram::with_existing_repo`].
     pub fn repo(&self, dir: &Path) -> Result<Arc<Mutex<PackRepo>>> {
         let mut repos = crate::store::hold(&self.repos, dir)?;
         if let Some(r) = repos.get(dir) {
@@ -426,11 +436,35 @@ impl Engram {
         Ok(repo)
     }
 
-    /// Runs `f` with the pack's repository locked for this process.
+    /// Runs `f` with the pack's repository locked for this process (adopting
+    /// the folder when it is not a repository yet: for writers).
     pub fn with_repo<T>(&self, dir: &Path, f: impl FnOnce(&PackRepo) -> Result<T>) -> Result<T> {
         let repo = self.repo(dir)?;
         let guard = crate::store::hold(&repo, dir)?;
         f(&guard)
+    }
+
+    /// Runs `f` with the pack's repository for a read: `None` when the folder
+    /// is not a repository yet — reads never create one (the first write does).
+    pub fn with_existing_repo<T>(
+        &self,
+        dir: &Path,
+        f: impl FnOnce(&PackRepo) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let repo = {
+            let mut repos = crate::store::hold(&self.repos, dir)?;
+            match repos.get(dir) {
+                Some(r) => r.clone(),
+                None if PackRepo::is_repository(dir) => {
+                    let repo = Arc::new(Mutex::new(PackRepo::open(dir, self.config.store.clone())?));
+                    repos.insert(dir.to_owned(), repo.clone());
+                    repo
+                }
+                None => return Ok(None),
+            }
+        };
+        let guard = crate::store::hold(&repo, dir)?;
+        f(&guard).map(Some)
     }
 
     /// Resolves a pack by name.

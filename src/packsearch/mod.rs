@@ -127,6 +127,14 @@ impl PackIndex {
         Ok(this)
     }
 
+    /// The index of files given with their contents (a pack folder that is not
+    /// a repository yet, read as it is); it reflects no commit.
+    pub fn of_files(pack: &str, files: Vec<(String, Option<Vec<u8>>)>) -> Self {
+        let mut this = Self::empty(pack);
+        this.apply(files.into_iter().filter(|(p, _)| is_searchable(p)).collect());
+        this
+    }
+
     /// Brings the index to `target` from the diff between its commit and
     /// `target` (either direction). Returns how many paths were re-read.
     pub fn update_to(&mut self, repo: &PackRepo, target: &str) -> Result<usize, StoreError> {

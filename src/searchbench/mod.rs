@@ -46,7 +46,7 @@ pub fn write_pack(packs_dir: &Path, name: &str, entries: &[BenchEntry]) -> Resul
     std::fs::write(dir.join("meta.json"), meta.to_string()).map_err(|e| io("write", &dir, e))?;
     let repo = PackRepo::open_or_adopt(&dir, StoreOptions::default())?;
     repo.write(|snap| {
-        let mut changes = Changes::default();
+        let mut changes = Changes::for_memory();
         let mut index = FullIndex::load(snap)?;
         let mut logs: Vec<CategoryLog> = Vec::new();
         let mut names: Vec<&str> = Vec::new();

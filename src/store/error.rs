@@ -47,11 +47,15 @@ pub enum StoreError {
         /// How often we tried.
         attempts: u32,
     },
-    /// A path in a change is not a plain relative path inside the pack.
-    #[error("refusing to write {path:?}: not a plain relative path inside the pack")]
+    /// A path in a commit is refused: not a [`PackPath`](crate::pack_path::PackPath), under
+    /// the reserved `memory/` folder for a writer other than the memory tools, or reached
+    /// through a symbolic link.
+    #[error("refusing to write {path:?}: {reason}")]
     BadPath {
         /// The offending path.
         path: String,
+        /// Why.
+        reason: String,
     },
     /// The working tree cannot take a file at a path: a symbolic link or a file on the way,
     /// or a directory there. Links are never followed (see [`crate::pack_root`]).
@@ -98,21 +102,13 @@ pub enum StoreError {
         /// Path in the pack.
         path: String,
     },
-    /// The new text holds what looks like a credential; nothing was committed.
-    #[error(
-        "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\n{}",
-        crate::secrets::describe(findings),
-        if *hand_edit {
-            "These are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. Secrets must never enter the pack's git history."
-        } else {
-            "Store a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). Secrets must never enter the pack's git history."
-        }
-    )]
+    /// A commit would add what looks like a credential; nothing was committed.
+    #[error("{}", secret_text(findings, *origin))]
     Secret {
         /// What was found, where (masked).
         findings: Vec<crate::secrets::Finding>,
-        /// True when the text came from hand edits in the working tree.
-        hand_edit: bool,
+        /// Where the text came from (decides the advice).
+        origin: SecretSource,
     },
     /// The change would leave the pack's `meta.json` unreadable; nothing was committed.
     #[error(
@@ -139,6 +135,66 @@ pub enum StoreError {
         /// Pack directory.
         dir: PathBuf,
     },
+}
+
+/// Where text the secret guard refused came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretSource {
+    /// A tool's or the CLI's write.
+    Write,
+    /// Uncommitted hand edits in the working tree.
+    HandEdit,
+    /// The files of a folder engram was about to adopt as a pack (first write, no `.git` yet).
+    Adoption,
+    /// Commits fetched from a remote (`engram sync`): nothing was merged.
+    Remote,
+}
+
+/// One finding per line: `path line N: kind `masked``, or `path: kind in the file name` for a
+/// finding in a path (line 0).
+fn describe(findings: &[crate::secrets::Finding]) -> String {
+    let mut out = String::new();
+    for f in findings.iter().take(10) {
+        if f.line == 0 {
+            out.push_str(&format!("\n- {}: {} `{}` in the file name", f.path, f.kind, f.masked));
+        } else {
+            out.push_str(&format!("\n- {f}"));
+        }
+    }
+    if findings.len() > 10 {
+        out.push_str(&format!("\n… (+{} more)", findings.len() - 10));
+    }
+    out
+}
+
+fn secret_text(findings: &[crate::secrets::Finding], source: SecretSource) -> String {
+    let never = "Secrets must never enter the pack's git history.";
+    match source {
+        SecretSource::Write => format!(
+            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nStore a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). {never}",
+            describe(findings)
+        ),
+        SecretSource::HandEdit => format!(
+            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nThese are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. {never}",
+            describe(findings)
+        ),
+        SecretSource::Adoption => format!(
+            "拒绝接管：包目录中的文件疑似包含密钥 (refused: files of this pack folder look like they contain a secret; the folder was not made a repository and nothing was committed):{}\nThe pack is still readable as it is. Remove or redact these lines (e.g. `[REDACTED]`), then retry. {never}",
+            describe(findings)
+        ),
+        SecretSource::Remote => {
+            let files: Vec<&str> = findings
+                .iter()
+                .filter_map(|f| f.path.split_once(':').map(|(_, p)| p))
+                .filter(|p| !p.is_empty())
+                .collect();
+            let example = files.first().copied().unwrap_or("<file>");
+            format!(
+                "拒绝同步：远端的提交疑似包含密钥 (refused: commits fetched from the remote add what looks like a secret; nothing was merged, this pack's branch and files are unchanged):{}\nClean the remote first: on the device the secret was pushed from, run `engram purge <pack> {example}` (or `engram purge <pack> --text '<the secret>'`) and force-push the rewritten history (`git push --force <remote> <branch>`); then run `engram sync` here again. {never}",
+                describe(findings)
+            )
+        }
+    }
 }
 
 /// Result alias for the store.

@@ -1,18 +1,24 @@
 //! The secret guard at the commit boundary: every text a commit adds is scanned.
-//! The same boundary keeps `meta.json` readable (`crate::pack::meta_change_problem`).
+//! (The same boundary keeps `meta.json` readable: `crate::pack::meta_change_problem`,
+//! in the path checks of `publish.rs`.)
 //!
-//! [`PackRepo::write`](super::PackRepo::write) calls [`check_changes`] before it
-//! builds a tree, and hand edits are checked before engram commits them, so no
-//! write path (tools, CLI, future toolsets) can put a credential into history.
-//! Only the lines a change adds are scanned: text already in the pack was
-//! scanned when it came in, and a revert that restores older text is not
-//! refused for text the pack already held.
+//! The one publish path (`publish.rs`) calls [`check`] first, before any
+//! object is written, for every commit engram makes — tool writes, hand edits,
+//! adoption, sync merges and fast-forwards — so no write path can put a
+//! credential into history. It scans the lines a commit adds, the names of
+//! the files it writes, and (for a sync) every commit fetched from the remote;
+//! credentials in a commit's subject or trailers (a client named like a
+//! token) are masked. Only the lines a change adds are scanned: text already
+//! in the pack was scanned when it came in, and a revert that restores older
+//! text is not refused for text the pack already held.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
-use git2::{ObjectType, Repository, Tree};
+use git2::{Delta, ObjectType, Oid, Repository, Tree};
 
-use super::{Changes, StoreError};
+use super::publish::{Kind, Proposal};
+use super::{CommitMessage, SecretSource, Snapshot, StoreError};
 use crate::secrets::{self, Finding};
 
 /// What `new` appends to `old`, when it keeps `old` (whole lines) as it is.
@@ -67,51 +73,157 @@ fn blob_at(repo: &Repository, tree: Option<&Tree<'_>>, path: &str) -> Option<Vec
     repo.find_blob(entry.id()).ok().map(|b| b.content().to_vec())
 }
 
-/// Refuses `changes` when the text they add to `base` holds a credential, or
-/// when they would break the pack's `meta.json` ([`crate::pack::meta_change_problem`]).
-pub(super) fn check_changes(base: &super::Snapshot<'_>, changes: &Changes) -> Result<(), StoreError> {
-    let mut findings = Vec::new();
-    for (path, content) in &changes.files {
-        if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
-            return Err(StoreError::BadMeta { problem, hand_edit: false });
+/// Findings past this many are not looked for (the message shows ten).
+const MAX_FINDINGS: usize = 50;
+
+/// Trailers engram computes itself (hashes, commit ids): never user text, never masked.
+const COMPUTED_TRAILERS: [&str; 2] = ["Engram-Dedup", "Engram-Reverts"];
+
+/// The secret guard of the one publish path ([`PackRepo::publish`](super::PackRepo)):
+/// refuses a commit when the lines it adds, the names of the files it writes,
+/// or — for a sync — any commit it brings in from the remote hold what looks
+/// like a credential, and returns its message with such text masked in the
+/// subject, body and trailers.
+///
+/// Only lines a change adds relative to `base` are scanned: text already in
+/// the pack was scanned when it came in, and a revert that restores older
+/// text is not refused for text the pack already held.
+pub(super) fn check<'a>(
+    repo: &super::PackRepo,
+    base: &Snapshot<'_>,
+    proposal: &Proposal<'a>,
+) -> Result<Cow<'a, CommitMessage>, StoreError> {
+    let changes = proposal.changes;
+    if let Some(theirs) = proposal.kind.incoming() {
+        let findings = incoming_findings(repo, proposal.at.id, theirs)?;
+        if !findings.is_empty() {
+            return Err(StoreError::Secret { findings, origin: SecretSource::Remote });
         }
-        if let Some(bytes) = content {
+    }
+    let mut findings = Vec::new();
+    // A fast-forward's lines and paths are those of the incoming commits, scanned above.
+    if !matches!(proposal.kind, Kind::FastForward { .. }) {
+        for (path, content) in &changes.files {
+            let Some(bytes) = content else { continue };
+            findings.extend(path_findings(path));
             let old = base.read(path).ok().flatten();
             findings.extend(scan_added(path, old.as_deref(), bytes));
+            if findings.len() >= MAX_FINDINGS {
+                break;
+            }
         }
     }
-    if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: false }) }
+    if !findings.is_empty() {
+        let origin = match proposal.kind {
+            Kind::WorkingTree { adoption: true } => SecretSource::Adoption,
+            Kind::WorkingTree { adoption: false } => SecretSource::HandEdit,
+            _ => SecretSource::Write,
+        };
+        return Err(StoreError::Secret { findings, origin });
+    }
+    Ok(masked_message(proposal.message))
 }
 
-/// Refuses hand edits (working-tree files differing from HEAD) that add a
-/// credential or break `meta.json`.
-pub(super) fn check_hand_edits(
-    repo: &Repository,
-    dir: &std::path::Path,
-    head: Option<&Tree<'_>>,
-    paths: &[String],
-) -> Result<(), StoreError> {
-    let mut findings = Vec::new();
-    let root = crate::pack_root::PackRoot::open(dir).map_err(|e| super::io_err("open", dir, e))?;
-    for path in paths {
-        // What git would commit: a symbolic link is committed as its target's name, never
-        // followed (and a link's name holds no credential worth a read through it).
-        let bytes = match crate::pack_path::PackPath::parse(path) {
-            Ok(rel) => match root.read(&rel, <[u8]>::to_vec) {
-                Ok(crate::pack_root::Found::Here(bytes)) => Some(bytes),
-                _ => None,
-            },
-            // A name a pack path cannot hold (refused when published): scanned all the same.
-            Err(_) => std::fs::read(dir.join(path)).ok(),
-        };
-        if let Some(problem) = crate::pack::meta_change_problem(path, bytes.as_deref()) {
-            return Err(StoreError::BadMeta { problem, hand_edit: true });
+/// A finding for each credential in a file's name (line 0), its path shown masked.
+fn path_findings(path: &str) -> Vec<Finding> {
+    let mut found = secrets::scan(path);
+    if !found.is_empty() {
+        let shown = masked_words(path, '/');
+        for f in &mut found {
+            f.path.clone_from(&shown);
+            f.line = 0;
         }
-        let Some(bytes) = bytes else { continue };
-        let old = blob_at(repo, head, path);
-        findings.extend(scan_added(path, old.as_deref(), &bytes));
     }
-    if findings.is_empty() { Ok(()) } else { Err(StoreError::Secret { findings, hand_edit: true }) }
+    found
+}
+
+/// `text` with every `sep`-separated part that holds a credential masked
+/// (the whole text when the credential spans parts).
+fn masked_words(text: &str, sep: char) -> String {
+    let masked: Vec<String> = text
+        .split(sep)
+        .map(|w| if secrets::scan(w).is_empty() { w.to_owned() } else { secrets::mask(w) })
+        .collect();
+    let out = masked.join(&sep.to_string());
+    if secrets::scan(&out).is_empty() { out } else { secrets::mask(text) }
+}
+
+/// Masks what looks like a credential in one line of a message.
+fn masked_line(line: &str) -> String {
+    if secrets::scan(line).is_empty() { line.to_owned() } else { masked_words(line, ' ') }
+}
+
+/// The message with credentials masked in its subject, body and user-given trailers.
+fn masked_message(message: &CommitMessage) -> Cow<'_, CommitMessage> {
+    let flagged = |t: &str| !secrets::scan(t).is_empty();
+    let clean = !flagged(&message.subject)
+        && message.body.as_deref().is_none_or(|b| !flagged(b))
+        && message.trailers.iter().all(|(k, v)| COMPUTED_TRAILERS.contains(&k.as_str()) || !flagged(v));
+    if clean {
+        return Cow::Borrowed(message);
+    }
+    let mut out = message.clone();
+    out.subject = masked_line(&message.subject);
+    out.body = message.body.as_ref().map(|b| b.lines().map(masked_line).collect::<Vec<_>>().join("\n"));
+    for (key, value) in &mut out.trailers {
+        if !COMPUTED_TRAILERS.contains(&key.as_str()) {
+            *value = masked_line(value);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// What the commits reachable from `theirs` but not from `ours` add: the
+/// lines and file names of each commit's change against its first parent,
+/// and its message. Found paths read `<short id>:<path>`.
+fn incoming_findings(
+    repo: &super::PackRepo,
+    ours: Option<Oid>,
+    theirs: Oid,
+) -> Result<Vec<Finding>, StoreError> {
+    let dir = &repo.dir;
+    let git = &repo.repo;
+    let err = |e| super::git_err("scanning the fetched commits", dir, e);
+    let mut walk = git.revwalk().map_err(err)?;
+    walk.push(theirs).map_err(err)?;
+    if let Some(ours) = ours {
+        walk.hide(ours).map_err(err)?;
+    }
+    let mut out = Vec::new();
+    for id in walk {
+        let commit = git.find_commit(id.map_err(err)?).map_err(err)?;
+        let short: String = commit.id().to_string().chars().take(7).collect();
+        for mut f in secrets::scan(&String::from_utf8_lossy(commit.message_bytes())) {
+            f.path = format!("{short} (commit message)");
+            out.push(f);
+        }
+        let tree = commit.tree().map_err(err)?;
+        let parent = match commit.parent(0) {
+            Ok(p) => Some(p.tree().map_err(err)?),
+            Err(_) => None,
+        };
+        let diff = git.diff_tree_to_tree(parent.as_ref(), Some(&tree), None).map_err(err)?;
+        for delta in diff.deltas() {
+            if matches!(delta.status(), Delta::Deleted) {
+                continue;
+            }
+            let new = delta.new_file();
+            let Some(path) = new.path().and_then(|p| p.to_str()) else { continue };
+            let Ok(blob) = git.find_blob(new.id()) else { continue };
+            let old = delta.old_file();
+            let old = (!old.id().is_zero()).then(|| git.find_blob(old.id()).ok()).flatten();
+            let mut found = path_findings(path);
+            found.extend(scan_added(path, old.as_ref().map(|b| b.content()), blob.content()));
+            for mut f in found {
+                f.path = format!("{short}:{}", f.path);
+                out.push(f);
+            }
+        }
+        if out.len() >= MAX_FINDINGS {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 impl super::PackRepo {

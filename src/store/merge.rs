@@ -13,8 +13,10 @@ use std::path::Path;
 
 use git2::{Delta, DiffOptions, FileFavor, MergeFileInput, MergeFileOptions, ObjectType, Oid, Tree};
 
+use super::publish::{Kind, Proposal};
 use super::{
-    Changes, CommitMessage, Committed, PackRepo, Result, Snapshot, StoreError, git_err, recover, short_id,
+    BranchHead, Changes, CommitMessage, CommitOutcome, Committed, PackRepo, PhaseTimer, Result, Snapshot,
+    StoreError, git_err, recover,
 };
 
 /// Which side of a merge.
@@ -222,13 +224,15 @@ impl PackRepo {
                 .repo
                 .find_commit(theirs_id)
                 .map_err(|e| git_err("reading the fetched commit", dir, e))?;
-            let Some(ours) = self.head_commit()? else {
+            let at = self.branch_head()?;
+            let Some(ours_id) = at.id else {
                 // An empty pack takes the remote's history as it is.
-                match self.fast_forward(None, &theirs)? {
+                match self.fast_forward(&at, None, &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: 1 }),
                     None => continue,
                 }
             };
+            let ours = self.repo.find_commit(ours_id).map_err(|e| git_err("reading HEAD", dir, e))?;
             if ours.id() == theirs.id()
                 || self
                     .repo
@@ -246,7 +250,7 @@ impl PackRepo {
                 .graph_descendant_of(theirs.id(), ours.id())
                 .map_err(|e| git_err("comparing histories", dir, e))?
             {
-                match self.fast_forward(Some(&ours), &theirs)? {
+                match self.fast_forward(&at, Some(&ours), &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),
                     None => continue,
                 }
@@ -282,35 +286,17 @@ impl PackRepo {
                     return Ok(Integrated::Unresolvable { reason, value });
                 }
             };
-            let tree_id = match self.build_tree(&ours_tree, &changes) {
-                Ok(id) => id,
-                Err(e) => {
-                    return Ok(Integrated::Unresolvable {
-                        reason: format!("the merged tree cannot be built: {e}"),
-                        value,
-                    });
-                }
+            let proposal = Proposal {
+                at: &at,
+                base: Some(ours_tree.id()),
+                changes: &changes,
+                message: &message,
+                kind: Kind::Merge { theirs: theirs.id() },
             };
-            let tree =
-                self.repo.find_tree(tree_id).map_err(|e| git_err("reading the merged tree", dir, e))?;
-            let sig = self.signature(message.time)?;
-            let commit_id = self
-                .repo
-                .commit(None, &sig, &sig, &message.render(), &tree, &[&ours, &theirs])
-                .map_err(|e| git_err("writing the merge commit", dir, e))?;
-            recover::write_pending(self, Some(ours.id()), commit_id, &changes)?;
-            if !self.move_branch(Some(ours.id()), commit_id, &message.subject)? {
-                recover::clear_pending(self)?;
-                continue;
+            match self.publish(&proposal, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(commit) => return Ok(Integrated::Merged { commit, value }),
+                CommitOutcome::Unchanged | CommitOutcome::Retry => continue,
             }
-            self.sync_working_tree(&changes, &BTreeMap::new())?;
-            recover::clear_pending(self)?;
-            let id = commit_id.to_string();
-            let previous_head = Some(ours.id().to_string());
-            return Ok(Integrated::Merged {
-                commit: Committed { short: short_id(&id), id, previous_head },
-                value,
-            });
         }
         Err(StoreError::Contention { dir: dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
@@ -343,30 +329,12 @@ impl PackRepo {
         out
     }
 
-    fn build_tree(&self, base: &Tree<'_>, changes: &Changes) -> Result<Oid> {
-        let dir = &self.dir;
-        let mut update = git2::build::TreeUpdateBuilder::new();
-        for (path, content) in &changes.files {
-            if !super::is_plain_relative(path) {
-                return Err(StoreError::BadPath { path: path.clone() });
-            }
-            match content {
-                Some(bytes) => {
-                    let blob = self.repo.blob(bytes).map_err(|e| git_err("writing a blob", dir, e))?;
-                    update.upsert(path, blob, git2::FileMode::Blob);
-                }
-                None => {
-                    update.remove(path);
-                }
-            }
-        }
-        update.create_updated(&self.repo, base).map_err(|e| git_err("building the merged tree", dir, e))
-    }
-
-    /// Moves the branch from `ours` to `theirs` and updates the working tree.
-    /// `None` when the branch moved under us.
+    /// Moves the branch from `ours` to `theirs` and updates the working tree,
+    /// through [`PackRepo::publish`] (the commits it brings in are scanned
+    /// first). `None` when the branch moved under us.
     fn fast_forward(
         &self,
+        at: &BranchHead,
         ours: Option<&git2::Commit<'_>>,
         theirs: &git2::Commit<'_>,
     ) -> Result<Option<Committed>> {
@@ -397,15 +365,18 @@ impl PackRepo {
                 changes.put(new, blob.content().to_vec());
             }
         }
-        recover::write_pending(self, ours.map(|c| c.id()), theirs.id(), &changes)?;
-        if !self.move_branch(ours.map(|c| c.id()), theirs.id(), "sync: fast-forward")? {
-            recover::clear_pending(self)?;
-            return Ok(None);
+        let message = CommitMessage::new("sync: fast-forward");
+        let proposal = Proposal {
+            at,
+            base: old_tree.as_ref().map(|t| t.id()),
+            changes: &changes,
+            message: &message,
+            kind: Kind::FastForward { theirs: theirs.id() },
+        };
+        match self.publish(&proposal, &mut PhaseTimer::new(false))? {
+            CommitOutcome::Committed(to) => Ok(Some(to)),
+            CommitOutcome::Unchanged | CommitOutcome::Retry => Ok(None),
         }
-        self.sync_working_tree(&changes, &BTreeMap::new())?;
-        recover::clear_pending(self)?;
-        let id = theirs.id().to_string();
-        Ok(Some(Committed { short: short_id(&id), id, previous_head: ours.map(|c| c.id().to_string()) }))
     }
 
     /// Points `refs/heads/<name>` at HEAD so a state engram cannot merge is kept

@@ -60,7 +60,7 @@ use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
 use error::{git_err, io_err};
 use publish::{CommitOutcome, PhaseTimer};
 
-pub use error::{Result, StoreError};
+pub use error::{Result, SecretSource, StoreError};
 pub use gc::PackReport;
 pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogQuery};
@@ -71,6 +71,7 @@ pub use open::clone_pack;
 pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{Credentials, PushOutcome, RemoteInfo, is_bare_repository};
+pub use tree_read::read_folder;
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
 };
@@ -179,12 +180,42 @@ fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 /// Changes to commit: path → new content, or `None` to delete.
+///
+/// Paths are checked when the commit is published (see `publish.rs`): each
+/// must parse as a [`PackPath`](crate::pack_path::PackPath), and the reserved
+/// `memory/` folder (in any case) may be written only by changes made with
+/// [`Changes::for_memory`].
 #[derive(Debug, Default, Clone)]
 pub struct Changes {
     files: BTreeMap<String, Option<Vec<u8>>>,
+    /// May write the reserved `memory/` folder (the memory tools, expiry, reverts).
+    memory: bool,
+    /// File modes other than a regular file (hand edits: executables, symbolic links).
+    modes: BTreeMap<String, i32>,
 }
 
 impl Changes {
+    /// Changes that may write the reserved `memory/` folder: for the memory
+    /// tools, the expiry pass and reverts. Every other writer starts from
+    /// [`Changes::default`], and a path under `memory/` (in any case) is refused.
+    pub fn for_memory() -> Self {
+        Self { memory: true, ..Self::default() }
+    }
+    /// True when these changes may write the reserved `memory/` folder.
+    pub fn may_write_memory(&self) -> bool {
+        self.memory
+    }
+    /// A file of the working tree with its mode (hand edits and adoption).
+    fn put_with_mode(&mut self, path: String, content: Vec<u8>, mode: i32) {
+        if mode != objcache::MODE_BLOB {
+            self.modes.insert(path.clone(), mode);
+        }
+        self.files.insert(path, Some(content));
+    }
+    /// The git mode a written path gets.
+    fn mode_of(&self, path: &str) -> i32 {
+        self.modes.get(path).copied().unwrap_or(objcache::MODE_BLOB)
+    }
     /// Writes (creates or replaces) a file.
     pub fn put(&mut self, path: impl Into<String>, content: impl Into<Vec<u8>>) {
         self.files.insert(path.into(), Some(content.into()));
@@ -361,16 +392,6 @@ pub struct PackRepo {
 /// True for the modes of a file entry (regular, executable, symbolic link).
 fn is_blob_mode(mode: i32) -> bool {
     matches!(mode & 0o170000, 0o100000 | 0o120000)
-}
-
-/// Checks that a path is a plain relative path with no `.`/`..`/empty parts and not under `.git`.
-pub fn is_plain_relative(path: &str) -> bool {
-    !path.is_empty()
-        && !path.starts_with('/')
-        && !path.contains('\\')
-        && !path.contains('\0')
-        && path.split('/').all(|p| !p.is_empty() && p != "." && p != "..")
-        && !path.split('/').any(|p| p.eq_ignore_ascii_case(".git"))
 }
 
 impl PackRepo {

@@ -26,6 +26,8 @@ const LARGEST_BLOB: usize = 1 << 20;
 
 /// Mode of a subtree entry.
 pub(super) const MODE_TREE: i32 = 0o040000;
+/// The mode of a regular (non-executable) file entry.
+pub(super) const MODE_BLOB: i32 = 0o100644;
 
 #[derive(Default)]
 struct Inner {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{CommitMessage, PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait, objcache};
+use super::{PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait, objcache};
 
 pub(super) const LOCK_FILE: &str = "engram.lock";
 
@@ -26,6 +26,9 @@ impl PackRepo {
 
     /// Opens the repository of a pack directory, creating it (and an `adopt`
     /// commit of the files already there) when the directory has no `.git`.
+    /// For writers only: reads show a folder that is not a repository as it
+    /// is and never create one. When the adoption is refused (the secret
+    /// guard, the path checks), nothing is left behind: no `.git`, no commit.
     pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
         if dir.join(".git").exists() {
             match Self::open(dir, options.clone()) {
@@ -52,12 +55,18 @@ impl PackRepo {
         let repo = Repository::init_opts(dir, &init)
             .map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
         let this = Self::handle(dir, repo, options);
-        this.configure()?;
-        {
+        let adopted = this.configure().and_then(|()| {
             let _lock = this.lock()?;
-            this.commit_working_tree_edits(
-                &CommitMessage::new("adopt: existing pack files").made_by("adopt", None),
-            )?;
+            // HEAD is unborn: the folder's files become the `adopt:` commit, through the one
+            // publish path (secret guard and path checks included).
+            this.commit_hand_edits()
+        });
+        if let Err(e) = adopted {
+            // Refused (a credential, a bad file name) or failed: leave the folder as it was,
+            // without the repository made a moment ago, so it stays readable as it is.
+            drop(this);
+            let _ = std::fs::remove_dir_all(dir.join(".git"));
+            return Err(e);
         }
         Ok(this)
     }

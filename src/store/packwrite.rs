@@ -289,8 +289,8 @@ fn create_read_only(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-/// A change below a tree: a new blob id for a path, or `None` to remove it.
-pub(super) type PathChanges<'a> = BTreeMap<&'a str, Option<Oid>>;
+/// A change below a tree: a new (mode, blob id) for a path, or `None` to remove it.
+pub(super) type PathChanges<'a> = BTreeMap<&'a str, Option<(i32, Oid)>>;
 
 /// Builds the tree `base` updated with `changes` (paths relative to it),
 /// adding every new tree to `objects`. Returns `None` when the result is an
@@ -314,8 +314,8 @@ pub(super) fn updated_tree(
     for (path, change) in changes {
         match path.split_once('/') {
             None => match change {
-                Some(id) => {
-                    entries.insert(path.as_bytes().to_vec(), (i32::from(git2::FileMode::Blob), *id));
+                Some((mode, id)) => {
+                    entries.insert(path.as_bytes().to_vec(), (*mode, *id));
                 }
                 None => {
                     entries.remove(path.as_bytes());
@@ -438,7 +438,7 @@ mod tests {
                     Some(c) => {
                         let id = blob(c);
                         theirs.upsert(*p, id, git2::FileMode::Blob);
-                        ours.insert(p, Some(id));
+                        ours.insert(p, Some((super::super::objcache::MODE_BLOB, id)));
                     }
                     None => {
                         theirs.remove(*p);
@@ -460,7 +460,7 @@ mod tests {
         let blob_bytes = b"packed blob\n".to_vec();
         let blob_id = objects.add(ObjectType::Blob, blob_bytes, dir).expect("blob");
         let mut changes: PathChanges<'_> = BTreeMap::new();
-        changes.insert("memory/p.md", Some(blob_id));
+        changes.insert("memory/p.md", Some((super::super::objcache::MODE_BLOB, blob_id)));
         let cache = ObjectCache::default();
         let tree = updated_tree(&repo, &cache, dir, Some(base_id), &changes, &mut objects, true)
             .expect("tree")

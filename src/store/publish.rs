@@ -4,15 +4,71 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use git2::{ErrorCode, IndexAddOption, ObjectType, Oid, Status, StatusOptions};
+use git2::{ErrorCode, ObjectType, Oid, Status, StatusOptions};
+
+use crate::pack_path::PackPath;
+use crate::pack_root::{Found, PackRoot};
 
 use super::{
     BranchHead, Changes, CommitMessage, Committed, Edit, PackRepo, Result, Snapshot, StoreError, clean,
-    doctor, git_err, gitindex, guard, housekeeping, io_err, is_plain_relative, locks, no_wait, packwrite,
-    recent, recover, refswap, scoped_write, short_id, truncate_chars, worktree,
+    doctor, git_err, gitindex, guard, housekeeping, io_err, locks, no_wait, objcache, packwrite, recent,
+    recover, refswap, scoped_write, short_id, truncate_chars, worktree,
 };
 
 pub(super) const MAX_ATTEMPTS: u32 = 50;
+
+/// What kind of commit [`PackRepo::publish`] makes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind {
+    /// A tool's or the CLI's write; `defer_index`: the git index is updated
+    /// later (see `scoped_write.rs`).
+    Tool {
+        /// Leave the git index to the next flush.
+        defer_index: bool,
+    },
+    /// Files changed in the working tree outside engram (`edit:`), or the
+    /// files of a folder adopted as a pack (`adopt:`): already on disk, so
+    /// only the git index is updated.
+    WorkingTree {
+        /// The first commit of a folder that had no repository.
+        adoption: bool,
+    },
+    /// A merge of HEAD with a fetched commit (its second parent).
+    Merge {
+        /// The fetched commit.
+        theirs: Oid,
+    },
+    /// A fast-forward of the branch to a fetched commit: no new commit.
+    FastForward {
+        /// The fetched commit.
+        theirs: Oid,
+    },
+}
+
+impl Kind {
+    /// The fetched commit whose history the publish brings in.
+    pub(super) fn incoming(self) -> Option<Oid> {
+        match self {
+            Kind::Merge { theirs } | Kind::FastForward { theirs } => Some(theirs),
+            _ => None,
+        }
+    }
+}
+
+/// One commit (or fast-forward) for [`PackRepo::publish`].
+#[derive(Clone, Copy)]
+pub(super) struct Proposal<'a> {
+    /// The branch to move, and the commit it must still point at.
+    pub at: &'a BranchHead,
+    /// The tree of `at`'s commit, which `changes` apply to.
+    pub base: Option<Oid>,
+    /// What changes relative to `base` (for a fast-forward: the diff to the fetched tree).
+    pub changes: &'a Changes,
+    /// The commit message (for a fast-forward: the reflog's).
+    pub message: &'a CommitMessage,
+    /// What kind of commit.
+    pub kind: Kind,
+}
 
 pub(super) enum CommitOutcome {
     Committed(Committed),
@@ -66,7 +122,14 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
-            match self.commit_changes(&at, snapshot.tree, &changes, &message, false, &mut trace)? {
+            let proposal = Proposal {
+                at: &at,
+                base: snapshot.tree,
+                changes: &changes,
+                message: &message,
+                kind: Kind::Tool { defer_index: false },
+            };
+            match self.publish(&proposal, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     housekeeping::after_write(self);
                     trace.mark("gc-check");
@@ -80,61 +143,94 @@ impl PackRepo {
         Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
 
-    /// Builds the tree on `base` (the tree of `at`'s commit), moves `at`'s
-    /// branch (CAS) and syncs the working tree.
-    /// Returns `Retry` when the branch moved and the edit must be re-run.
-    pub(super) fn commit_changes(
-        &self,
-        at: &BranchHead,
-        base: Option<Oid>,
-        changes: &Changes,
-        message: &CommitMessage,
-        defer_index: bool,
-        trace: &mut PhaseTimer,
-    ) -> Result<CommitOutcome> {
+    /// **The one publish path.** Every commit engram makes (tool writes,
+    /// scoped writes, hand edits, adoption, sync merges) and every sync
+    /// fast-forward goes through here, in this order:
+    ///
+    /// 1. the secret guard ([`guard::check`]) on the lines the commit adds,
+    ///    the names of the files it writes, and the commits a sync brings in;
+    ///    credentials in the message are masked;
+    /// 2. the path checks ([`PackRepo::check_paths`]);
+    /// 3. the objects (blobs, trees, the commit) as one pack;
+    /// 4. the pending record (crash recovery);
+    /// 5. the compare-and-swap of the branch;
+    /// 6. the working tree and the git index.
+    ///
+    /// Returns `Retry` when the branch moved and the caller must look again.
+    /// Only purge (which rewrites history on purpose) makes commits elsewhere.
+    pub(super) fn publish(&self, proposal: &Proposal<'_>, trace: &mut PhaseTimer) -> Result<CommitOutcome> {
         let dir = &self.dir;
+        if self.options.read_only {
+            return Err(StoreError::ReadOnly { dir: dir.clone() });
+        }
+        let Proposal { at, base, changes, kind, .. } = *proposal;
         let head = at.id;
         let base_snapshot = self.snapshot_of_tree(base, head);
-        guard::check_changes(&base_snapshot, changes)?;
-        let mut objects = packwrite::NewObjects::default();
-        let mut tree_changes = packwrite::PathChanges::new();
+        let message = guard::check(self, &base_snapshot, proposal)?;
+        let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
+        check_paths(&root, changes, kind)?;
+        trace.mark("checks");
         let mut blobs = BTreeMap::new();
-        let root = crate::pack_root::PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
-        for (path, content) in &changes.files {
-            if !is_plain_relative(path) || crosses_symlink(&root, path) {
-                return Err(StoreError::BadPath { path: path.clone() });
-            }
-            let id = match content {
-                Some(bytes) => {
-                    let id = objects.add(ObjectType::Blob, bytes.clone(), dir)?;
-                    blobs.insert(path.as_str(), id);
-                    Some(id)
+        let sig = self.signature(message.time)?;
+        let (commit_id, rendered) = match kind {
+            Kind::FastForward { theirs } => {
+                for (path, content) in &changes.files {
+                    if let Some(bytes) = content {
+                        let id = Oid::hash_object(ObjectType::Blob, bytes)
+                            .map_err(|e| git_err("hashing an object", dir, e))?;
+                        blobs.insert(path.as_str(), id);
+                    }
                 }
-                None => None,
-            };
-            tree_changes.insert(path.as_str(), id);
-        }
-        let tree_id =
-            packwrite::updated_tree(&self.repo, &self.objects, dir, base, &tree_changes, &mut objects, true)?
+                (theirs, None)
+            }
+            _ => {
+                let mut objects = packwrite::NewObjects::default();
+                let mut tree_changes = packwrite::PathChanges::new();
+                for (path, content) in &changes.files {
+                    let id = match content {
+                        Some(bytes) => {
+                            let id = objects.add(ObjectType::Blob, bytes.clone(), dir)?;
+                            blobs.insert(path.as_str(), id);
+                            Some((changes.mode_of(path), id))
+                        }
+                        None => None,
+                    };
+                    tree_changes.insert(path.as_str(), id);
+                }
+                let tree_id = packwrite::updated_tree(
+                    &self.repo,
+                    &self.objects,
+                    dir,
+                    base,
+                    &tree_changes,
+                    &mut objects,
+                    true,
+                )?
                 .ok_or_else(|| StoreError::Damaged {
                     dir: dir.clone(),
                     problem: "the new root tree is missing".into(),
                 })?;
-        if head.is_some() && base == Some(tree_id) {
-            // Nothing actually changed (same bytes): no empty commits.
-            return Ok(CommitOutcome::Unchanged);
-        }
-        let sig = self.signature(message.time)?;
-        let parents: Vec<Oid> = head.into_iter().collect();
-        trace.mark("objects");
-        let rendered = message.render();
-        let commit_id = objects.add(
-            ObjectType::Commit,
-            packwrite::commit_bytes(tree_id, &parents, &sig, &rendered),
-            dir,
-        )?;
-        objects.write(&self.repo, self.options.durable, &self.objects)?;
-        self.objects.keep_commit(commit_id, tree_id);
+                let merge_parent = match kind {
+                    Kind::Merge { theirs } => Some(theirs),
+                    _ => None,
+                };
+                if head.is_some() && base == Some(tree_id) && merge_parent.is_none() {
+                    // Nothing actually changed (same bytes): no empty commits.
+                    return Ok(CommitOutcome::Unchanged);
+                }
+                let parents: Vec<Oid> = head.into_iter().chain(merge_parent).collect();
+                trace.mark("objects");
+                let rendered = message.render();
+                let commit_id = objects.add(
+                    ObjectType::Commit,
+                    packwrite::commit_bytes(tree_id, &parents, &sig, &rendered),
+                    dir,
+                )?;
+                objects.write(&self.repo, self.options.durable, &self.objects)?;
+                self.objects.keep_commit(commit_id, tree_id);
+                (commit_id, Some(rendered))
+            }
+        };
         let old = head;
         trace.mark("commit-object");
         recover::write_pending(self, old, commit_id, changes)?;
@@ -157,22 +253,33 @@ impl PackRepo {
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
         }
-        if let Some(parent) = old {
-            recent::note_commit(&self.recent, commit_id, parent, sig.when().seconds(), &rendered);
+        if let (Some(parent), Some(rendered), Kind::Tool { .. } | Kind::WorkingTree { .. }) =
+            (old, &rendered, kind)
+        {
+            recent::note_commit(&self.recent, commit_id, parent, sig.when().seconds(), rendered);
         }
         trace.mark("branch-cas");
-        if defer_index {
-            *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            scoped_write::sync_working_tree_deferred(self, changes)?;
-        } else {
-            let written = self.write_working_tree(&root, changes, &blobs, false)?;
-            let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
-            match known.as_mut() {
-                Some(state) if old.is_some_and(|o| state.is_at(o)) => {
-                    let removed = changes.files.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone());
-                    state.committed(&self.dir, commit_id, written, removed.collect());
+        match kind {
+            Kind::Tool { defer_index: true } => {
+                *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                scoped_write::sync_working_tree_deferred(self, changes)?;
+            }
+            Kind::WorkingTree { .. } => {
+                // The files are already there: only the git index follows. (The caller holds
+                // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
+                self.stage_paths(changes.paths())?;
+            }
+            _ => {
+                let written = self.write_working_tree(&root, changes, &blobs, false)?;
+                let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+                match known.as_mut() {
+                    Some(state) if old.is_some_and(|o| state.is_at(o)) => {
+                        let removed =
+                            changes.files.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone());
+                        state.committed(&self.dir, commit_id, written, removed.collect());
+                    }
+                    _ => *known = None,
                 }
-                _ => *known = None,
             }
         }
         trace.mark("worktree+index");
@@ -210,19 +317,11 @@ impl PackRepo {
             Err(e) => Err(git_err("moving the branch", &self.dir, e)),
         }
     }
+
     /// Writes changed files into the working tree and the index. `blobs` are
     /// the ids of the committed contents: the index entries are made from
-    /// them and the files' `stat`, so no file is read back and hashed.
-    pub(super) fn sync_working_tree(
-        &self,
-        changes: &Changes,
-        blobs: &BTreeMap<&str, Oid>,
-    ) -> Result<Vec<WrittenFile>> {
-        let root = crate::pack_root::PackRoot::open(&self.dir).map_err(|e| io_err("open", &self.dir, e))?;
-        self.write_working_tree(&root, changes, blobs, false)
-    }
-
-    /// [`Self::sync_working_tree`]; with `skip_blocked`, a path the working tree cannot
+    /// them and the files' `stat`, so no file is read back and hashed. With
+    /// `skip_blocked`, a path the working tree cannot
     /// take (a symbolic link or a file on the way, a directory there) is left as it is
     /// instead of failing the whole sync: the next write sees it as a hand edit.
     pub(super) fn write_working_tree(
@@ -238,8 +337,8 @@ impl PackRepo {
         let mut removed: Vec<&str> = Vec::new();
         let git_dir = self.git_dir();
         for (path, content) in &changes.files {
-            let rel = crate::pack_path::PackPath::parse(path)
-                .map_err(|_| StoreError::BadPath { path: path.clone() })?;
+            let rel = PackPath::parse(path)
+                .map_err(|e| StoreError::BadPath { path: path.clone(), reason: e.to_string() })?;
             match content {
                 Some(bytes) => {
                     let stat = match worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir) {
@@ -337,37 +436,125 @@ impl PackRepo {
         Ok(None)
     }
 
-    /// Commits uncommitted changes of the working tree as an `edit:` commit.
+    /// Commits uncommitted changes of the working tree as an `edit:` commit
+    /// — or, when the repository has no commit yet, the files of the folder
+    /// as its `adopt:` commit — through [`PackRepo::publish`].
     pub(super) fn commit_hand_edits(&self) -> Result<()> {
-        let paths = self.dirty_paths()?;
-        if paths.is_empty() {
-            return Ok(());
+        for _attempt in 0..MAX_ATTEMPTS {
+            let at = self.branch_head()?;
+            let paths = self.dirty_paths()?;
+            if paths.is_empty() {
+                return Ok(());
+            }
+            // A tracked file replaced by a directory would be committed as a deletion: refuse.
+            let replaced = doctor::replaced_files(&self.repo, &self.dir);
+            if !replaced.is_empty() {
+                return Err(StoreError::Damaged {
+                    dir: self.dir.clone(),
+                    problem: format!("{} in the working tree", replaced.join(", ")),
+                });
+            }
+            let changes = self.working_tree_changes(&paths)?;
+            if changes.is_empty() {
+                return Ok(());
+            }
+            let adoption = at.id.is_none();
+            let message = if adoption {
+                CommitMessage::new("adopt: existing pack files").made_by("adopt", None)
+            } else {
+                let listed: Vec<&str> = changes.paths().take(5).collect();
+                let n = changes.paths().count();
+                let more = if n > 5 { format!(" (+{} more)", n - 5) } else { String::new() };
+                CommitMessage {
+                    body: Some(
+                        "Changes made by hand in the working tree, committed by engram before its next write."
+                            .into(),
+                    ),
+                    ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
+                }
+                .made_by("hand-edit", None)
+            };
+            let base = self.snapshot_of(at.id)?.tree;
+            let proposal = Proposal {
+                at: &at,
+                base,
+                changes: &changes,
+                message: &message,
+                kind: Kind::WorkingTree { adoption },
+            };
+            match self.publish(&proposal, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(_) => return Ok(()),
+                // Only the git index differed (e.g. something staged by hand): bring it in line.
+                CommitOutcome::Unchanged => return self.stage_paths(changes.paths()),
+                CommitOutcome::Retry => continue,
+            }
         }
-        let head_tree = self
-            .head_commit()?
-            .map(|c| c.tree())
-            .transpose()
-            .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
-        guard::check_hand_edits(&self.repo, &self.dir, head_tree.as_ref(), &paths)?;
+        Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS })
+    }
 
-        // A tracked file replaced by a directory would be committed as a deletion: refuse.
-        let replaced = doctor::replaced_files(&self.repo, &self.dir);
-        if !replaced.is_empty() {
-            return Err(StoreError::Damaged {
-                dir: self.dir.clone(),
-                problem: format!("{} in the working tree", replaced.join(", ")),
-            });
+    /// The working tree's state of `paths` as changes: a file's bytes (a
+    /// symbolic link's target, never what it points to) with its mode, or a
+    /// deletion. Read from the pack root without following links on the way
+    /// (see [`crate::pack_root`]); nested repositories (`dir/`), paths that are
+    /// not [`PackPath`]s (refused later, by the path checks) and other kinds are
+    /// handled as noted.
+    fn working_tree_changes(&self, paths: &[String]) -> Result<Changes> {
+        let dir = &self.dir;
+        let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
+        let mut changes = Changes::for_memory();
+        for path in paths {
+            if path.ends_with('/') {
+                continue;
+            }
+            let Ok(rel) = PackPath::parse(path) else {
+                // Committed as it is, so the path checks refuse it with their reason.
+                changes.put(path.clone(), Vec::new());
+                continue;
+            };
+            let full = root.full(&rel);
+            let stat = match root.stat(&rel).map_err(|e| io_err("read", &full, e))? {
+                Found::Here(stat) => stat,
+                Found::Missing => {
+                    changes.remove(path.clone());
+                    continue;
+                }
+                // A link on the way (not followed): git status does not report such paths.
+                Found::Link | Found::NotDir => continue,
+            };
+            if stat.is_symlink() {
+                let target = std::fs::read_link(&full).map_err(|e| io_err("read", &full, e))?;
+                changes.put_with_mode(path.clone(), link_bytes(&target), MODE_LINK);
+            } else if stat.is_file() {
+                let Found::Here(bytes) =
+                    root.read(&rel, <[u8]>::to_vec).map_err(|e| io_err("read", &full, e))?
+                else {
+                    continue;
+                };
+                let mode = if stat.mode & 0o111 != 0 { MODE_EXECUTABLE } else { objcache::MODE_BLOB };
+                changes.put_with_mode(path.clone(), bytes, mode);
+            }
         }
-        let listed: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
-        let more = if paths.len() > 5 { format!(" (+{} more)", paths.len() - 5) } else { String::new() };
-        let message = CommitMessage {
-            body: Some(
-                "Changes made by hand in the working tree, committed by engram before its next write.".into(),
-            ),
-            ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
+        Ok(changes)
+    }
+
+    /// Updates the git index for `paths` from the working tree (libgit2 hashes them).
+    fn stage_paths<'p>(&self, paths: impl Iterator<Item = &'p str>) -> Result<()> {
+        let dir = &self.dir;
+        let mut index = self.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
+        index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+        for path in paths {
+            if std::fs::symlink_metadata(dir.join(path))
+                .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+            {
+                index.add_path(Path::new(path)).map_err(|e| git_err("staging hand edits", dir, e))?;
+            } else {
+                let _ = index.remove_path(Path::new(path));
+            }
         }
-        .made_by("hand-edit", None);
-        self.commit_working_tree_edits(&message)
+        locks::wait_for(&self.git_dir().join("index.lock"));
+        index.write().map_err(|e| git_err("writing the index", dir, e))?;
+        *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
     }
 
     /// Paths whose working-tree state differs from HEAD (untracked included, ignored excluded).
@@ -387,38 +574,21 @@ impl PackRepo {
             .filter_map(|s| s.path().ok().map(str::to_owned))
             .collect())
     }
+}
 
-    pub(super) fn commit_working_tree_edits(&self, message: &CommitMessage) -> Result<()> {
-        let dir = &self.dir;
-        let mut index = self.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
-        index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
-            .map_err(|e| git_err("staging hand edits", dir, e))?;
-        index.update_all(["*"], None).map_err(|e| git_err("staging hand edits", dir, e))?;
-        let tree_id = index.write_tree().map_err(|e| git_err("writing the tree", dir, e))?;
-        let head = self.head_commit()?;
-        if let Some(h) = &head
-            && h.tree_id() == tree_id
-        {
-            locks::wait_for(&self.git_dir().join("index.lock"));
-            index.write().map_err(|e| git_err("writing the index", dir, e))?;
-            return Ok(());
-        }
-        let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("reading the tree", dir, e))?;
-        let sig = self.signature(message.time)?;
-        let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
-        let id = self
-            .repo
-            .commit(None, &sig, &sig, &message.render(), &tree, &parents)
-            .map_err(|e| git_err("writing the commit", dir, e))?;
-        if !self.move_branch(head.as_ref().map(|h| h.id()), id, &message.subject)? {
-            return Err(StoreError::Contention { dir: dir.clone(), attempts: 1 });
-        }
-        locks::wait_for(&self.git_dir().join("index.lock"));
-        index.write().map_err(|e| git_err("writing the index", dir, e))?;
-        Ok(())
-    }
+const MODE_LINK: i32 = 0o120000;
+const MODE_EXECUTABLE: i32 = 0o100755;
+
+/// A symbolic link's target as git stores it (the link's bytes).
+#[cfg(unix)]
+fn link_bytes(target: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt as _;
+    target.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn link_bytes(target: &Path) -> Vec<u8> {
+    target.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
 /// Optional timing of the phases of a write, printed to stderr.
@@ -448,11 +618,30 @@ impl PhaseTimer {
     }
 }
 
-/// True when a directory on the way to `path` in the working tree is a symbolic link or a
-/// file: an early refusal, before anything is committed (the write itself never follows a
-/// link either, see [`crate::pack_root`]).
-fn crosses_symlink(root: &crate::pack_root::PackRoot, path: &str) -> bool {
-    use crate::pack_root::Found;
-    let Ok(path) = crate::pack_path::PackPath::parse(path) else { return true };
-    matches!(root.entry(&path, false), Ok(Found::Link | Found::NotDir))
+/// The path checks of [`PackRepo::publish`]: every path a commit changes
+/// parses as a [`PackPath`] (plain relative, nothing under `.git`, …);
+/// `meta.json` stays a readable JSON object ([`crate::pack::meta_change_problem`]);
+/// only the memory tools' changes ([`Changes::for_memory`]) may write the
+/// reserved `memory/` folder, compared case-insensitively as macOS and
+/// Windows would; and no directory on the way is a symbolic link (or a file)
+/// in the working tree — an early refusal, before anything is committed (the
+/// write itself never follows a link either, see [`crate::pack_root`]).
+fn check_paths(root: &PackRoot, changes: &Changes, kind: Kind) -> Result<()> {
+    let bad = |path: &str, reason: String| StoreError::BadPath { path: path.to_owned(), reason };
+    for (path, content) in &changes.files {
+        let parsed = PackPath::parse(path).map_err(|e| bad(path, e.to_string()))?;
+        if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
+            return Err(StoreError::BadMeta { problem, hand_edit: matches!(kind, Kind::WorkingTree { .. }) });
+        }
+        if matches!(kind, Kind::Tool { .. }) && !changes.memory && parsed.is_memory() {
+            return Err(bad(
+                path,
+                "memory/ is reserved for the memory tools (capture_memory, correct_memory, …)".into(),
+            ));
+        }
+        if matches!(root.entry(&parsed, false), Ok(Found::Link | Found::NotDir)) {
+            return Err(bad(path, "a folder on the way is a symbolic link or a file".into()));
+        }
+    }
+    Ok(())
 }

@@ -45,6 +45,8 @@ pub struct RevertPlan {
 impl Changes {
     /// Adds (or overrides with) every change of `other`.
     pub fn extend(&mut self, other: Changes) {
+        self.memory |= other.memory;
+        self.modes.extend(other.modes);
         self.files.extend(other.files);
     }
 }
@@ -244,8 +246,13 @@ impl<'r> Snapshot<'r> {
         let id = commit.id().to_string();
         let after = self.at(&id)?;
         let before = self.parent_of(&id)?;
-        let mut plan =
-            RevertPlan { commit: id.clone(), subject: subject_of(&commit), ..RevertPlan::default() };
+        // A revert restores what a commit changed, memory files included.
+        let mut plan = RevertPlan {
+            commit: id.clone(),
+            subject: subject_of(&commit),
+            changes: Changes::for_memory(),
+            ..RevertPlan::default()
+        };
         for path in self.changed_paths(&id)? {
             let theirs = before.read(&path)?;
             let base = after.read(&path)?;

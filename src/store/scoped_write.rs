@@ -43,7 +43,8 @@ pub(super) fn sync_working_tree_deferred(repo: &PackRepo, changes: &Changes) -> 
     let root = PackRoot::open(&repo.dir).map_err(|e| io_err("open", &repo.dir, e))?;
     let git_dir = repo.git_dir();
     for (path, content) in &changes.files {
-        let rel = PackPath::parse(path).map_err(|_| StoreError::BadPath { path: path.clone() })?;
+        let rel = PackPath::parse(path)
+            .map_err(|e| StoreError::BadPath { path: path.clone(), reason: e.to_string() })?;
         match content {
             Some(bytes) => {
                 super::worktree::write_file(&root, &rel, bytes, repo.options.durable, &git_dir)?;
@@ -130,6 +131,7 @@ use git2::{ObjectType, Oid};
 use crate::pack_path::PackPath;
 use crate::pack_root::{FileStat, Found, PackRoot};
 
+use super::publish::{Kind, Proposal};
 use super::{
     Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, io_err, recover,
 };
@@ -170,14 +172,14 @@ impl PackRepo {
                 full_check_done = true;
                 continue;
             }
-            match self.commit_changes(
-                &at,
-                snapshot.tree,
-                &changes,
-                &message,
-                true,
-                &mut super::PhaseTimer::new(false),
-            )? {
+            let proposal = Proposal {
+                at: &at,
+                base: snapshot.tree,
+                changes: &changes,
+                message: &message,
+                kind: Kind::Tool { defer_index: true },
+            };
+            match self.publish(&proposal, &mut super::PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
                     super::housekeeping::after_write(self);
                     return Ok((Some(committed), value));

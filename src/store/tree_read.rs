@@ -1,9 +1,14 @@
 //! Reading the HEAD tree outside a write: recursive listings of a directory
-//! and a read-only [`Snapshot`] of HEAD, for tools that only read.
+//! and a read-only [`Snapshot`] of HEAD, for tools that only read; and
+//! [`read_folder`], a snapshot of a folder that is not a repository yet.
+
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use git2::{ObjectType, TreeWalkMode, TreeWalkResult};
 
-use super::{PackRepo, Result, Snapshot, git_err};
+use super::objcache::ObjectCache;
+use super::{PackRepo, Result, Snapshot, git_err, io_err};
 
 impl Snapshot<'_> {
     /// The subtree at `dir` (`""` for the root), if it exists and is a directory.
@@ -71,4 +76,45 @@ impl PackRepo {
         let head = self.head_oid()?;
         f(&self.snapshot_of(head)?)
     }
+}
+
+/// Runs `f` on a read-only snapshot of the files below `prefix` of a folder
+/// that is not a repository yet (a pack copied in by hand), read as they are:
+/// symbolic links and anything named `.git` are left out. Nothing is written,
+/// and no repository is made; the snapshot has no commit.
+pub fn read_folder<T, E>(
+    dir: &Path,
+    prefix: &str,
+    f: impl FnOnce(&Snapshot<'_>) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<super::StoreError>,
+{
+    let mut overlay = BTreeMap::new();
+    let mut stack = vec![prefix.trim_end_matches('/').to_owned()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else { continue };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            if name.eq_ignore_ascii_case(".git") {
+                continue;
+            }
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                let bytes = std::fs::read(entry.path()).map_err(|e| io_err("read", &entry.path(), e))?;
+                overlay.insert(path, Some(bytes));
+            }
+        }
+    }
+    // An empty repository in memory: the snapshot reads only its overlay.
+    let repo = git2::Odb::new()
+        .and_then(git2::Repository::from_odb)
+        .map_err(|e| git_err("making an empty repository in memory", dir, e))?;
+    let cache = ObjectCache::default();
+    let recent = super::recent::RecentCommits::default();
+    let snap = Snapshot { repo: &repo, cache: &cache, recent: &recent, tree: None, head: None, dir, overlay };
+    f(&snap)
 }

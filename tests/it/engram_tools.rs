@@ -274,7 +274,7 @@ async fn consolidate_archives_originals() {
 }
 
 #[tokio::test]
-async fn expired_entries_are_hidden_and_moved_in_their_own_commit() {
+async fn expired_entries_are_hidden_on_read_and_moved_by_the_next_write() {
     let env = TestEnv::new();
     make_pack(&env, "coach");
     let c = env.client().await;
@@ -286,16 +286,26 @@ async fn expired_entries_are_hidden_and_moved_in_their_own_commit() {
     later.packs = env.packs.clone();
     later.now = Some("2026-11-25T09:00:00Z".into());
     let c = later.client().await;
+    let pack = env.pack("coach");
+    let before = commit_count(&pack);
     let load = ok(&c, "load_engram", json!({"name": "coach", "query": ""})).await;
     assert!(!load.contains("恢复期") && load.contains("增肌"), "{load}");
-    let pack = env.pack("coach");
+    // Reads never commit: the expired entry is only hidden.
+    assert_eq!(commit_count(&pack), before, "a load committed");
+    assert!(!pack.join("memory/status-expired.md").exists());
+    assert!(env.read("coach", "memory/status.md").contains("恢复期"));
+    // The next memory write moves it, in a commit of its own, before its own commit.
+    ok(&c, "capture_memory", capture("coach", "status", "新的一周", "新的一周")).await;
     assert!(env.read("coach", "memory/status-expired.md").contains("近期在恢复期"));
     assert!(!env.read("coach", "memory/status.md").contains("恢复期"));
-    assert!(git(&pack, &["log", "-1", "--format=%s"]).starts_with("expire: 1 entries"));
-    // A second load does not commit again.
+    let subjects = git(&pack, &["log", "-2", "--format=%s"]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert!(subjects[0].starts_with("capture: status"), "{subjects:?}");
+    assert!(subjects[1].starts_with("expire: 1 entries"), "{subjects:?}");
+    // The next write does not move anything again.
     let before = commit_count(&pack);
-    ok(&c, "load_engram", json!({"name": "coach", "query": ""})).await;
-    assert_eq!(commit_count(&pack), before);
+    ok(&c, "capture_memory", capture("coach", "status", "再一条", "再一条")).await;
+    assert_eq!(commit_count(&pack), before + 1);
     c.close().await.expect("close");
 }
 

@@ -23,6 +23,7 @@ mod pack_compat;
 mod pack_roots;
 mod personal_tools;
 mod portable_names;
+mod publish;
 mod search;
 mod secrets;
 mod security;

@@ -355,6 +355,100 @@ async fn sync_counts_every_commit_it_pushes() {
     );
 }
 
+/// The working tree's files (not `.git`), with their contents.
+fn tree_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if e.file_name() == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).expect("inside").display().to_string();
+                out.push((rel, std::fs::read(&p).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Someone pushes a commit with plain git (not engram) that adds a credential.
+fn push_a_leak(daemon: &GitDaemon, url: &str, branch: &str, key: &str) -> String {
+    let work = daemon.base.join("elsewhere");
+    let gitc = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=someone", "-c", "user.email=someone@example.invalid"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let w = work.display().to_string();
+    gitc(&["clone", "-q", url, &w]);
+    std::fs::write(
+        work.join("knowledge/leak.md"),
+        format!(
+            "# Deploy
+
+aws key {key}
+"
+        ),
+    )
+    .expect("write");
+    gitc(&["-C", &w, "add", "knowledge/leak.md"]);
+    gitc(&["-C", &w, "commit", "-qm", "notes from the deploy"]);
+    gitc(&["-C", &w, "push", "-q", "origin", &format!("HEAD:{branch}")]);
+    gitc(&["-C", &w, "rev-parse", "HEAD"])
+}
+
+#[tokio::test]
+async fn a_credential_pushed_around_engram_is_refused_at_sync() {
+    let Some(daemon) = GitDaemon::start() else { return };
+    let a = device("laptop");
+    a.init("coach");
+    let pack = a.pack("coach");
+    let url = daemon.bare("coach", &branch(&pack));
+    run_ok(&a, &["remote", "add", "coach", &url]);
+    run_ok(&a, &["sync", "coach"]);
+    let key = ["AKIA", "Q3EXAMPLEKEY7Z2W"].concat();
+    let leak = push_a_leak(&daemon, &url, &branch(&pack), &key);
+    let short = &leak[..7];
+    let check_refused = |what: &str| {
+        let (before_head, before_files) = (head(&pack), tree_files(&pack));
+        let out = a.cli(&["sync", "coach"]);
+        let t = text(&out);
+        assert!(!out.status.success(), "{what}: sync succeeded:\n{t}");
+        assert!(
+            t.contains(&format!("{short}:knowledge/leak.md line 3")),
+            "{what}: names commit, file, line:\n{t}"
+        );
+        assert!(t.contains("AWS access key id") && !t.contains(&key), "{what}: masked:\n{t}");
+        assert!(t.contains("engram purge") && t.contains("nothing was merged"), "{what}: how to clean:\n{t}");
+        assert_eq!(head(&pack), before_head, "{what}: HEAD moved");
+        assert_eq!(tree_files(&pack), before_files, "{what}: the working tree changed");
+        assert!(!is_ancestor(&pack, &leak, "HEAD"), "{what}: the secret is reachable from HEAD");
+        assert_clean(&pack);
+        t
+    };
+    // HEAD is behind the remote: the fast-forward is refused.
+    check_refused("fast-forward");
+    // Diverged (a local write meanwhile): the merge is refused too.
+    {
+        let c = a.client_with(&["--tools", "all"]).await;
+        ok(&c, "capture_memory", capture("coach", "facts", "kept locally", "kept locally")).await;
+        let status = ok(&c, "sync_status", json!({"name": "coach"})).await;
+        assert!(status.contains("knowledge/leak.md line 3") && status.contains("engram purge"), "{status}");
+    }
+    check_refused("merge");
+    assert_fsck(&pack);
+}
+
 #[test]
 fn sync_without_a_remote_is_a_clear_error() {
     let env = TestEnv::new();

@@ -145,7 +145,7 @@ fn revert_changes(snap: &Snapshot<'_>, commit: &str) -> Result<(Changes, String,
     let after = entries_of(&snap.at(&plan.commit)?)?;
     let mut cur = snap.overlaid(&changes);
     for (category, key) in minus(&after, &before) {
-        let mut step = Changes::default();
+        let mut step = Changes::for_memory();
         if !remove_entry(&cur, &category, &key, &mut step)? {
             let later = snap.first_commit_after(&plan.commit, |s| {
                 Ok(!entries_of(s).map(|e| e.iter().any(|(_, k)| *k == key)).unwrap_or(false))
@@ -166,7 +166,7 @@ fn revert_changes(snap: &Snapshot<'_>, commit: &str) -> Result<(Changes, String,
         if current.iter().any(|(_, k)| *k == key) {
             continue;
         }
-        let mut step = Changes::default();
+        let mut step = Changes::for_memory();
         add_entry(&cur, &category, &key, &mut step)?;
         cur = cur.overlaid(&step);
         changes.extend(step);
@@ -367,6 +367,11 @@ fn client_matches(c: &CommitInfo, client: &str) -> bool {
     c.trailer(trailer::CLIENT).is_some_and(|v| v.to_lowercase().contains(&client.to_lowercase()))
 }
 
+/// The error for an `as_of` read of a pack that has no history yet (not a repository).
+fn no_commit(rev: &str, dir: &std::path::Path) -> EngramError {
+    StoreError::UnknownCommit { rev: rev.to_owned(), dir: dir.to_owned() }.into()
+}
+
 impl Engram {
     /// The commits of a pack that pass `filter`, newest first, with their files.
     pub fn history(&self, name: &str, filter: &HistoryFilter) -> Result<Vec<CommitInfo>> {
@@ -389,7 +394,8 @@ impl Engram {
         let limit = filter.limit.clamp(1, 500);
         let needs_scan = filter.summary.is_some() || filter.tool.is_some() || filter.client.is_some();
         let query = history_query(Some(if needs_scan { SCAN_LIMIT } else { limit }), since, path, true);
-        let commits = self.with_repo(&pack.dir, |r| Ok(r.log(&query)?))?;
+        // A folder that is not a repository yet has no history (and a read does not make one).
+        let commits = self.with_existing_repo(&pack.dir, |r| Ok(r.log(&query)?))?.unwrap_or_default();
         Ok(commits
             .into_iter()
             .filter(|c| filter.tool.as_deref().is_none_or(|t| c.trailer(trailer::TOOL) == Some(t)))
@@ -472,7 +478,7 @@ impl Engram {
                 return Ok((None, Vec::new()));
             }
             repo.write(|snap| {
-                let mut all = Changes::default();
+                let mut all = Changes::for_memory();
                 let mut undone = Vec::new();
                 for t in &targets {
                     let view = snap.overlaid(&all);
@@ -507,7 +513,8 @@ impl Engram {
     /// `load_engram` with `as_of`: the pack as it was at a commit or date (read-only).
     pub fn load_engram_as_of(&self, name: &str, query: &str, as_of: &str) -> Result<String> {
         let pack = self.resolve(name)?;
-        self.with_repo(&pack.dir, |repo| {
+        let no_history = || no_commit(as_of, &pack.dir);
+        self.with_existing_repo(&pack.dir, |repo| {
             let snap = repo.snapshot_at(as_of)?;
             let when = repo.commit_info(as_of, false)?.time;
             let today = chrono::DateTime::from_timestamp(when, 0).unwrap_or_default().date_naive();
@@ -520,15 +527,16 @@ impl Engram {
             let text = self.render_load(name, query, &view, "")?;
             let id: String = snap.head().unwrap_or_default().chars().take(7).collect();
             Ok(format!("{text}\n\n(as_of {as_of}: commit {id}, read-only view of the pack as it was)"))
-        })
+        })?
+        .ok_or_else(no_history)
     }
 
     /// `read_engram_file` with `as_of`.
     pub fn read_engram_file_as_of(&self, name: &str, path: &str, as_of: &str) -> Result<String> {
-        let rel = super::load::check_relative(path)
+        let rel = crate::ops::user_path(path)
             .map_err(|e| EngramError::FileNotFound { path: format!("{path} ({e})") })?;
         let pack = self.resolve(name)?;
-        self.with_repo(&pack.dir, |repo| {
+        self.with_existing_repo(&pack.dir, |repo| {
             let snap = repo.snapshot_at(as_of)?;
             let bytes = match snap.read(rel.as_str()) {
                 Ok(Some(b)) => b,
@@ -542,7 +550,8 @@ impl Engram {
                 reason: "not UTF-8 text (binary file?)".into(),
             })?;
             Ok(render_file(path, &text))
-        })
+        })?
+        .ok_or_else(|| no_commit(as_of, &pack.dir))
     }
 
     fn forget_expiry_of(&self, root: &std::path::Path) {

@@ -1,7 +1,6 @@
 //! `write_engram_file` and `add_knowledge`.
 
-use super::load::check_relative;
-use crate::ops::{Caller, Engram, EngramError, Result, limits};
+use crate::ops::{Caller, Engram, EngramError, Result, limits, user_path};
 use crate::pack_path::PackPath;
 use crate::pack_root::PackRoot;
 use crate::store::{Changes, Edit};
@@ -29,9 +28,11 @@ impl WriteMode {
     }
 }
 
-/// Refuses paths a tool must not write: derived memory files (use the memory tools).
+/// Parses a path a tool may write: a [`PackPath`], and not in the reserved
+/// `memory/` folder in any case (`Memory/x.md` is `memory/x.md` on macOS and
+/// Windows): use the memory tools there. The store refuses both again.
 fn check_writable(path: &str) -> Result<PackPath> {
-    let rel = check_relative(path)?;
+    let rel = user_path(path)?;
     if rel.is_memory() {
         return Err(EngramError::BadPath {
             path: path.to_owned(),
@@ -105,20 +106,15 @@ impl Engram {
             return Err(EngramError::Invalid { field: "filename", reason: "must not be empty".into() });
         }
         let with_ext = if raw.ends_with(".md") { raw.clone() } else { format!("{raw}.md") };
-        let rel = check_relative(&with_ext).map_err(|_| EngramError::BadPath {
-            path: format!("knowledge/{filename}"),
-            reason: "filename must be a relative path inside knowledge/ (no `..`, no absolute path)".into(),
-        })?;
-        if with_ext.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
-            return Err(EngramError::BadPath {
+        // In normal form only: no empty, `.` or `..` parts, no absolute path.
+        let target_path =
+            PackPath::parse(&format!("knowledge/{with_ext}")).map_err(|e| EngramError::BadPath {
                 path: format!("knowledge/{filename}"),
-                reason: "empty, `.` or `..` path parts are not allowed".into(),
-            });
-        }
+                reason: format!("filename must be a relative path inside knowledge/: {e}"),
+            })?;
         limits::check_size("content", content)?;
         let summary = crate::memory::single_line(summary);
         let pack = self.resolve(name)?;
-        let target_path = check_relative(&format!("knowledge/{rel}"))?;
         let target = target_path.as_str().to_owned();
         self.check_target_in_tree(&pack.dir, &target_path, &target)?;
         let now = self.now().timestamp();

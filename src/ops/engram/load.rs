@@ -1,4 +1,7 @@
-//! `load_engram` and `read_engram_file`, plus the expiry pass a load runs first.
+//! `load_engram` and `read_engram_file` — reads, which never commit and show a
+//! folder that is not a repository yet as it is — plus the expiry pass: a load
+//! hides expired entries (showing the hot index as the pass will leave it),
+//! and the next memory write moves them in a commit of its own.
 
 use std::fs;
 use std::path::Path;
@@ -10,7 +13,7 @@ use crate::memory::{self, CONSOLIDATE_HINT_THRESHOLD};
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, Kind, PackRoot};
-use crate::store::{Changes, Edit};
+use crate::store::{Changes, Edit, PackRepo, Snapshot};
 
 /// What this process knows about a pack's pending expiries, per HEAD commit.
 #[derive(Debug, Clone)]
@@ -21,6 +24,97 @@ pub(in crate::ops) struct ExpiryState {
     pub earliest: Option<NaiveDate>,
     /// Proof that HEAD is still `head` without asking git (None: ask git).
     pub stamps: Option<HeadStamps>,
+    /// When the expiry pass has work to do at `head` (entries expired by that day, or the
+    /// full index still to be migrated): the day, and the hot index as the pass will leave
+    /// it, which loads show until a write makes the pass.
+    pub pending: Option<Pending>,
+}
+
+/// A hot index the expiry pass will write, for the day it was computed.
+type Pending = (NaiveDate, std::sync::Arc<String>);
+
+/// The hot index a load shows for a memory root.
+#[derive(Debug, Clone)]
+enum HotIndex {
+    /// The file as it is (nothing expired, or not a repository yet: expired lines filtered).
+    File,
+    /// The text the expiry pass will leave (not committed yet).
+    Pending(std::sync::Arc<String>),
+}
+
+/// What the expiry pass would do on a snapshot.
+struct ExpiryPlan {
+    /// The changes and the commit subject, when something expired (or the full index needs
+    /// migrating).
+    changes: Option<(Changes, String)>,
+    /// How many entries expired.
+    expired: usize,
+    /// The earliest expiry date left.
+    earliest: Option<NaiveDate>,
+}
+
+/// The expiry pass on `snap` for `today`: expired entries move to `<category>-expired.md`,
+/// an old full index is migrated, the indexes are regenerated. Pure: nothing is committed.
+fn expiry_plan(snap: &Snapshot<'_>, today: NaiveDate) -> Result<ExpiryPlan> {
+    let mut index = FullIndex::load(snap)?;
+    let entries = index.entries();
+    let expired: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, (pos, _))| memory::is_expired(index.line(*pos), today))
+        .map(|(i, _)| i)
+        .collect();
+    if expired.is_empty() && !index.migrated {
+        return Ok(ExpiryPlan { changes: None, expired: 0, earliest: earliest_expiry(&index) });
+    }
+    let mut changes = Changes::for_memory();
+    let mut by_category: std::collections::BTreeMap<String, CategoryLog> = Default::default();
+    let mut moved: std::collections::BTreeMap<String, String> = Default::default();
+    for &i in &expired {
+        let (pos, entry) = &entries[i];
+        let rank = same_meta_rank(&entries, i);
+        if !by_category.contains_key(&entry.category) {
+            by_category.insert(entry.category.clone(), CategoryLog::load(snap, &entry.category)?);
+        }
+        let log = by_category.get_mut(&entry.category).expect("inserted above");
+        let text = match log.find(entry, rank) {
+            Some(bp) => log.block(bp).text.clone(),
+            None => format!("[index-only] {}", index.line(*pos).trim()),
+        };
+        moved.entry(entry.category.clone()).or_default().push_str(&format!("\n---\n{text}\n"));
+    }
+    // Remove blocks after all lookups (ranks refer to the original order).
+    for &i in expired.iter().rev() {
+        let (_, entry) = &entries[i];
+        let rank = same_meta_rank(&entries, i);
+        if let Some(log) = by_category.get_mut(&entry.category)
+            && let Some(bp) = log.find(entry, rank)
+        {
+            log.remove(bp);
+        }
+    }
+    for &i in expired.iter().rev() {
+        index.remove(entries[i].0);
+    }
+    for log in by_category.values() {
+        log.write(&mut changes);
+    }
+    for (category, text) in &moved {
+        let path = format!("memory/{category}-expired.md");
+        let old = snap.read_text(&path)?.unwrap_or_default();
+        changes.put(path, format!("{old}{text}"));
+    }
+    index.write(&mut changes, false);
+    let subject = if expired.is_empty() {
+        "index: migrate memory/_index.md to _index_full.md".to_owned()
+    } else {
+        format!("expire: {} entries moved to -expired.md", expired.len())
+    };
+    Ok(ExpiryPlan {
+        changes: Some((changes, subject)),
+        expired: expired.len(),
+        earliest: earliest_expiry(&index),
+    })
 }
 
 /// How long after its last change a file's `stat` stamp is trusted to change again when the
@@ -217,12 +311,6 @@ fn fixed(path: &'static str) -> PackPath {
     PackPath::parse(path).unwrap_or_else(|e| unreachable!("{path} is a plain relative path: {e}"))
 }
 
-/// True when the pack still has only the old hot index (`_index.md`) and no full index.
-fn needs_migration(root: &PackRoot) -> bool {
-    let exists = |p: &'static str| matches!(root.stat(&fixed(p)), Ok(Found::Here(_)));
-    !exists(crate::memlog::FULL_INDEX) && exists(HOT_INDEX)
-}
-
 /// The reference's onboarding test: `_onboarded` exists, or memory/ holds another file.
 fn onboarded(root: &PackRoot) -> bool {
     if matches!(root.stat(&fixed("memory/_onboarded")), Ok(Found::Here(_))) {
@@ -268,18 +356,87 @@ pub(super) fn onboarding_section(rules: &str) -> Option<String> {
     None
 }
 
+/// The hot index as the expiry pass would leave `snap` for `today` (`None` when the pass has
+/// nothing to do), and the earliest expiry date left.
+fn pending_hot_index(snap: &Snapshot<'_>, today: NaiveDate) -> Result<(Option<Pending>, Option<NaiveDate>)> {
+    let ExpiryPlan { changes, earliest, .. } = expiry_plan(snap, today)?;
+    let Some((changes, _)) = changes else { return Ok((None, earliest)) };
+    let text = match changes.get(HOT_INDEX) {
+        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        None => snap.read_text(HOT_INDEX)?.unwrap_or_default(),
+    };
+    Ok((Some((today, std::sync::Arc::new(text))), earliest))
+}
+
+/// The hot index a load shows when `state` (for the current HEAD) settles it for `today`:
+/// `None` when the expiry pass must look again (something expired since it looked).
+fn settled_view(state: &ExpiryState, today: NaiveDate) -> Option<HotIndex> {
+    match &state.pending {
+        Some((day, text)) if *day == today => Some(HotIndex::Pending(text.clone())),
+        Some(_) => None,
+        None => state.earliest.is_none_or(|d| d >= today).then_some(HotIndex::File),
+    }
+}
+
 impl Engram {
-    /// Runs the expiry pass when something expired (or the full index still
-    /// needs to be migrated): expired entries move to `<category>-expired.md`
-    /// in one commit of their own. Callers check that `memory_root/memory` is a directory.
-    pub(super) fn expire_memory(&self, root: &PackRoot, caller: &Caller) -> Result<()> {
+    /// The expiry pass, run by the memory tools before they write (reads never commit): when
+    /// something expired, or the full index still needs to be migrated, expired entries move
+    /// to `<category>-expired.md` in one commit of their own. `repo` is the repository of
+    /// `memory_root`, held by the caller.
+    ///
+    /// Costs nothing on the common write: this process remembers, per memory root, the
+    /// earliest expiry date as of the HEAD it last wrote or read; a commit by someone else
+    /// between two of its writes drops that (see [`Engram::note_expiry_after_write`]), so the
+    /// pass looks again at the next write.
+    pub(super) fn expire_before_write(
+        &self,
+        repo: &PackRepo,
+        memory_root: &Path,
+        caller: &Caller,
+    ) -> Result<()> {
         // A read-only server never commits; expired entries are hidden from answers anyway.
         if self.config.store.read_only {
             return Ok(());
         }
+        let today = self.now().date_naive();
+        {
+            let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
+            if cache
+                .get(memory_root)
+                .is_some_and(|s| s.pending.is_none() && s.earliest.is_none_or(|d| d >= today))
+            {
+                return Ok(());
+            }
+        }
+        let now = self.now();
+        let (_, earliest) = repo.write(|snap| {
+            let plan = expiry_plan(snap, today)?;
+            let (changes, subject) = match plan.changes {
+                Some(c) if plan.expired > 0 => c,
+                // A full index still to be migrated is migrated by the memory write itself
+                // (until then a load shows the migrated hot index: remember nothing here).
+                Some(_) => return Ok::<_, EngramError>(Edit::Nothing(None)),
+                None => return Ok(Edit::Nothing(Some(plan.earliest))),
+            };
+            let message = caller.commit_message(subject, now.timestamp());
+            Ok(Edit::Commit { changes, message, value: Some(plan.earliest) })
+        })?;
+        let Some(earliest) = earliest else { return Ok(()) };
+        let head = repo.head_id().unwrap_or_default();
+        self.expiry_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(memory_root.to_owned(), ExpiryState { head, earliest, stamps: None, pending: None });
+        Ok(())
+    }
+
+    /// What a load shows of `memory_root`'s hot index (callers check that `memory/` is a
+    /// directory): the file, or — when entries expired, or the full index still needs
+    /// migrating — the hot index as the expiry pass will leave it, computed on HEAD and not
+    /// committed (the next memory write commits it). Reads git; never writes.
+    fn hot_index_of(&self, root: &PackRoot) -> Result<HotIndex> {
         let memory_root = root.path();
         let today = self.now().date_naive();
-        let needs_migration = needs_migration(root);
         let known = {
             let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
             cache.get(memory_root).cloned()
@@ -290,13 +447,20 @@ impl Engram {
             Some(state) => (state.head.clone(), state.stamps.clone(), true),
             None => {
                 let stamps = HeadStamps::take(memory_root, std::time::SystemTime::now());
-                (self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?, stamps, false)
+                // Not a repository yet: read as it is, and no repository is made.
+                let Some(head) =
+                    self.with_existing_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?
+                else {
+                    let (hot, _) = crate::store::read_folder(memory_root, "memory", |snap| {
+                        pending_hot_index(snap, today)
+                    })?;
+                    return Ok(hot.map_or(HotIndex::File, |(_, text)| HotIndex::Pending(text)));
+                };
+                (head, stamps, false)
             }
         };
-        let cached = known.filter(|s| s.head == head);
-        if let Some(state) = &cached
-            && !needs_migration
-            && state.earliest.is_none_or(|d| d >= today)
+        if let Some(state) = known.filter(|s| s.head == head)
+            && let Some(view) = settled_view(&state, today)
         {
             if !proven {
                 let mut cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -304,76 +468,26 @@ impl Engram {
                     entry.stamps = stamps;
                 }
             }
-            return Ok(());
+            return Ok(view);
         }
-        let now = self.now();
-        let (_, new_state) = self.with_repo(memory_root, |repo| {
-            repo.write(|snap| {
-                let mut index = FullIndex::load(snap)?;
-                let entries = index.entries();
-                let expired: Vec<usize> = entries
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (pos, _))| memory::is_expired(index.line(*pos), today))
-                    .map(|(i, _)| i)
-                    .collect();
-                if expired.is_empty() && !index.migrated {
-                    return Ok::<_, EngramError>(Edit::Nothing(earliest_expiry(&index)));
-                }
-                let mut changes = Changes::default();
-                let mut by_category: std::collections::BTreeMap<String, CategoryLog> = Default::default();
-                let mut moved: std::collections::BTreeMap<String, String> = Default::default();
-                for &i in &expired {
-                    let (pos, entry) = &entries[i];
-                    let rank = same_meta_rank(&entries, i);
-                    if !by_category.contains_key(&entry.category) {
-                        by_category.insert(entry.category.clone(), CategoryLog::load(snap, &entry.category)?);
-                    }
-                    let log = by_category.get_mut(&entry.category).expect("inserted above");
-                    let text = match log.find(entry, rank) {
-                        Some(bp) => log.block(bp).text.clone(),
-                        None => format!("[index-only] {}", index.line(*pos).trim()),
-                    };
-                    moved.entry(entry.category.clone()).or_default().push_str(&format!("\n---\n{text}\n"));
-                }
-                // Remove blocks after all lookups (ranks refer to the original order).
-                for &i in expired.iter().rev() {
-                    let (_, entry) = &entries[i];
-                    let rank = same_meta_rank(&entries, i);
-                    if let Some(log) = by_category.get_mut(&entry.category)
-                        && let Some(bp) = log.find(entry, rank)
-                    {
-                        log.remove(bp);
-                    }
-                }
-                for &i in expired.iter().rev() {
-                    index.remove(entries[i].0);
-                }
-                for log in by_category.values() {
-                    log.write(&mut changes);
-                }
-                for (category, text) in &moved {
-                    let path = format!("memory/{category}-expired.md");
-                    let old = snap.read_text(&path)?.unwrap_or_default();
-                    changes.put(path, format!("{old}{text}"));
-                }
-                index.write(&mut changes, false);
-                let subject = if expired.is_empty() {
-                    "index: migrate memory/_index.md to _index_full.md".to_owned()
-                } else {
-                    format!("expire: {} entries moved to -expired.md", expired.len())
-                };
-                let message = caller.commit_message(subject, now.timestamp());
-                let earliest = earliest_expiry(&index);
-                Ok(Edit::Commit { changes, message, value: earliest })
+        let plan = self.with_existing_repo(memory_root, |repo| {
+            repo.read_head(|snap| -> Result<_> {
+                let (hot, earliest) = pending_hot_index(snap, today)?;
+                Ok((snap.head().unwrap_or_default(), hot, earliest))
             })
         })?;
-        let head = self.with_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?;
+        let Some((at, pending, earliest)) = plan else { return Ok(HotIndex::File) };
+        // Stamps taken before HEAD was read prove only that commit.
+        let stamps = if at == head { stamps } else { None };
+        let view = match &pending {
+            Some((_, text)) => HotIndex::Pending(text.clone()),
+            None => HotIndex::File,
+        };
         self.expiry_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(memory_root.to_owned(), ExpiryState { head, earliest: new_state, stamps: None });
-        Ok(())
+            .insert(memory_root.to_owned(), ExpiryState { head: at, earliest, stamps, pending });
+        Ok(view)
     }
 
     /// Records what this process knows after its own write (keeps loads O(1)).
@@ -394,75 +508,79 @@ impl Engram {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        cache.insert(root.to_owned(), ExpiryState { head: new_head.to_owned(), earliest, stamps: None });
+        cache.insert(
+            root.to_owned(),
+            ExpiryState { head: new_head.to_owned(), earliest, stamps: None, pending: None },
+        );
     }
 
-    fn active_hot_index(&self, memory_root: &PackRoot) -> Result<(String, usize)> {
-        let text = read_pack_text(memory_root, HOT_INDEX)?.unwrap_or_default();
-        Ok(active_lines(&text, self.now().date_naive()))
-    }
-
-    /// True when this process knows, from stamps alone (no git, no lock), that the expiry pass
-    /// has nothing to do for `memory_root`: HEAD is the commit the state was computed for, no
-    /// entry expires before today, and the full index exists.
-    fn expiry_known_clean(&self, root: &PackRoot) -> bool {
-        if self.config.store.read_only {
-            return true;
-        }
+    /// What this process knows, from stamps alone (no git, no lock), about the hot index a
+    /// load shows: `None` when it must look (HEAD moved or was never looked at).
+    fn hot_index_if_known(&self, root: &PackRoot) -> Option<HotIndex> {
         let today = self.now().date_naive();
         let cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(state) = cache.get(root.path()) else { return false };
-        state.earliest.is_none_or(|d| d >= today)
-            && state.stamps.as_ref().is_some_and(|s| s.unchanged(root.path()))
-            && !needs_migration(root)
+        let state = cache.get(root.path())?;
+        if !state.stamps.as_ref().is_some_and(|s| s.unchanged(root.path())) {
+            return None;
+        }
+        settled_view(state, today)
     }
 
-    /// `load_engram`.
-    pub fn load_engram(&self, name: &str, query: &str, caller: &Caller) -> Result<String> {
-        let text = self.load_with(name, query, &|root| self.expire_memory(root, caller).map(|()| true))?;
+    /// `load_engram`. Never commits: expired entries are hidden (the hot index is shown as
+    /// the expiry pass will leave it), and the next memory write moves them.
+    pub fn load_engram(&self, name: &str, query: &str) -> Result<String> {
+        let text = self.load_with(name, query, &|root| self.hot_index_of(root).map(Some))?;
         Ok(text.unwrap_or_default())
     }
 
-    /// `load_engram` when it needs neither git nor a lock: the answer, or `None` when the
-    /// expiry pass may have work to do (or this process has not looked at the pack's HEAD
-    /// yet) and [`Engram::load_engram`] must run. Reads a few small files and nothing else, so
-    /// a server may answer on its own thread instead of handing the call to a blocking one.
+    /// `load_engram` when it needs neither git nor a lock: the answer, or `None` when this
+    /// process has not looked at the pack's HEAD since it last moved and
+    /// [`Engram::load_engram`] must run. Reads a few small files and nothing else, so a server
+    /// may answer on its own thread instead of handing the call to a blocking one.
     pub fn load_engram_if_settled(&self, name: &str, query: &str) -> Option<Result<String>> {
-        self.load_with(name, query, &|root| Ok(self.expiry_known_clean(root))).transpose()
+        self.load_with(name, query, &|root| Ok(self.hot_index_if_known(root))).transpose()
     }
 
-    /// `load_engram` with the expiry pass given: `expire(root)` answers false to give up.
+    /// `load_engram` with the hot index of a memory root given: `hot(root)` answers `None`
+    /// to give up.
     fn load_with(
         &self,
         name: &str,
         query: &str,
-        expire: &dyn Fn(&PackRoot) -> Result<bool>,
+        hot: &dyn Fn(&PackRoot) -> Result<Option<HotIndex>>,
     ) -> Result<Option<String>> {
         limits::check_query("query", query)?;
         let packs = self.packs();
         let (pack, meta) = packs.resolve_with_meta(name)?;
         let root = open_root(&pack.dir)?;
         let has_memory_dir = root.is_dir(&fixed("memory"));
-        if has_memory_dir && !expire(&root)? {
-            return Ok(None);
-        }
+        let pack_hot = if has_memory_dir {
+            match hot(&root)? {
+                Some(h) => h,
+                None => return Ok(None),
+            }
+        } else {
+            HotIndex::File
+        };
+        let today = self.now().date_naive();
         let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
         let global = PackRoot::open(&global).ok().filter(|g| g.is_dir(&fixed("memory")));
         let global_text = match global {
             Some(global) => {
-                if !expire(&global)? {
-                    return Ok(None);
-                }
-                self.active_hot_index(&global)?.0
+                let Some(global_hot) = hot(&global)? else { return Ok(None) };
+                let text = match global_hot {
+                    HotIndex::File => read_pack_text(&global, HOT_INDEX)?.unwrap_or_default(),
+                    HotIndex::Pending(text) => text.as_ref().clone(),
+                };
+                active_lines(&text, today).0
             }
             None => String::new(),
         };
-        let view = PackView {
-            read: &|rel: &str| read_pack_text(&root, rel),
-            has_memory_dir,
-            onboarded: onboarded(&root),
-            today: self.now().date_naive(),
+        let read = |rel: &str| match (&pack_hot, rel == HOT_INDEX) {
+            (HotIndex::Pending(text), true) => Ok(Some(text.as_ref().clone())),
+            _ => read_pack_text(&root, rel),
         };
+        let view = PackView { read: &read, has_memory_dir, onboarded: onboarded(&root), today };
         let mut text = self.render_load_with_meta(name, query, &view, &global_text, Some(&meta))?;
         if let Some(hidden) = packs.shadowed_by(&pack) {
             text.push_str(&format!(
@@ -577,7 +695,7 @@ impl Engram {
     /// `read_engram_file`.
     pub fn read_engram_file(&self, name: &str, path: &str) -> Result<String> {
         // The reference answers every unreachable path with 未找到文件; keep that, and say why.
-        let rel = check_relative(path).map_err(|e| match e {
+        let rel = crate::ops::user_path(path).map_err(|e| match e {
             EngramError::BadPath { path, reason } => {
                 EngramError::FileNotFound { path: format!("{path} ({reason})") }
             }
@@ -634,12 +752,6 @@ pub(super) fn render_file(path: &str, text: &str) -> String {
         return format!("文件为空: {path}");
     }
     format!("## {path}\n{text}")
-}
-
-/// Parses a pack-relative path argument (see [`PackPath::parse_user`]), with the tools' error.
-pub(super) fn check_relative(path: &str) -> Result<PackPath> {
-    PackPath::parse_user(path)
-        .map_err(|e| EngramError::BadPath { path: path.to_owned(), reason: e.to_string() })
 }
 
 #[cfg(test)]
@@ -746,11 +858,11 @@ mod tests {
     #[test]
     fn relative_paths_are_checked() {
         assert_eq!(
-            check_relative("knowledge\\a.md").ok().map(PackPath::into_string).as_deref(),
+            crate::ops::user_path("knowledge\\a.md").ok().map(PackPath::into_string).as_deref(),
             Some("knowledge/a.md")
         );
         for bad in ["../x", "/etc/passwd", ".git/config", "a/../../b", "", "C:/x"] {
-            assert!(check_relative(bad).is_err(), "{bad}");
+            assert!(crate::ops::user_path(bad).is_err(), "{bad}");
         }
     }
 }

@@ -307,13 +307,14 @@ impl Engram {
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
         let repo = crate::store::hold(&repo, &root)?;
+        self.expire_before_write(&repo, &root, caller)?;
         let (commit, duplicate_of) = repo.write(|snap| {
             if let Some(earlier) =
                 snap.recent_commit_with_trailer(trailer::DEDUP, &key, now.timestamp() - throttle)?
             {
                 return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
             }
-            let mut changes = Changes::default();
+            let mut changes = Changes::for_memory();
             crate::memlog::append_entry(snap, &category, &meta, &req.content, &mut changes)?;
             if !is_global && !snap.exists("memory/_onboarded") {
                 changes.put("memory/_onboarded", Vec::new());
@@ -357,8 +358,9 @@ impl Engram {
         let subject = format!("consolidate: {category} — {}", short(&summary));
         let msg = message(subject, caller, None, self.now().timestamp());
         let (commit, ()) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
             repo.write(|snap| {
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 let mut log = CategoryLog::load(snap, &category)?;
                 let old = log.concatenated_text();
                 if !old.is_empty() {
@@ -402,6 +404,7 @@ impl Engram {
         let root = self.resolve(name)?.dir;
         let now = self.now().timestamp();
         let (commit, deleted) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
             repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
                 let hand_edited = index.hot_hand_edited();
@@ -409,7 +412,7 @@ impl Engram {
                 let i = find_one(&entries, &category, summary)?;
                 let rank = same_meta_rank(&entries, i);
                 let (pos, entry) = entries[i].clone();
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 let mut log = CategoryLog::load(snap, &category)?;
                 if let Some(bp) = log.find(&entry, rank) {
                     log.remove(bp);
@@ -438,6 +441,7 @@ impl Engram {
         let root = self.resolve(&req.name)?.dir;
         let now = self.now().timestamp();
         let (commit, new_entry) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
             repo.write(|snap| {
                 let mut index = FullIndex::load(snap)?;
                 let hand_edited = index.hot_hand_edited();
@@ -445,7 +449,7 @@ impl Engram {
                 let i = find_one(&entries, &category, &req.old_summary)?;
                 let rank = same_meta_rank(&entries, i);
                 let (pos, old) = entries[i].clone();
-                let mut changes = Changes::default();
+                let mut changes = Changes::for_memory();
                 let mut log = CategoryLog::load(snap, &category)?;
                 let found = log.find(&old, rank);
                 let old_meta = found.and_then(|bp| log.block(bp).meta.clone());

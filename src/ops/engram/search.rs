@@ -169,7 +169,7 @@ impl Engram {
 
         let mut hits = Vec::new();
         for (name, dir) in &targets {
-            let found = self.with_repo(dir, |repo| {
+            let found = self.with_existing_repo(dir, |repo| {
                 let commit = match (as_of, as_of_day) {
                     (None, _) => None,
                     (Some(_), Some((_, end))) => match repo.commit_before(end)? {
@@ -186,6 +186,14 @@ impl Engram {
                 let at = commit.as_deref().map_or(At::Head, At::Commit);
                 Ok(self.search_cache.with_index(repo, name, at, |index, _| hits_of(index, name, &req))?)
             })?;
+            let found = match found {
+                Some(found) => found,
+                // A folder that is not a repository yet: searched as it is (no history to search).
+                None if as_of.is_none() => {
+                    hits_of(&PackIndex::of_files(name, working_tree_files(dir)), name, &req)
+                }
+                None => Vec::new(),
+            };
             hits.extend(found);
         }
         hits.sort_by(|a, b| {
@@ -226,6 +234,32 @@ impl Engram {
         }
         Ok(text)
     }
+}
+
+/// The searchable files of a pack folder that is not a repository yet, read
+/// as they are: symbolic links and anything under `.git` are left out, and
+/// files over the read limit too.
+fn working_tree_files(dir: &std::path::Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((folder, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() && !name.eq_ignore_ascii_case(".git") {
+                stack.push((entry.path(), path));
+            } else if kind.is_file()
+                && crate::packsearch::extract::is_searchable(&path)
+                && entry.metadata().is_ok_and(|m| m.len() as usize <= crate::ops::limits::MAX_READ_BYTES)
+                && let Ok(bytes) = std::fs::read(entry.path())
+            {
+                out.push((path, Some(bytes)));
+            }
+        }
+    }
+    out
 }
 
 fn hits_of(index: &PackIndex, pack: &str, req: &SearchRequest) -> Vec<SearchHit> {

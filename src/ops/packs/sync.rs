@@ -459,6 +459,15 @@ impl Engram {
         Ok(PackRepo::open_or_adopt(dir, self.config.store.clone())?)
     }
 
+    /// [`Engram::sync_repo`] for a read: a folder that is not a repository yet has no
+    /// remote, and a read does not make it one.
+    fn sync_repo_to_read(&self, name: &str, dir: &Path) -> Result<PackRepo> {
+        if !PackRepo::is_repository(dir) {
+            return Err(EngramError::NoRemote { name: name.to_owned() });
+        }
+        Ok(PackRepo::open(dir, self.config.store.clone())?)
+    }
+
     /// `engram remote add`: sets the URL of a pack's remote (default `origin`).
     pub fn remote_add(&self, name: &str, url: &str, remote: Option<&str>) -> Result<String> {
         let pack = self.resolve(name)?;
@@ -478,7 +487,7 @@ impl Engram {
     pub fn remote_remove(&self, name: &str, remote: Option<&str>) -> Result<String> {
         let pack = self.resolve(name)?;
         let remote = remote.unwrap_or(DEFAULT_REMOTE);
-        if self.sync_repo(&pack.dir)?.remove_remote(remote)? {
+        if self.sync_repo_to_read(name, &pack.dir)?.remove_remote(remote)? {
             Ok(format!("已删除远端 (remote removed): {name} {remote}"))
         } else {
             Err(EngramError::Sync(format!("{name} has no remote named {remote:?}")))
@@ -488,7 +497,7 @@ impl Engram {
     /// `engram remote list`.
     pub fn remote_list(&self, name: &str) -> Result<Vec<RemoteInfo>> {
         let pack = self.resolve(name)?;
-        Ok(self.sync_repo(&pack.dir)?.remotes()?)
+        Ok(self.sync_repo_to_read(name, &pack.dir)?.remotes()?)
     }
 
     fn pick_remote(&self, name: &str, repo: &PackRepo) -> Result<RemoteInfo> {
@@ -511,7 +520,7 @@ impl Engram {
         self.resolve(name)
             .ok()
             .filter(|p| PackRepo::is_repository(&p.dir))
-            .and_then(|p| self.sync_repo(&p.dir).ok())
+            .and_then(|p| self.sync_repo_to_read(name, &p.dir).ok())
             .and_then(|r| r.remotes().ok())
             .is_some_and(|r| !r.is_empty())
     }
@@ -519,7 +528,7 @@ impl Engram {
     /// `engram sync <pack>`: fetch, integrate, push.
     pub fn sync_pack(&self, name: &str, caller: &Caller) -> Result<SyncReport> {
         let pack = self.resolve(name)?;
-        let repo = self.sync_repo(&pack.dir)?;
+        let repo = self.sync_repo_to_read(name, &pack.dir)?;
         let remote = self.pick_remote(name, &repo)?;
         let result = self.sync_with(name, &repo, &remote, caller);
         let record = match &result {
@@ -635,7 +644,7 @@ impl Engram {
             if !PackRepo::is_repository(&pack.dir) {
                 continue;
             }
-            let Ok(repo) = self.sync_repo(&pack.dir) else { continue };
+            let Ok(repo) = self.sync_repo_to_read(&p.name, &pack.dir) else { continue };
             let Ok(remote) = self.pick_remote(&p.name, &repo) else { continue };
             match repo.ahead_behind(&remote.name) {
                 Ok(Some((0, _))) => {}
@@ -649,7 +658,7 @@ impl Engram {
     /// `sync_status(name)`: remote, ahead/behind (as of the last fetch), last sync, conflicts. No network.
     pub fn sync_status(&self, name: &str) -> Result<String> {
         let pack = self.resolve(name)?;
-        let repo = self.sync_repo(&pack.dir)?;
+        let repo = self.sync_repo_to_read(name, &pack.dir)?;
         let remote = self.pick_remote(name, &repo)?;
         let mut s =
             format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
