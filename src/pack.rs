@@ -174,8 +174,15 @@ pub fn read_meta(dir: &Path) -> Result<Map<String, Value>, String> {
     }
 }
 
+/// Largest `meta.json` engram reads or writes (a real one is well under 1 KiB): a
+/// larger one makes the pack's meta unreadable instead of every listing huge.
+pub const MAX_META_BYTES: usize = 64 * 1024;
+
 /// `meta.json`'s bytes as a JSON object, keeping key order.
 fn parse_meta(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+    if bytes.len() > MAX_META_BYTES {
+        return Err(format!("is {} bytes; the limit is {MAX_META_BYTES} bytes", bytes.len()));
+    }
     let text = simdutf8::basic::from_utf8(bytes).map_err(|_| "is not valid UTF-8".to_owned())?;
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),

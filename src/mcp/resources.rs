@@ -55,6 +55,16 @@ pub(super) async fn read(
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let limit = crate::ops::limits::MAX_ANSWER_BYTES;
+        if text.len() > limit {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "the knowledge graph is {} bytes, more than the limit of {limit} bytes of one answer: use the search_nodes / open_nodes tools",
+                    text.len()
+                ),
+                None,
+            ));
+        }
         return Ok(json_contents(&uri, text));
     }
     Err(ErrorData::resource_not_found(format!("unknown resource {uri:?}"), None))

@@ -45,74 +45,7 @@ pub use personal::user_graph::{
 };
 pub use personal::{EVENT_TEMPLATES_URI, EVENT_TYPES, PROFILE_CATEGORIES, Personal};
 
-/// Limits on input sizes (bytes unless noted).
-pub mod limits {
-    /// Largest memory content, knowledge file or written file.
-    pub const MAX_CONTENT_BYTES: usize = 256 * 1024;
-    /// Largest summary (characters).
-    pub const MAX_SUMMARY_CHARS: usize = 500;
-    /// Most tags on one memory.
-    pub const MAX_TAGS: usize = 32;
-    /// Longest category, tag or type (characters).
-    pub const MAX_LABEL_CHARS: usize = 100;
-    /// Longest path inside a pack (bytes).
-    pub use crate::pack_path::MAX_PATH_BYTES;
-    /// Largest file `read_engram_file` returns.
-    pub const MAX_READ_BYTES: usize = 1024 * 1024;
-    /// Longest search/focus query (`load_engram`'s `query`, search tools), in characters.
-    pub const MAX_QUERY_CHARS: usize = 2000;
-    /// Most entities (graph nodes/edges, notes, …) one call may create or change.
-    /// For the toolsets that take lists; a call over it writes nothing.
-    pub const MAX_ENTITIES_PER_CALL: usize = 100;
-    /// Longest pack name, in characters (checked by `pack::validate_name`).
-    pub use crate::pack::MAX_NAME_CHARS as MAX_PACK_NAME_CHARS;
-    /// Longest conversation id, in characters.
-    pub const MAX_CONVERSATION_ID_CHARS: usize = 200;
-
-    /// Checks that a content argument is not blank and at most [`MAX_CONTENT_BYTES`].
-    pub fn check_content(field: &'static str, content: &str) -> Result<(), super::EngramError> {
-        if content.trim().is_empty() {
-            return Err(super::EngramError::Invalid { field, reason: "must not be empty".into() });
-        }
-        check_size(field, content)
-    }
-
-    /// Checks a content argument against [`MAX_CONTENT_BYTES`].
-    pub fn check_size(field: &'static str, content: &str) -> Result<(), super::EngramError> {
-        if content.len() > MAX_CONTENT_BYTES {
-            return Err(super::EngramError::Invalid {
-                field,
-                reason: format!("is {} bytes; the limit is {MAX_CONTENT_BYTES} bytes", content.len()),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks a query argument against [`MAX_QUERY_CHARS`].
-    pub fn check_query(field: &'static str, query: &str) -> Result<(), super::EngramError> {
-        let n = query.chars().count();
-        if n > MAX_QUERY_CHARS {
-            return Err(super::EngramError::Invalid {
-                field,
-                reason: format!("is {n} characters; the limit is {MAX_QUERY_CHARS} — shorten the query"),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks the length of a list argument against [`MAX_ENTITIES_PER_CALL`].
-    pub fn check_entities(field: &'static str, count: usize) -> Result<(), super::EngramError> {
-        if count > MAX_ENTITIES_PER_CALL {
-            return Err(super::EngramError::Invalid {
-                field,
-                reason: format!(
-                    "has {count} items; at most {MAX_ENTITIES_PER_CALL} per call — split it into several calls"
-                ),
-            });
-        }
-        Ok(())
-    }
-}
+pub mod limits;
 
 /// Errors of the Engram tools. `Display` is what the model reads.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +90,15 @@ pub enum EngramError {
         /// Path given.
         path: String,
         /// Why it is refused.
+        reason: String,
+    },
+    /// A text inside the arguments breaks a rule every text follows (see
+    /// [`limits::check_arguments`]); `field` is its path, e.g. `entities[0].observations[2]`.
+    #[error("参数错误 (invalid argument) `{field}`: {reason}")]
+    InvalidText {
+        /// Path of the text in the arguments.
+        field: String,
+        /// What is wrong and what is accepted.
         reason: String,
     },
     /// An argument is not acceptable.
@@ -222,7 +164,7 @@ impl EngramError {
     /// `invalid_argument`, `pack_error` or `storage_error`.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Invalid { .. } => "invalid_argument",
+            Self::Invalid { .. } | Self::InvalidText { .. } => "invalid_argument",
             Self::Pack(_) => "pack_error",
             _ => "storage_error",
         }

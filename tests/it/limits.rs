@@ -187,3 +187,122 @@ async fn wrongly_typed_arguments_of_every_tool_are_answered_in_band() {
     assert_fsck(&env.pack("p"));
     crate::invariants::index_agrees_with_blocks(&env.pack("p")).expect("consistent");
 }
+
+/// HEAD of every pack directory (graph, notes and workspace packs included once made).
+fn heads(env: &TestEnv) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&env.packs)
+        .expect("packs dir")
+        .flatten()
+        .filter(|e| e.path().join(".git").exists())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), git(&e.path(), &["rev-parse", "HEAD"])))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A NUL (or any control character but tab, CR, LF) in any text argument of any tool of
+/// every toolset is refused, naming the argument, before the tool runs: nothing is
+/// committed, and git keeps showing the memory files as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_characters_in_any_argument_of_any_tool_are_refused() {
+    let env = TestEnv::new();
+    env.init("p");
+    let c = env.client_with(&["--tools", "all"]).await;
+    ok(&c, "capture_memory", json!({"name": "p", "category": "c", "content": "before", "summary": "before"}))
+        .await;
+    let before = heads(&env);
+    let tools = c.tools_json().await.expect("tools");
+    let mut calls = 0;
+    for tool in tools.as_array().expect("list") {
+        let name = tool["name"].as_str().expect("name");
+        let props: Vec<String> = tool["inputSchema"]["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        for (i, p) in props.iter().enumerate() {
+            let mut args: serde_json::Map<String, Value> =
+                props.iter().map(|q| (q.clone(), json!("p"))).collect();
+            let bad = ["a\u{0}b", "bell\u{7}", "esc\u{1b}[31m", "del\u{7f}"][i % 4];
+            args.insert(p.clone(), json!(bad));
+            let r = c.call(name, Value::Object(args)).await.expect("answered in band");
+            calls += 1;
+            assert!(r.is_error, "{name}.{p} accepted a control character: {}", r.text);
+            assert!(
+                r.text.contains(&format!("`{p}`")) && r.text.contains("control character"),
+                "{name}.{p}: {}",
+                r.text
+            );
+        }
+    }
+    // Nested: a graph observation and a profile value inside objects and lists.
+    let r = c
+        .call(
+            "create_entities",
+            json!({"entities": [{"name": "Ann", "entityType": "person", "observations": ["ok", "x\u{0}y"]}]}),
+        )
+        .await
+        .expect("call");
+    assert!(r.is_error && r.text.contains("`entities[0].observations[1]`"), "{}", r.text);
+    let r = c.call("update_profile", json!({"key": "k", "value": {"a": ["\u{0}"]}})).await.expect("call");
+    assert!(r.is_error && r.text.contains("`value.a[0]`"), "{}", r.text);
+    eprintln!("control characters: {calls} refused calls");
+    assert_eq!(heads(&env), before, "a refused call committed something");
+    // Tabs and line breaks are text; the history stays text diffs.
+    ok(
+        &c,
+        "capture_memory",
+        json!({"name": "p", "category": "c", "content": "after\tone\r\ntwo", "summary": "after"}),
+    )
+    .await;
+    c.close().await.expect("close");
+    let log = git(&env.pack("p"), &["log", "-p"]);
+    assert!(!log.contains("Binary files"), "{log}");
+    assert!(log.contains("+after"), "{log}");
+}
+
+/// Answers have a size bound; inputs their documented limits: an installed 30 MB
+/// `meta.json`, a 9 MB graph observation, a graph read larger than the answer bound, and
+/// a 1 MB `search_memory` query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_inputs_are_refused_and_answers_are_bounded() {
+    let env = TestEnv::new();
+    env.init("p");
+    env.init("big");
+    // A pack whose meta.json is 30 MB (as an install would bring it).
+    let big = env.pack("big");
+    let meta = json!({"name": "big", "description": "d".repeat(30 * 1024 * 1024)});
+    std::fs::write(big.join("meta.json"), meta.to_string()).expect("write");
+    git(&big, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "huge meta"]);
+    let c = env.client_with(&["--tools", "all"]).await;
+    let listed = ok(&c, "list_engrams", json!({})).await;
+    assert!(listed.len() < 16 * 1024, "list_engrams answered {} bytes", listed.len());
+    assert!(listed.contains(&limits::MAX_META_BYTES.to_string()), "{listed}");
+    // A 9 MB observation is refused (and sent in a line under the stdio limit: 9 MB is not).
+    let huge = "o".repeat(limits::MAX_TEXT_BYTES + 1);
+    let text = err(
+        &c,
+        "create_entities",
+        json!({"entities": [{"name": "A", "entityType": "t", "observations": [huge]}]}),
+    )
+    .await;
+    assert!(text.contains("`entities[0].observations[0]`") && text.contains("262144"), "{text}");
+    // A graph bigger than one answer, built from calls within the limits.
+    for i in 0..9 {
+        let obs = format!("{i}{}", "o".repeat(250_000));
+        ok(
+            &c,
+            "create_entities",
+            json!({"entities": [{"name": format!("E{i}"), "entityType": "t", "observations": [obs]}]}),
+        )
+        .await;
+    }
+    let text = err(&c, "read_graph", json!({})).await;
+    assert!(text.len() < 1024 && text.contains(&limits::MAX_ANSWER_BYTES.to_string()), "{text}");
+    assert!(text.contains("search_nodes"), "{text}");
+    let node = ok(&c, "open_nodes", json!({"names": ["E3"]})).await;
+    assert!(node.contains("E3"));
+    // A 1 MB query.
+    let text = err(&c, "search_memory", json!({"query": "q".repeat(1024 * 1024)})).await;
+    assert!(text.contains("`query`") && text.contains("2000"), "{text}");
+    c.close().await.expect("close");
+}

@@ -116,6 +116,7 @@ impl Engram {
         if query.is_empty() {
             return Err(invalid("query", "must not be empty; give words to look for (any language)"));
         }
+        crate::ops::limits::check_query("query", query)?;
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
         if limit == 0 || limit > MAX_LIMIT {
             return Err(invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
