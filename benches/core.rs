@@ -158,7 +158,13 @@ struct Row {
 async fn measure(bin: &Path, size: usize) -> (Row, Live) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let packs = tmp.path().join("packs");
-    let out = Command::new(bin).args(["init", "bench", "--packs-dir"]).arg(&packs).output().expect("init");
+    let out = Command::new(bin)
+        .env_clear()
+        .envs(engram::settings::child_env())
+        .args(["init", "bench", "--packs-dir"])
+        .arg(&packs)
+        .output()
+        .expect("init");
     assert!(out.status.success());
     let engram = engram_for(&packs);
     eprintln!("size {size}: prefilling…");

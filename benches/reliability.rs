@@ -18,7 +18,13 @@ fn bin() -> PathBuf {
 }
 
 fn init(packs: &Path, name: &str) {
-    let out = Command::new(bin()).args(["init", name, "--packs-dir"]).arg(packs).output().expect("init");
+    let out = Command::new(bin())
+        .env_clear()
+        .envs(engram::settings::child_env())
+        .args(["init", name, "--packs-dir"])
+        .arg(packs)
+        .output()
+        .expect("init");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -33,6 +39,8 @@ impl Drop for Server {
 
 fn http_server(packs: &Path, home: &Path) -> Server {
     let mut child = Command::new(bin())
+        .env_clear()
+        .envs(engram::settings::child_env())
         .args(["serve", "--http", "127.0.0.1:0", "--packs-dir"])
         .arg(packs)
         .env("HOME", home)

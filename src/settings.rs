@@ -30,6 +30,17 @@ pub const ENV_GIT_USERNAME: &str = "ENGRAM_GIT_USERNAME";
 /// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
 pub const ENV_HOST: &str = "ENGRAM_HOST";
 
+/// The variables an engram process started by another (`engram demo`, the
+/// tests, the benchmarks, through [`crate::mcp::client`]) inherits; its
+/// environment starts cleared otherwise, so a developer's `ENGRAM_*` settings
+/// cannot change what the child does.
+pub const CHILD_INHERITED_ENV: &[&str] = &["PATH", "HOME"];
+
+/// The values of [`CHILD_INHERITED_ENV`] in this process (those that are set).
+pub fn child_env() -> Vec<(&'static str, std::ffi::OsString)> {
+    CHILD_INHERITED_ENV.iter().filter_map(|k| std::env::var_os(k).map(|v| (*k, v))).collect()
+}
+
 /// This device's name: `ENGRAM_HOST`, `HOSTNAME`, `/etc/hostname`, else `device`;
 /// reduced to letters, digits, `-`, `_` and `.` so it fits branch and file names.
 pub fn host_name() -> String {

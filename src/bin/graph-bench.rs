@@ -151,6 +151,8 @@ async fn run_engram(dir: &Path, file: &Path, n: usize, calls: usize) -> anyhow::
     let home = dir.display().to_string();
     let packs_s = packs.display().to_string();
     let import = std::process::Command::new(&bin)
+        .env_clear()
+        .envs(engram::settings::child_env())
         .args(["graph", "import"])
         .arg(file)
         .arg("--packs-dir")

@@ -30,12 +30,37 @@ pub struct ToolReply {
 }
 
 impl McpClient {
-    /// Spawns `bin args…` with `envs` and performs the MCP handshake.
+    /// Spawns `bin args…` and performs the MCP handshake. The child's environment
+    /// is cleared except for [`crate::settings::CHILD_INHERITED_ENV`] (`PATH`,
+    /// `HOME`), then `envs` is set: the caller's `ENGRAM_*` variables never reach it.
     pub async fn spawn(bin: &Path, args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<Self> {
+        Self::spawn_with(bin, args, envs, None).await
+    }
+
+    /// Like [`McpClient::spawn`], with the child's working directory set to `cwd`
+    /// (the server's project root is `cwd/.claude/engram`).
+    pub async fn spawn_in(
+        bin: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        cwd: &Path,
+    ) -> anyhow::Result<Self> {
+        Self::spawn_with(bin, args, envs, Some(cwd)).await
+    }
+
+    async fn spawn_with(
+        bin: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        cwd: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(args);
+        cmd.args(args).env_clear().envs(crate::settings::child_env());
         for (k, v) in envs {
             cmd.env(k, v);
+        }
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
         }
         let (transport, _stderr) =
             TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn()?;

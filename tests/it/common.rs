@@ -11,6 +11,13 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_engram"))
 }
 
+/// What every engram process a test starts inherits from the test process (`PATH`,
+/// `HOME`; tests override `HOME`): start from `cmd.env_clear().envs(base_env())`,
+/// so a developer's `ENGRAM_*` variables cannot change a result.
+pub fn base_env() -> Vec<(&'static str, std::ffi::OsString)> {
+    engram::settings::child_env()
+}
+
 /// A pinned "now" so expiry and timestamps are reproducible.
 pub const NOW: &str = "2026-11-22T10:00:00Z";
 
@@ -58,17 +65,14 @@ impl TestEnv {
         args.extend_from_slice(extra);
         let envs = self.envs();
         let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        StdioClient::spawn(&bin(), &args, &envs).await.expect("spawn engram serve")
+        StdioClient::spawn_in(&bin(), &args, &envs, self.dir.path()).await.expect("spawn engram serve")
     }
 
     /// Runs the CLI with `--packs-dir`.
     pub fn cli(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(bin());
         cmd.args(args).arg("--packs-dir").arg(&self.packs).current_dir(self.dir.path());
-        for (k, v) in self.envs() {
-            cmd.env(k, v);
-        }
-        cmd.env_remove("ENGRAM_PACKS_DIR");
+        cmd.env_clear().envs(base_env()).envs(self.envs());
         cmd.output().expect("run engram")
     }
 

@@ -157,8 +157,9 @@ fn run_hook(
     let mut cmd = Command::new(bin());
     cmd.args(["hook", event, "--packs-dir"])
         .arg(&env.packs)
-        .env("HOME", env.dir.path())
-        .env_remove("ENGRAM_PACKS");
+        .env_clear()
+        .envs(base_env())
+        .env("HOME", env.dir.path());
     for (k, v) in extra_env {
         cmd.env(k, v);
     }

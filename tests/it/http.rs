@@ -21,7 +21,7 @@ impl HttpServer {
     pub fn start(env: &TestEnv, addr: &str, extra: &[&str], envs: &[(&str, &str)]) -> Result<Self, String> {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--http", addr, "--packs-dir"]).arg(&env.packs).args(extra);
-        cmd.env("HOME", env.dir.path()).env_remove("ENGRAM_AUTH_TOKEN").env_remove("ENGRAM_PACKS_DIR");
+        cmd.env_clear().envs(base_env()).env("HOME", env.dir.path()).current_dir(env.dir.path());
         if let Some(now) = &env.now {
             cmd.env("ENGRAM_NOW", now);
         }

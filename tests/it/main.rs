@@ -9,6 +9,7 @@ mod engram_tools;
 mod faults;
 mod fuzz;
 mod graph_tools;
+mod hermetic;
 mod history;
 mod history_cli;
 mod http;

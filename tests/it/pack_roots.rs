@@ -62,16 +62,16 @@ fn staging_left_by_a_killed_install_is_removed_when_its_process_is_gone() {
 
 /// A stdio server started in `cwd` (its project root is `cwd/.claude/engram`).
 async fn client_in(env: &TestEnv, cwd: &Path) -> StdioClient {
-    let script = format!(
-        "cd '{}' && exec '{}' serve --packs-dir '{}'",
-        cwd.display(),
-        bin().display(),
-        env.packs.display()
-    );
+    let packs = env.packs.display().to_string();
     let home = env.dir.path().display().to_string();
-    StdioClient::spawn(Path::new("sh"), &["-c", &script], &[("HOME", &home), ("ENGRAM_NOW", NOW)])
-        .await
-        .expect("spawn engram serve")
+    StdioClient::spawn_in(
+        &bin(),
+        &["serve", "--packs-dir", &packs],
+        &[("HOME", &home), ("ENGRAM_NOW", NOW)],
+        cwd,
+    )
+    .await
+    .expect("spawn engram serve")
 }
 
 #[tokio::test]

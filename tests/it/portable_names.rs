@@ -63,6 +63,9 @@ async fn windows_reserved_names_are_refused_wherever_a_name_becomes_a_path() {
     // …and a user id at start.
     let packs = env.packs.display().to_string();
     let out = std::process::Command::new(bin())
+        .env_clear()
+        .envs(base_env())
+        .env("HOME", env.dir.path())
         .args(["serve", "--packs-dir", &packs, "--tools", "personal", "--user", "nul"])
         .stdin(std::process::Stdio::null())
         .output()

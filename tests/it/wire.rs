@@ -21,7 +21,7 @@ impl RawStdio {
     pub fn start(env: &TestEnv, extra: &[&str]) -> Self {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--packs-dir"]).arg(&env.packs).args(extra);
-        cmd.env("HOME", env.dir.path()).env_remove("ENGRAM_PACKS_DIR");
+        cmd.env_clear().envs(base_env()).env("HOME", env.dir.path()).current_dir(env.dir.path());
         if let Some(now) = &env.now {
             cmd.env("ENGRAM_NOW", now);
         }

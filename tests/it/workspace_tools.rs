@@ -19,7 +19,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::common::{NOW, TestEnv, bin, commit_count};
+use crate::common::{NOW, TestEnv, base_env, bin, commit_count};
 
 const LEARNINGS: &str = r#"Here is what I found:
 {"learnings": [
@@ -69,12 +69,8 @@ impl Server {
     async fn start(env: &TestEnv, client: TestClient, extra: &[&str], envs: &[(&str, &str)]) -> Self {
         let mut cmd = tokio::process::Command::new(bin());
         cmd.arg("serve").arg("--packs-dir").arg(&env.packs).args(["--tools", "workspace"]).args(extra);
+        cmd.env_clear().envs(base_env());
         cmd.env("HOME", env.dir.path()).env("ENGRAM_NOW", NOW).current_dir(env.dir.path());
-        for k in
-            ["ANTHROPIC_API_KEY", "ENGRAM_ANTHROPIC_BASE_URL", "ENGRAM_ANTHROPIC_MODEL", "ENGRAM_PACKS_DIR"]
-        {
-            cmd.env_remove(k);
-        }
         for (k, v) in envs {
             cmd.env(k, v);
         }
