@@ -1,5 +1,6 @@
 //! `engram bench-search`: search quality and speed figures (see BENCHMARKS.md).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::searchbench::{locomo, speed, zh};
@@ -10,15 +11,21 @@ pub struct BenchArgs {
     /// locomo, zh, speed or all
     #[arg(default_value = "all")]
     which: String,
-    /// LoCoMo data file
-    #[arg(long, default_value = locomo::DEFAULT_PATH)]
-    locomo: String,
+    /// LoCoMo data file (default: ../shared/bench/locomo10.json beside the checkout engram was
+    /// built from)
+    #[arg(long, value_name = "PATH")]
+    locomo: Option<PathBuf>,
     /// Also run LoCoMo with other memory layouts (summary = text, empty)
     #[arg(long)]
     variants: bool,
     /// Memories in the speed benchmark
     #[arg(long, default_value_t = 100_000)]
     memories: usize,
+}
+
+/// `../shared/bench/locomo10.json` beside the checkout this binary was built from.
+fn default_locomo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(locomo::DEFAULT_RELATIVE_PATH)
 }
 
 /// Runs the selected benchmarks.
@@ -31,9 +38,19 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         println!("{}", zh::run().map_err(anyhow::Error::msg)?);
     }
     if all || args.which == "locomo" {
-        match locomo::run(&args.locomo, args.variants).map_err(anyhow::Error::msg)? {
+        let path = args.locomo.clone().unwrap_or_else(default_locomo);
+        match locomo::run(&path, args.variants).map_err(anyhow::Error::msg)? {
             Some(report) => println!("{report}"),
-            None => println!("LoCoMo data not found at {}; skipped.\n", args.locomo),
+            None => {
+                let missing = format!(
+                    "LoCoMo data not found at {}: put locomo10.json there or name it with --locomo PATH",
+                    path.display()
+                );
+                if !all {
+                    anyhow::bail!(missing);
+                }
+                println!("{missing}; skipped.\n");
+            }
         }
     }
     if all || args.which == "speed" {

@@ -18,8 +18,9 @@ use super::{BenchEntry, TempDir, engram_over, ts_of, write_pack};
 use crate::ops::SearchQuery;
 use crate::search::{Document, Filter, SearchIndex, SearchRequest};
 
-/// Default location of the data set.
-pub const DEFAULT_PATH: &str = "/work/shared/bench/locomo10.json";
+/// Where the data set lies by default, relative to the checkout engram is built from
+/// (`engram bench-search --locomo PATH` names another file).
+pub const DEFAULT_RELATIVE_PATH: &str = "../shared/bench/locomo10.json";
 /// Turns retrieved per question.
 const DEPTH: usize = 50;
 
@@ -136,7 +137,7 @@ impl SummaryStyle {
 }
 
 /// Runs the benchmark; returns the report, or `None` when the data is absent.
-pub fn run(path: &str, variants: bool) -> Result<Option<String>, String> {
+pub fn run(path: &std::path::Path, variants: bool) -> Result<Option<String>, String> {
     let raw = match std::fs::read_to_string(path) {
         Ok(r) => r,
         Err(_) => return Ok(None),

@@ -333,3 +333,17 @@ async fn chinese_queries_through_search_memory() {
     assert!(recall >= 0.9, "recall@3 through search_memory = {recall:.3}; misses: {misses:?}");
     c.close().await.expect("close");
 }
+
+/// `bench-search locomo` names the data file it could not find and how to give another.
+#[test]
+fn bench_search_without_the_locomo_data_is_a_clear_error() {
+    let env = TestEnv::new();
+    let missing = env.dir.path().join("nowhere/locomo10.json");
+    let out = env.cli(&["bench-search", "locomo", "--locomo", missing.to_str().expect("utf-8 path")]);
+    assert!(!out.status.success(), "a missing data set must not pass as a run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("LoCoMo data not found at") && err.contains("nowhere") && err.contains("--locomo"),
+        "{err}"
+    );
+}
