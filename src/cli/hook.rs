@@ -2,8 +2,9 @@
 //!
 //! Claude Code runs `engram hook session-start|pre-compact|session-end` with a
 //! JSON object on stdin (`cwd`, `source`, …) and reads JSON from stdout. The
-//! hooks only read local files, never touch the network and always answer
-//! (exit 0 with valid JSON) so they can never block the client. A project
+//! hooks only read local files, never wait on the network (SessionEnd starts
+//! a detached `engram sync`) and always answer (exit 0 with valid JSON) so
+//! they can never block the client. A project
 //! names its packs in `.claude/engram.json` (`{"packs": ["coach"]}`) or in
 //! `ENGRAM_PACKS` (comma-separated), which wins.
 
@@ -22,7 +23,7 @@ pub enum HookEvent {
     SessionStart,
     /// Claude Code PreCompact: remind to capture what matters.
     PreCompact,
-    /// Claude Code SessionEnd: sync the packs (when sync is available).
+    /// Claude Code SessionEnd: sync the packs with unpushed commits, in a detached process.
     SessionEnd,
     /// git pre-commit in a pack: `engram lint` + secret scan of the staged changes.
     GitPreCommit,

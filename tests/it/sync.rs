@@ -548,6 +548,32 @@ async fn serve_pushes_after_a_notes_write() {
     }
 }
 
+/// The Claude Code SessionEnd hook answers at once and pushes unpushed commits from a
+/// detached `engram sync` (hooks/README.md).
+#[tokio::test]
+async fn the_session_end_hook_pushes_in_the_background() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let peer = env.dir.path().join("peer.git");
+    git(env.dir.path(), &["init", "--bare", "-q", &peer.display().to_string()]);
+    run_ok(&env, &["remote", "add", "coach", &peer.display().to_string()]);
+    run_ok(&env, &["sync", "coach"]);
+    {
+        let c = env.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "after the last sync", "after")).await;
+    }
+    let local = head(&env.pack("coach"));
+    let remote_branch = branch(&env.pack("coach"));
+    assert_ne!(git(&peer, &["rev-parse", &remote_branch]).trim(), local);
+    let answer = run_ok(&env, &["hook", "session-end"]);
+    assert_eq!(answer.trim(), r#"{"suppressOutput":true}"#);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while git(&peer, &["rev-parse", &remote_branch]).trim() != local {
+        assert!(Instant::now() < deadline, "the session-end hook did not push");
+        tokio::time::sleep(Duration::from_millis(50)).await; // polling, not timing
+    }
+}
+
 #[tokio::test]
 async fn the_default_toolset_stays_small() {
     let env = TestEnv::new();
