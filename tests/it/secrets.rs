@@ -99,10 +99,10 @@ fn evasions() -> Vec<(String, &'static str, String, String)> {
     rows.into_iter().map(|(content, kind, (shown, raw))| (content, kind, shown, raw)).collect()
 }
 
-#[tokio::test]
-async fn env_names_chinese_labels_and_evasions_are_refused_by_every_write_and_commit_nothing() {
-    let env = TestEnv::new();
-    make_pack(&env, "coach");
+/// The pack `coach` with one captured memory: the client, the pack's directory and its
+/// commit count, so a test can prove a refused write added no commit.
+async fn pack_with_one_memory(env: &TestEnv) -> (StdioClient, std::path::PathBuf, usize) {
+    make_pack(env, "coach");
     let c = env.client().await;
     ok(
         &c,
@@ -112,6 +112,13 @@ async fn env_names_chinese_labels_and_evasions_are_refused_by_every_write_and_co
     .await;
     let dir = env.pack("coach");
     let before = commit_count(&dir);
+    (c, dir, before)
+}
+
+#[tokio::test]
+async fn env_names_chinese_labels_and_evasions_are_refused_by_every_write_and_commit_nothing() {
+    let env = TestEnv::new();
+    let (c, dir, before) = pack_with_one_memory(&env).await;
     for (content, kind, shown, raw) in evasions() {
         let masked = engram::secrets::mask(&shown);
         let e = err(
@@ -195,16 +202,7 @@ fn example_packs_raise_no_false_alarm() {
 #[tokio::test]
 async fn every_write_tool_refuses_a_secret_and_commits_nothing() {
     let env = TestEnv::new();
-    make_pack(&env, "coach");
-    let c = env.client().await;
-    ok(
-        &c,
-        "capture_memory",
-        json!({"name": "coach", "category": "prefs", "content": "早上训练", "summary": "早上训练"}),
-    )
-    .await;
-    let dir = env.pack("coach");
-    let before = commit_count(&dir);
+    let (c, dir, before) = pack_with_one_memory(&env).await;
     let aws = fake_aws();
     let e = err(
         &c,
@@ -249,16 +247,7 @@ async fn every_write_tool_refuses_a_secret_and_commits_nothing() {
 #[tokio::test]
 async fn hand_edits_with_a_secret_are_not_auto_committed() {
     let env = TestEnv::new();
-    make_pack(&env, "coach");
-    let c = env.client().await;
-    ok(
-        &c,
-        "capture_memory",
-        json!({"name": "coach", "category": "prefs", "content": "早上训练", "summary": "早上训练"}),
-    )
-    .await;
-    let dir = env.pack("coach");
-    let before = commit_count(&dir);
+    let (c, dir, before) = pack_with_one_memory(&env).await;
     fs::write(dir.join("knowledge/keys.md"), format!("aws {}\n", fake_aws())).expect("write");
     let e = err(
         &c,
