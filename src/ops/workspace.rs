@@ -175,9 +175,10 @@ pub struct Stats {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ingested {
-    /// 1 when a new summary memory was stored, else 0.
-    pub added: usize,
-    /// The summary memory's id (absent when the range has no commits).
+    /// True when a new summary memory was stored (the seed contract's boolean).
+    pub added: bool,
+    /// The summary memory's id: set whenever one was added, and also when the
+    /// range's summary already existed (absent when the range has no commits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_id: Option<String>,
     /// True when an existing summary of the same range was brought up to date.
@@ -592,7 +593,7 @@ impl Workspace<'_> {
         let root_text = root.display().to_string();
         if history.commits.is_empty() {
             return Ok(Ingested {
-                added: 0,
+                added: false,
                 memory_id: None,
                 updated: false,
                 commits: 0,
@@ -609,7 +610,7 @@ impl Workspace<'_> {
         let (_, (added, updated)) = self.write(caller, |existing| {
             let old = existing.iter().find(|m| m.meta.id == id);
             if old.is_some_and(|m| m.meta.commits.as_deref() == Some(fingerprint.as_str())) {
-                return Ok(Edit::Nothing((0, false)));
+                return Ok(Edit::Nothing((false, false)));
             }
             let memory = Memory {
                 meta: MemoryMeta {
@@ -634,10 +635,10 @@ impl Workspace<'_> {
                 history.commits.len(),
                 root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
             ));
-            Ok(Edit::Commit { changes, message, value: (usize::from(old.is_none()), old.is_some()) })
+            Ok(Edit::Commit { changes, message, value: (old.is_none(), old.is_some()) })
         })?;
         let message = match (added, updated) {
-            (1, _) => format!("stored a summary of {} commits ({range}) as {id}", history.commits.len()),
+            (true, _) => format!("stored a summary of {} commits ({range}) as {id}", history.commits.len()),
             (_, true) => format!("updated the summary {id} of {range}: new commits arrived"),
             _ => format!("the summary of {range} is already stored as {id}; nothing added"),
         };

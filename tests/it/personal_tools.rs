@@ -57,9 +57,12 @@ async fn profile_replaces_with_history_and_deletes() {
     let r =
         okj(&c, "update_profile", json!({"key": "city", "value": "北京", "category": "basic_info"})).await;
     assert_eq!(r["replaced"], false);
+    // The seed contract's keys, with its types.
+    assert_eq!((r["updated"].clone(), r["had_previous_value"].clone()), (json!(true), json!(false)));
     assert_eq!(r["previous_value"], Value::Null);
     let r = okj(&c, "update_profile", json!({"key": "city", "value": "上海"})).await;
     assert_eq!(r["replaced"], true);
+    assert_eq!((r["updated"].clone(), r["had_previous_value"].clone()), (json!(true), json!(true)));
     assert_eq!(r["previous_value"], "北京");
     assert_eq!(r["category"], "basic_info");
     // Same value again: nothing replaced, no commit.

@@ -209,7 +209,7 @@ async fn ingest_git_stores_one_dated_summary_and_is_idempotent() {
     let ws_arg = ws.display().to_string();
     let s = Server::start(&env, TestClient::default(), &[], &[]).await;
     let first = s.ok("engram_ingest_git", json!({"workspace": ws_arg})).await;
-    assert_eq!(first["added"], 1, "{first}");
+    assert_eq!(first["added"], json!(true), "the contract's boolean: {first}");
     assert_eq!(first["commits"], 2);
     assert_eq!(first["range"], "2026-11-15..2026-11-22");
     let memory_id = first["memoryId"].as_str().expect("memoryId").to_owned();
@@ -217,7 +217,7 @@ async fn ingest_git_stores_one_dated_summary_and_is_idempotent() {
     let commits = commit_count(&pack);
 
     let again = s.ok("engram_ingest_git", json!({"workspace": ws_arg, "days": 7})).await;
-    assert_eq!((again["added"].as_i64(), again["memoryId"].as_str()), (Some(0), Some(memory_id.as_str())));
+    assert_eq!((again["added"].as_bool(), again["memoryId"].as_str()), (Some(false), Some(memory_id.as_str())));
     assert_eq!(commit_count(&pack), commits, "a second run commits nothing");
 
     let r = s.ok("engram_search", json!({"query": "parser crash"})).await;
@@ -247,10 +247,10 @@ async fn ingest_git_stores_one_dated_summary_and_is_idempotent() {
     let out = env.cli(&["ingest-git", "--workspace", &ws_arg, "--days", "7"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((v["added"].as_i64(), v["memoryId"].as_str()), (Some(0), Some(memory_id.as_str())));
+    assert_eq!((v["added"].as_bool(), v["memoryId"].as_str()), (Some(false), Some(memory_id.as_str())));
     let out = env.cli(&["ingest-git", "--workspace", &ws_arg, "--days", "90"]);
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((v["added"].as_i64(), v["commits"].as_i64()), (Some(1), Some(3)));
+    assert_eq!((v["added"].as_bool(), v["commits"].as_i64()), (Some(true), Some(3)));
     assert_ne!(v["memoryId"], memory_id.as_str());
     assert_eq!(commit_count(&pack), commits + 1);
 
@@ -258,7 +258,7 @@ async fn ingest_git_stores_one_dated_summary_and_is_idempotent() {
     commit_file(&ws, "2026-11-22T08:00:00Z", "Alice", "src/lexer.rs", "lexer: handle tabs");
     let out = env.cli(&["ingest-git", "--workspace", &ws_arg]);
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((v["added"].as_i64(), v["updated"].as_bool()), (Some(0), Some(true)));
+    assert_eq!((v["added"].as_bool(), v["updated"].as_bool()), (Some(false), Some(true)));
     let out = env.cli(&["ingest-git", "--workspace", &env.dir.path().join("plain").display().to_string()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not inside a git repository"));

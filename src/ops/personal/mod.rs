@@ -200,7 +200,9 @@ impl Personal {
 
     // ----- profile -----
 
-    /// `update_profile`: sets a key; says whether (and what) it replaced.
+    /// `update_profile`: sets a key. The answer carries the seed contract's keys
+    /// (`updated`: the key now holds the value; `had_previous_value`; `previous_value`,
+    /// `null` when there was none) and engram's own (`replaced`, `changed`, `commit`).
     pub fn update_profile(
         &self,
         key: &str,
@@ -239,6 +241,8 @@ impl Personal {
             "key": key,
             "value": value,
             "category": category,
+            "updated": true,
+            "had_previous_value": previous.is_some(),
             "replaced": replaced,
             "previous_value": previous.as_ref().map(|p| p["value"].clone()).unwrap_or(Value::Null),
             "previous_updated_at": previous.as_ref().map(|p| p["updated_at"].clone()).unwrap_or(Value::Null),
