@@ -127,7 +127,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         },
         host: host_name(),
     };
-    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync })
+    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync, auto_trace: false })
 }
 
 /// The Anthropic API key (the standard variable; read here only, never stored).

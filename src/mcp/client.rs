@@ -152,6 +152,18 @@ impl McpClient {
             .join("\n"))
     }
 
+    /// The listed prompts as JSON.
+    pub async fn prompts_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.service.list_all_prompts().await?)?)
+    }
+
+    /// A prompt's whole `prompts/get` result as JSON (description and messages).
+    pub async fn prompt_json(&self, name: &str) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(
+            self.service.get_prompt(GetPromptRequestParams::new(name.to_owned())).await?,
+        )?)
+    }
+
     /// Closes stdin and waits for the server to exit.
     pub async fn close(self) -> anyhow::Result<()> {
         self.service.cancel().await?;

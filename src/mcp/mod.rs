@@ -231,6 +231,15 @@ impl EngramServer {
         self
     }
 
+    /// How tool traces work in this server: what rules 7–8 of the system prompt say.
+    fn trace_rules(&self) -> crate::ops::TraceRules {
+        let names = self.tool_router.list_all();
+        crate::ops::TraceRules {
+            tool: names.iter().any(|t| t.name.ends_with("capture_tool_trace")),
+            auto: self.engram.config().auto_trace,
+        }
+    }
+
     /// The names of the tools this server lists.
     pub fn tool_names(&self) -> Vec<String> {
         self.tool_router.list_all().into_iter().map(|t| t.name.to_string()).collect()
@@ -346,11 +355,7 @@ impl ServerHandler for EngramServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let prompt = Prompt::new(
-            SYSTEM_PROMPT_NAME,
-            Some("Engram 专家记忆系统提示词。将此注入 system prompt 以启用自动专家加载。"),
-            None,
-        );
+        let prompt = Prompt::new(SYSTEM_PROMPT_NAME, Some(crate::ops::SYSTEM_PROMPT_DESCRIPTION), None);
         Ok(ListPromptsResult::with_all_items(vec![prompt]))
     }
 
@@ -399,10 +404,13 @@ impl ServerHandler for EngramServer {
             return Err(ErrorData::invalid_params(format!("unknown prompt {:?}", request.name), None));
         }
         let engram = self.engram.clone();
-        let text = tokio::task::spawn_blocking(move || engram.system_prompt())
+        let traces = self.trace_rules();
+        let text = tokio::task::spawn_blocking(move || engram.system_prompt_with(traces))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into())
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(crate::ops::SYSTEM_PROMPT_DESCRIPTION)
+            .into())
     }
 }
 

@@ -23,6 +23,7 @@ use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
+pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};
 pub use packs::install::Registry;
 
 /// The hot index path (for hooks that read it without the expiry pass).
@@ -297,6 +298,8 @@ pub struct Config {
     pub registry_files: Vec<PathBuf>,
     /// Credentials and device name for `engram sync`.
     pub sync: SyncSettings,
+    /// engram's own tools write tool traces (`engram serve --auto-trace`; one more commit per call).
+    pub auto_trace: bool,
 }
 
 impl Config {
@@ -309,6 +312,7 @@ impl Config {
             clock: Clock::system(),
             registry_files: Vec::new(),
             sync: SyncSettings::default(),
+            auto_trace: false,
         }
     }
 }

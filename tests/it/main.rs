@@ -1,5 +1,6 @@
 //! Integration tests: the real `engram` binary driven over stdio by a real MCP client.
 
+mod authoring;
 mod background_gc;
 mod common;
 mod compat;

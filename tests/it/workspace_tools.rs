@@ -217,7 +217,10 @@ async fn ingest_git_stores_one_dated_summary_and_is_idempotent() {
     let commits = commit_count(&pack);
 
     let again = s.ok("engram_ingest_git", json!({"workspace": ws_arg, "days": 7})).await;
-    assert_eq!((again["added"].as_bool(), again["memoryId"].as_str()), (Some(false), Some(memory_id.as_str())));
+    assert_eq!(
+        (again["added"].as_bool(), again["memoryId"].as_str()),
+        (Some(false), Some(memory_id.as_str()))
+    );
     assert_eq!(commit_count(&pack), commits, "a second run commits nothing");
 
     let r = s.ok("engram_search", json!({"query": "parser crash"})).await;
