@@ -27,6 +27,10 @@ pub const ENV_AUTHOR_EMAIL: &str = "ENGRAM_AUTHOR_EMAIL";
 pub const ENV_GIT_TOKEN: &str = "ENGRAM_GIT_TOKEN";
 /// User name sent with the token (default `x-access-token`).
 pub const ENV_GIT_USERNAME: &str = "ENGRAM_GIT_USERNAME";
+/// Extra registry files (a path list, `:`-separated on Unix), merged after the local ones.
+pub const ENV_REGISTRY_FILES: &str = "ENGRAM_REGISTRY_FILES";
+/// A community registry: an http(s) URL or a file of the `registry.json` shape.
+pub const ENV_REGISTRY_URL: &str = "ENGRAM_REGISTRY_URL";
 /// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
 pub const ENV_HOST: &str = "ENGRAM_HOST";
 
@@ -127,7 +131,19 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         },
         host: host_name(),
     };
-    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync, auto_trace: false })
+    let registry_files =
+        std::env::var_os(ENV_REGISTRY_FILES).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+    let registry_url = non_empty_env(ENV_REGISTRY_URL);
+    Ok(Config {
+        packs_dir,
+        project_root,
+        store,
+        clock,
+        registry_files,
+        registry_url,
+        sync,
+        auto_trace: false,
+    })
 }
 
 /// The Anthropic API key (the standard variable; read here only, never stored).

@@ -1,4 +1,5 @@
-//! Packs bundled in the binary: the `init` template and the demo pack.
+//! Packs bundled in the binary: the `init` template, the demo pack and the
+//! reference's 12 example packs (`templates/examples/`, installed by name).
 
 use std::fs;
 use std::path::Path;
@@ -36,10 +37,30 @@ pub fn pack_template() -> Vec<BundledFile> {
 
 /// A bundled ready pack other than the template (`templates/<name>`).
 pub fn builtin_pack(name: &str) -> Option<Vec<BundledFile>> {
-    if name == "pack" || crate::pack::validate_name(name).is_err() {
+    if name == "pack" || name == EXAMPLES || crate::pack::validate_name(name).is_err() {
         return None;
     }
     files_of(name)
+}
+
+/// The folder of the reference's example packs, shipped with engram.
+const EXAMPLES: &str = "examples";
+
+/// The names of the example packs shipped with engram (the reference's 12), sorted.
+pub fn example_names() -> Vec<&'static str> {
+    let Some(dir) = TEMPLATES.get_dir(EXAMPLES) else { return Vec::new() };
+    let mut names: Vec<&str> =
+        dir.dirs().filter_map(|d| d.path().file_name().and_then(|n| n.to_str())).collect();
+    names.sort_unstable();
+    names
+}
+
+/// An example pack shipped with engram (`templates/examples/<name>`), by exact name.
+pub fn example_pack(name: &str) -> Option<Vec<BundledFile>> {
+    if crate::pack::validate_name(name).is_err() || !example_names().contains(&name) {
+        return None;
+    }
+    files_of(&format!("{EXAMPLES}/{name}"))
 }
 
 /// Writes bundled files under `target` (which must not exist yet).

@@ -1,4 +1,4 @@
-//! The command line: `engram serve | list | init | install | lint | log | demo | search | sync | doctor | …`.
+//! The command line: `engram serve | list | init | install | lint | log | demo | search | sync | doctor | registry | …`.
 //!
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
@@ -134,6 +134,21 @@ enum Command {
     },
     /// Import or export the knowledge graph in the reference memory server's JSONL format
     Graph(graph::GraphArgs),
+    /// The pack registry (bundled example packs, registry.local.json, ENGRAM_REGISTRY_URL)
+    Registry {
+        #[command(subcommand)]
+        action: RegistryAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RegistryAction {
+    /// Search registry entries by name, description and tags (Chinese and English)
+    Search {
+        /// Words that must all occur (quote several; empty, `*` or `all` lists every entry)
+        #[arg(default_value = "")]
+        query: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -267,6 +282,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::BenchSearch(args)) => searchbench::run(args),
         Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Graph(args)) => graph::run(engram(&cli, false)?, args),
+        Some(Command::Registry { action: RegistryAction::Search { query } }) => {
+            println!("{}", engram(&cli, false)?.search_engrams(query));
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
 pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};
-pub use packs::install::Registry;
+pub use packs::registry::{Registry, RegistryEntry, render_entry as render_registry_entry};
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
@@ -294,8 +294,11 @@ pub struct Config {
     pub store: StoreOptions,
     /// The clock.
     pub clock: Clock,
-    /// Extra registry files, in override order (later wins).
+    /// Extra registry files, in override order (later wins; `ENGRAM_REGISTRY_FILES`).
     pub registry_files: Vec<PathBuf>,
+    /// A community registry (`ENGRAM_REGISTRY_URL`: an http(s) URL or a file), read on
+    /// every registry search or install by name; unreachable counts as empty.
+    pub registry_url: Option<String>,
     /// Credentials and device name for `engram sync`.
     pub sync: SyncSettings,
     /// engram's own tools write tool traces (`engram serve --auto-trace`; one more commit per call).
@@ -311,6 +314,7 @@ impl Config {
             store: StoreOptions::default(),
             clock: Clock::system(),
             registry_files: Vec::new(),
+            registry_url: None,
             sync: SyncSettings::default(),
             auto_trace: false,
         }

@@ -99,3 +99,151 @@ pub fn make_demo_pack(env: &TestEnv, name: &str) {
     std::fs::write(dir.join("knowledge/_index.md"), "## 知识索引\n").expect("k");
     std::fs::write(dir.join("examples/_index.md"), "## 案例索引\n").expect("e");
 }
+
+/// The reference's 12 example packs, shipped with engram.
+const EXAMPLES: [&str; 12] = [
+    "brand-support",
+    "fitness-coach",
+    "historical-figure",
+    "language-partner",
+    "mock-interviewer",
+    "novel-character",
+    "old-friend",
+    "past-self",
+    "project-context",
+    "sports-nutritionist",
+    "template",
+    "user-persona",
+];
+
+#[tokio::test]
+async fn the_twelve_example_packs_install_by_name_offline_each_with_one_commit() {
+    let env = TestEnv::new();
+    // No network: a registry URL that refuses connections must not matter.
+    let packs = env.packs.display().to_string();
+    let home = env.dir.path().display().to_string();
+    let envs = [("HOME", home.as_str()), ("ENGRAM_REGISTRY_URL", "http://127.0.0.1:9/registry.json")];
+    let c = StdioClient::spawn_in(&bin(), &["serve", "--packs-dir", &packs], &envs, env.dir.path())
+        .await
+        .expect("spawn");
+    for name in EXAMPLES {
+        let text = ok(&c, "install_engram", serde_json::json!({"source": name})).await;
+        assert!(text.starts_with("安装成功："), "{name}: {text}");
+        assert!(text.ends_with(&format!(" (来源: 本地 examples/{name})")), "{name}: {text}");
+        let dir = env.pack(name);
+        assert_eq!(commit_count(&dir), 1, "{name}: one initial commit");
+        assert_clean(&dir);
+        assert_fsck(&dir);
+    }
+    let again = call(&c, "install_engram", serde_json::json!({"source": "old-friend"})).await;
+    assert_eq!(again.text, "安装失败：目标目录已存在 old-friend", "no registry fallback when taken");
+    let loaded = ok(&c, "load_engram", serde_json::json!({"name": "old-friend", "query": "近况"})).await;
+    assert!(loaded.contains("阿凯"), "{loaded}");
+    c.close().await.expect("close");
+    for name in EXAMPLES.iter().filter(|n| **n != "template") {
+        let out = env.cli(&["lint", name]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    // The CLI installs by name too; a case-insensitive registry match finds the same pack.
+    let env = TestEnv::new();
+    let out = env.cli(&["install", "old-friend"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(来源: 本地 examples/old-friend)"));
+    let out = env.cli(&["install", "Fitness-Coach"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(commit_count(&env.pack("fitness-coach")), 1);
+    let out = env.cli(&["install", "no-such-pack"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("安装失败：未在 registry 中找到 no-such-pack"));
+}
+
+/// Serves `body` to every HTTP request on a local port (a stand-in community registry).
+fn serve_registry(body: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    format!("http://{addr}/registry.json")
+}
+
+#[test]
+fn registry_search_and_a_community_registry_naming_git_urls() {
+    let env = TestEnv::new();
+    // A pack in a bare git repository, named by the community registry.
+    let work = env.dir.path().join("work/coach");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    std::fs::write(work.join("meta.json"), "{\"name\": \"remote-coach\", \"description\": \"远程教练\"}\n")
+        .expect("meta");
+    std::fs::write(work.join("role.md"), "# 角色\n").expect("role");
+    git(&work, &["init", "-q", "-b", "main"]);
+    git(&work, &["add", "-A"]);
+    git(&work, &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init"]);
+    let bare = env.dir.path().join("remote-coach.git");
+    let out = std::process::Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(&work)
+        .arg(&bare)
+        .output()
+        .expect("git");
+    assert!(out.status.success());
+    let community = serde_json::json!([
+        {"name": "remote-coach", "description": "社区的健身教练 community coach", "author": "community",
+         "source": bare.display().to_string(), "tags": ["健身", "community"]}
+    ]);
+    let url = serve_registry(community.to_string());
+    let extra = env.dir.path().join("extra-registry.json");
+    std::fs::write(&extra, r#"[{"name": "old-friend", "description": "我的老朋友", "author": "me", "source": "builtin:old-friend", "tags": ["朋友"]}]"#)
+        .expect("extra");
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(args).arg("--packs-dir").arg(&env.packs).current_dir(env.dir.path());
+        cmd.env_clear().envs(base_env()).env("HOME", env.dir.path());
+        cmd.env("ENGRAM_REGISTRY_URL", &url).env("ENGRAM_REGISTRY_FILES", &extra);
+        let out = cmd.output().expect("run");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (okay, text) = run(&["registry", "search", "健身"]);
+    assert!(okay);
+    let names: Vec<&str> = text.lines().filter_map(|l| l.split(" - ").next()).collect();
+    assert_eq!(
+        names,
+        ["remote-coach", "sports-nutritionist", "fitness-coach"],
+        "score 7, 7 (by name), 5: {text}"
+    );
+    let (_, text) = run(&["registry", "search", "community"]);
+    assert_eq!(text.trim(), "remote-coach - 社区的健身教练 community coach [健身, community] (community)");
+    let (_, text) = run(&["registry", "search", "FITNESS"]);
+    assert!(text.starts_with("fitness-coach - "), "{text}");
+    let (_, text) = run(&["registry", "search", "朋友"]);
+    assert_eq!(
+        text.trim(),
+        "old-friend - 我的老朋友 [朋友] (me)",
+        "the extra file overrides the bundled entry"
+    );
+    let (_, text) = run(&["registry", "search", "zzz-nomatch"]);
+    assert_eq!(text.trim(), "未找到匹配的 Engram");
+    // A registry entry naming a git URL installs by name (a clone, its own history kept).
+    let (okay, text) = run(&["install", "remote-coach"]);
+    assert!(okay, "{text}");
+    assert_eq!(text.trim(), "安装成功：remote-coach - 远程教练");
+    assert_eq!(commit_count(&env.pack("remote-coach")), 1);
+}

@@ -3,72 +3,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::ops::{Engram, EngramError, Result};
 use crate::pack::{read_meta, validate_new_name};
 use crate::store::{PackRepo, write_file_atomic};
 use crate::templates;
-
-/// One registry entry (the reference's `registry.json` shape).
-#[derive(Debug, Clone, Deserialize)]
-pub struct RegistryEntry {
-    /// Pack name.
-    pub name: String,
-    /// What it is.
-    #[serde(default)]
-    pub description: String,
-    /// Where to install it from (URL, local path or `builtin:<name>`).
-    #[serde(default)]
-    pub source: String,
-    /// Tags.
-    #[serde(default)]
-    pub tags: Vec<String>,
-}
-
-/// The merged registry: bundled, then `<packs>/registry.local.json`, then the project's.
-#[derive(Debug, Clone, Default)]
-pub struct Registry {
-    entries: Vec<RegistryEntry>,
-}
-
-/// The registry shipped in the binary.
-const BUNDLED_REGISTRY: &str = include_str!("../../../registry.json");
-
-fn parse_registry(text: &str) -> Vec<RegistryEntry> {
-    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Vec::new();
-    };
-    items.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect()
-}
-
-impl Registry {
-    /// Loads and merges registries; later files override earlier entries by lower-cased name.
-    pub fn load(files: &[PathBuf]) -> Self {
-        let mut entries = parse_registry(BUNDLED_REGISTRY);
-        for f in files {
-            let Ok(text) = fs::read_to_string(f) else { continue };
-            for e in parse_registry(&text) {
-                entries.retain(|x| x.name.to_lowercase() != e.name.to_lowercase());
-                entries.push(e);
-            }
-        }
-        Self { entries }
-    }
-
-    /// Finds an entry: exact name first, then case-insensitive.
-    pub fn find(&self, name: &str) -> Option<&RegistryEntry> {
-        self.entries
-            .iter()
-            .find(|e| e.name == name)
-            .or_else(|| self.entries.iter().find(|e| e.name.to_lowercase() == name.to_lowercase()))
-    }
-
-    /// All entries.
-    pub fn entries(&self) -> &[RegistryEntry] {
-        &self.entries
-    }
-}
 
 /// Prefix of the directory an install clones into before renaming it into place.
 const INSTALL_STAGING: &str = ".engram-install-";
@@ -186,19 +124,13 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 impl Engram {
-    fn registry(&self) -> Registry {
-        let mut files = vec![self.config.packs_dir.join("registry.local.json")];
-        if let Some(p) = &self.config.project_root {
-            files.push(p.join("registry.local.json"));
-        }
-        files.extend(self.config.registry_files.iter().cloned());
-        Registry::load(&files)
-    }
-
     /// `install_engram(source)`: a URL, a local path, `builtin:<name>` or a registry name.
     pub fn install_engram(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
         let source = source.trim();
-        if source.is_empty() || source.starts_with('-') {
+        if source.is_empty() {
+            return Err(fail("安装失败：未在 registry 中找到 ".to_owned()));
+        }
+        if source.starts_with('-') {
             return Err(fail(format!(
                 "安装失败：非法来源 {source:?} (give a git URL, a local path or a registry name)"
             )));
@@ -210,30 +142,54 @@ impl Engram {
         if looks_like_url {
             return self.install_from(source, progress);
         }
+        // Name mode: a pack shipped with engram (the reference's examples) first; when its
+        // directory is taken, no registry fallback (as in the reference).
+        if let Some(files) = templates::example_pack(source) {
+            return self.install_bundled(source, files, &format!(" (来源: 本地 examples/{source})"));
+        }
         let registry = self.registry();
-        let Some(entry) = registry.find(source).cloned() else {
+        let entry = registry.find(source).filter(|e| !e.source.trim().is_empty()).cloned();
+        let Some(entry) = entry else {
             return Err(fail(format!("安装失败：未在 registry 中找到 {source}")));
         };
-        if entry.source.trim().is_empty() {
-            return Err(fail(format!("安装失败：registry 中 {source} 没有 source")));
-        }
         if let Some(builtin) = entry.source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
         }
         self.install_from(&entry.source, progress)
     }
 
+    /// Installs a pack shipped in the binary (`builtin:<name>`: the demo pack or an example).
     fn install_builtin(&self, name: &str) -> Result<String> {
+        if let Some(files) = templates::example_pack(name) {
+            return self.install_bundled(name, files, &format!(" (来源: 本地 examples/{name})"));
+        }
         let Some(files) = templates::builtin_pack(name) else {
             return Err(fail(format!("安装失败：没有内置包 {name}")));
         };
+        self.install_bundled(name, files, " (来源: 内置 builtin)")
+    }
+
+    /// Writes bundled files into a staging directory, renames it into place and makes it
+    /// a repository whose one commit holds them (the publish path's `adopt:` commit).
+    fn install_bundled(
+        &self,
+        name: &str,
+        files: Vec<templates::BundledFile>,
+        suffix: &str,
+    ) -> Result<String> {
         let target = self.config.packs_dir.join(name);
         if target.exists() {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
         }
-        templates::write_files(&target, files).map_err(|e| fail(format!("安装失败：{e}")))?;
-        self.adopt_installed(&target, &format!("install: {name} (builtin)"))?;
-        self.install_message(&target, name, " (来源: 内置 builtin)")
+        let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let placed = templates::write_files(&tmp, files).and_then(|()| fs::rename(&tmp, &target));
+        if let Err(e) = placed {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(fail(format!("安装失败：复制目录出错。{e}")));
+        }
+        self.adopt_installed(&target, &format!("install: {name} (bundled)"))?;
+        self.install_message(&target, name, suffix)
     }
 
     fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
@@ -287,6 +243,7 @@ impl Engram {
 
     fn install_message(&self, target: &Path, dir_name: &str, suffix: &str) -> Result<String> {
         let meta = read_meta(target).unwrap_or_default();
+        // An empty meta name shows the directory's (the reference shows nothing: §11.5).
         let name = meta.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()).unwrap_or(dir_name);
         let desc = meta.get("description").and_then(|v| v.as_str()).unwrap_or("");
         Ok(format!("安装成功：{name} - {desc}{suffix}"))
@@ -342,14 +299,5 @@ mod tests {
         assert_eq!(target_name("/tmp/packs/demo/"), "demo");
         assert_eq!(target_name("git@host:org/pack.git"), "pack");
         assert_eq!(target_name("git://127.0.0.1:9418/p.git"), "p");
-    }
-
-    #[test]
-    fn registry_overrides_by_lowercase_name() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let f = dir.path().join("r.json");
-        fs::write(&f, r#"[{"name":"DEMO","description":"mine","source":"/x"}, 3]"#).expect("write");
-        let r = Registry::load(&[f]);
-        assert_eq!(r.find("demo").map(|e| e.description.as_str()), Some("mine"));
     }
 }
