@@ -31,6 +31,11 @@ pub const ENV_GIT_USERNAME: &str = "ENGRAM_GIT_USERNAME";
 pub const ENV_REGISTRY_FILES: &str = "ENGRAM_REGISTRY_FILES";
 /// A community registry: an http(s) URL or a file of the `registry.json` shape.
 pub const ENV_REGISTRY_URL: &str = "ENGRAM_REGISTRY_URL";
+/// The ssh private key file sync uses (else the ssh agent, then `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`).
+pub const ENV_SSH_KEY: &str = "ENGRAM_SSH_KEY";
+/// A certificate authority (PEM file) trusted for https remotes besides the system's
+/// (else git's `http.sslCAInfo`).
+pub const ENV_GIT_CA: &str = "ENGRAM_GIT_CA";
 /// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
 pub const ENV_HOST: &str = "ENGRAM_HOST";
 
@@ -124,6 +129,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         store.author_email = e;
     }
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
+<<<<<<< HEAD
     let sync = SyncSettings {
         credentials: Credentials {
             token: non_empty_env(ENV_GIT_TOKEN),
@@ -144,6 +150,33 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         sync,
         auto_trace: false,
     })
+=======
+    let sync = SyncSettings { credentials: credentials(), host: host_name() };
+    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync, auto_trace: false })
+>>>>>>> 31507e5 (sync over ssh for real: key file, agent or ~/.ssh/id_*, host key checked against known_hosts)
+}
+
+/// How sync authenticates and whom it trusts: `ENGRAM_GIT_TOKEN`/`ENGRAM_GIT_USERNAME`,
+/// `ENGRAM_SSH_KEY`, the ssh agent (`SSH_AUTH_SOCK`), the default keys and `known_hosts`
+/// under `~/.ssh`, the system's `/etc/ssh/ssh_known_hosts`, `ENGRAM_GIT_CA`.
+pub fn credentials() -> Credentials {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let ssh_dir = home.as_ref().map(|h| h.join(".ssh"));
+    let in_ssh_dir = |names: &[&str]| -> Vec<PathBuf> {
+        ssh_dir.iter().flat_map(|d| names.iter().map(move |n| d.join(n))).collect()
+    };
+    let mut known_hosts = in_ssh_dir(&["known_hosts"]);
+    known_hosts.push(PathBuf::from("/etc/ssh/ssh_known_hosts"));
+    Credentials {
+        token: non_empty_env(ENV_GIT_TOKEN),
+        username: non_empty_env(ENV_GIT_USERNAME),
+        ssh_key: non_empty_env(ENV_SSH_KEY).map(PathBuf::from),
+        ssh_agent: std::env::var_os("SSH_AUTH_SOCK").is_some_and(|s| !s.is_empty()),
+        ssh_default_keys: in_ssh_dir(&["id_ed25519", "id_ecdsa", "id_rsa"]),
+        known_hosts,
+        ca_file: non_empty_env(ENV_GIT_CA).map(PathBuf::from),
+        home,
+    }
 }
 
 /// The Anthropic API key (the standard variable; read here only, never stored).

@@ -29,6 +29,7 @@ mod gitindex;
 mod guard;
 mod history;
 mod housekeeping;
+mod known_hosts;
 mod locks;
 mod merge;
 mod no_wait;
@@ -40,9 +41,11 @@ mod purge;
 mod recent;
 mod recover;
 mod refswap;
+mod remote_auth;
 mod revert;
 mod scoped_write;
 mod sync;
+mod tls_ca;
 pub mod trailer;
 mod tree;
 mod tree_read;
@@ -69,8 +72,9 @@ pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Sid
 pub use no_wait::{hold, without_waiting};
 pub use open::clone_pack;
 pub use purge::{PurgeReport, PurgeTarget};
+pub use remote_auth::Credentials;
 pub use revert::{RevertConflict, RevertPlan, parse_since};
-pub use sync::{Credentials, PushOutcome, RemoteInfo, is_bare_repository};
+pub use sync::{PushOutcome, RemoteInfo, is_bare_repository};
 pub use tree_read::read_folder;
 pub use workspace_git::{
     MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,

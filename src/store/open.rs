@@ -153,11 +153,19 @@ pub(super) fn configure_libgit2() {
     });
 }
 
-/// Clones a pack repository from a URL or a local path into `target`.
+/// Clones a pack repository from a URL or a local path into `target`, authenticating
+/// and checking the remote like a sync does.
 ///
 /// `progress` is called with (received objects, total objects).
-pub fn clone_pack(source: &str, target: &Path, progress: &mut dyn FnMut(usize, usize)) -> Result<()> {
-    let mut callbacks = git2::RemoteCallbacks::new();
+pub fn clone_pack(
+    source: &str,
+    target: &Path,
+    creds: &super::Credentials,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<()> {
+    let config = git2::Config::open_default().ok();
+    let session = super::remote_auth::Session::new(creds, source, config.as_ref())?;
+    let mut callbacks = session.callbacks();
     callbacks.transfer_progress(|p| {
         progress(p.received_objects(), p.total_objects());
         true
@@ -166,6 +174,9 @@ pub fn clone_pack(source: &str, target: &Path, progress: &mut dyn FnMut(usize, u
     fetch.remote_callbacks(callbacks);
     let mut builder = git2::build::RepoBuilder::new();
     builder.fetch_options(fetch);
-    builder.clone(source, target).map_err(|e| StoreError::Clone { message: e.message().to_owned() })?;
+    builder.clone(source, target).map_err(|e| match session.error("cloning", &e) {
+        StoreError::Remote { message, .. } => StoreError::Clone { message },
+        other => other,
+    })?;
     Ok(())
 }

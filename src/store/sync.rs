@@ -9,23 +9,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use git2::{ErrorCode, FetchOptions, Oid, PushOptions, RemoteCallbacks};
+use git2::{ErrorCode, FetchOptions, Oid, PushOptions};
 
-use super::{PackRepo, Result, StoreError, git_err, io_err};
+use super::remote_auth::{Credentials, Session};
+use super::{PackRepo, Result, git_err, io_err};
 
 /// True when `dir` is a bare git repository (`/media/usb/coach.git`): a directory that is
 /// itself a git directory, which `install` clones rather than copies.
 pub fn is_bare_repository(dir: &Path) -> bool {
     !PackRepo::is_repository(dir) && git2::Repository::open_bare(dir).is_ok_and(|r| r.is_bare())
-}
-
-/// How to authenticate to remotes that ask for it.
-#[derive(Debug, Clone, Default)]
-pub struct Credentials {
-    /// A token for https remotes (sent as the password), e.g. a GitHub token.
-    pub token: Option<String>,
-    /// User name sent with the token (`x-access-token` when not set).
-    pub username: Option<String>,
 }
 
 /// A configured remote.
@@ -47,72 +39,6 @@ pub enum PushOutcome {
 }
 
 const SYNC_STATE_FILE: &str = "engram-sync.json";
-/// libgit2 calls the credentials callback again after a failure: give up after this many.
-const MAX_AUTH_TRIES: u32 = 4;
-
-fn remote_err(step: &'static str, url: &str, e: &git2::Error) -> StoreError {
-    let mut message = e.message().to_owned();
-    if e.code() == ErrorCode::Certificate {
-        message.push_str(&certificate_advice(url, e.class() == git2::ErrorClass::Ssh));
-    }
-    StoreError::Remote { step, url: url.to_owned(), message }
-}
-
-/// What to do when the remote's identity cannot be verified: nothing in the
-/// pack is wrong, the host's key (ssh) or certificate (https) is not trusted.
-fn certificate_advice(url: &str, ssh: bool) -> String {
-    let host = remote_host(url);
-    if ssh {
-        format!(
-            " — the ssh host key of {host} is not in ~/.ssh/known_hosts, or it changed. Compare it with the fingerprints your git host publishes, accept it once with `ssh -T {host}` (or `ssh-keyscan {host} >> ~/.ssh/known_hosts`), then sync again. Nothing in the pack is damaged."
-        )
-    } else {
-        format!(
-            " — the TLS certificate of {host} is not trusted by this machine (a proxy, a self-signed or expired certificate). Nothing in the pack is damaged."
-        )
-    }
-}
-
-/// The host of a remote URL (`ssh://user@host:22/p`, `user@host:p`, `https://host/p`).
-fn remote_host(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', ':']).next().unwrap_or(rest);
-    authority.rsplit('@').next().unwrap_or(authority).to_owned()
-}
-
-/// Callbacks answering credential requests: ssh through the agent, https with the
-/// token or git's credential helpers, and the platform default (Negotiate/NTLM).
-fn callbacks<'a>(creds: &'a Credentials) -> RemoteCallbacks<'a> {
-    let mut cb = RemoteCallbacks::new();
-    let mut tries = 0;
-    cb.credentials(move |_url, user, allowed| {
-        tries += 1;
-        if tries > MAX_AUTH_TRIES {
-            return Err(git2::Error::from_str(
-                "authentication failed (check the token in ENGRAM_GIT_TOKEN, your credential helper or your ssh agent)",
-            ));
-        }
-        if allowed.contains(git2::CredentialType::SSH_KEY) {
-            return git2::Cred::ssh_key_from_agent(user.unwrap_or("git"));
-        }
-        if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) {
-            if let Some(token) = &creds.token {
-                let name = creds.username.as_deref().or(user).unwrap_or("x-access-token");
-                return git2::Cred::userpass_plaintext(name, token);
-            }
-            #[cfg(feature = "net")]
-            {
-                let config = git2::Config::open_default()?;
-                return git2::Cred::credential_helper(&config, _url, user);
-            }
-        }
-        if allowed.contains(git2::CredentialType::DEFAULT) {
-            return git2::Cred::default();
-        }
-        Err(git2::Error::from_str("the remote asks for a kind of credentials engram cannot give"))
-    });
-    cb
-}
 
 impl PackRepo {
     /// The configured remotes, sorted by name.
@@ -180,12 +106,14 @@ impl PackRepo {
         let tracking = self.tracking_ref(remote)?;
         let mut r = self.repo.find_remote(remote).map_err(|e| git_err("reading a remote", &self.dir, e))?;
         let url = r.url().unwrap_or_default().to_owned();
+        let config = self.repo.config().ok();
+        let session = Session::new(creds, &url, config.as_ref())?;
         let mut opts = FetchOptions::new();
-        opts.remote_callbacks(callbacks(creds));
+        opts.remote_callbacks(session.callbacks());
         opts.download_tags(git2::AutotagOption::None);
         let spec = format!("+refs/heads/{branch}:{tracking}");
         r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch"))
-            .map_err(|e| remote_err("fetching", &url, &e))?;
+            .map_err(|e| session.error("fetching", &e))?;
         // The remote's current refs, as seen during the fetch: a branch that
         // does not exist there leaves no (or a stale) tracking ref.
         let has_branch = r
@@ -208,9 +136,11 @@ impl PackRepo {
     ) -> Result<PushOutcome> {
         let mut r = self.repo.find_remote(remote).map_err(|e| git_err("reading a remote", &self.dir, e))?;
         let url = r.url().unwrap_or_default().to_owned();
+        let config = self.repo.config().ok();
+        let session = Session::new(creds, &url, config.as_ref())?;
         let mut rejected: Option<String> = None;
         {
-            let mut cb = callbacks(creds);
+            let mut cb = session.callbacks();
             cb.push_update_reference(|name, status| {
                 if let Some(msg) = status {
                     rejected = Some(format!("{name}: {msg}"));
@@ -220,7 +150,7 @@ impl PackRepo {
             let mut opts = PushOptions::new();
             opts.remote_callbacks(cb);
             let spec = format!("{local_ref}:{remote_ref}");
-            r.push(&[spec.as_str()], Some(&mut opts)).map_err(|e| remote_err("pushing", &url, &e))?;
+            r.push(&[spec.as_str()], Some(&mut opts)).map_err(|e| session.error("pushing", &e))?;
         }
         Ok(match rejected {
             Some(m) => PushOutcome::Rejected(m),
@@ -294,28 +224,5 @@ impl PackRepo {
     /// Replaces the last sync record.
     pub fn write_sync_state(&self, text: &str) -> Result<()> {
         super::write_file_atomic(&self.sync_state_path(), text.as_bytes(), self.options.durable)
-    }
-}
-
-#[cfg(test)]
-mod remote_error_tests {
-    use super::*;
-
-    /// An unknown ssh host key is not damage: the message says what to do about
-    /// the host, and never points to `engram doctor`.
-    #[test]
-    fn an_unknown_host_key_says_so_and_blames_no_damage() {
-        let e = git2::Error::new(
-            ErrorCode::Certificate,
-            git2::ErrorClass::Ssh,
-            "invalid or unknown remote ssh hostkey",
-        );
-        let err = remote_err("fetching", "git@github.com:me/coach.git", &e);
-        let engram = crate::ops::EngramError::from(err);
-        let text = engram.to_string();
-        assert!(text.contains("ssh host key of github.com") && text.contains("ssh -T github.com"), "{text}");
-        assert!(!text.contains("engram doctor"), "{text}");
-        assert_eq!(remote_host("ssh://git@host.example:2222/x.git"), "host.example");
-        assert_eq!(remote_host("https://gitlab.com/a/b"), "gitlab.com");
     }
 }

@@ -27,6 +27,8 @@ pub struct TestEnv {
     pub now: Option<String>,
     /// `ENGRAM_HOST` (the device name sync uses), when set.
     pub host: Option<String>,
+    /// More environment variables for every engram process (`ENGRAM_GIT_TOKEN`, …).
+    pub vars: Vec<(String, String)>,
 }
 
 impl TestEnv {
@@ -34,7 +36,7 @@ impl TestEnv {
         let dir = tempfile::tempdir().expect("tempdir");
         let packs = dir.path().join("packs");
         std::fs::create_dir_all(&packs).expect("mkdir");
-        Self { dir, packs, now: Some(NOW.to_owned()), host: None }
+        Self { dir, packs, now: Some(NOW.to_owned()), host: None, vars: Vec::new() }
     }
 
     /// Same, with the real clock.
@@ -44,7 +46,7 @@ impl TestEnv {
         env
     }
 
-    fn envs(&self) -> Vec<(&'static str, String)> {
+    fn envs(&self) -> Vec<(&str, String)> {
         let mut v = vec![("HOME", self.dir.path().display().to_string())];
         if let Some(n) = &self.now {
             v.push(("ENGRAM_NOW", n.clone()));
@@ -52,6 +54,7 @@ impl TestEnv {
         if let Some(h) = &self.host {
             v.push(("ENGRAM_HOST", h.clone()));
         }
+        v.extend(self.vars.iter().map(|(k, val)| (k.as_str(), val.clone())));
         v
     }
 

@@ -32,5 +32,6 @@ mod security;
 mod stress;
 mod symlink_race;
 mod sync;
+mod sync_ssh;
 mod wire;
 mod workspace_tools;

@@ -81,13 +81,13 @@ impl Drop for GitDaemon {
     }
 }
 
-fn device(host: &str) -> TestEnv {
+pub(crate) fn device(host: &str) -> TestEnv {
     let mut env = TestEnv::new();
     env.host = Some(host.to_owned());
     env
 }
 
-fn run_ok(env: &TestEnv, args: &[&str]) -> String {
+pub(crate) fn run_ok(env: &TestEnv, args: &[&str]) -> String {
     let out = env.cli(args);
     assert!(
         out.status.success(),
@@ -98,19 +98,19 @@ fn run_ok(env: &TestEnv, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-fn head(dir: &Path) -> String {
+pub(crate) fn head(dir: &Path) -> String {
     git(dir, &["rev-parse", "HEAD"]).trim().to_owned()
 }
 
-fn branch(dir: &Path) -> String {
+pub(crate) fn branch(dir: &Path) -> String {
     git(dir, &["symbolic-ref", "--short", "HEAD"]).trim().to_owned()
 }
 
-fn is_ancestor(dir: &Path, ancestor: &str, of: &str) -> bool {
+pub(crate) fn is_ancestor(dir: &Path, ancestor: &str, of: &str) -> bool {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -152,7 +152,7 @@ fn assert_lint_clean(env: &TestEnv, pack: &str) {
     assert!(!t.contains("memory/_index"), "memory index warning:\n{t}");
 }
 
-fn capture(name: &str, category: &str, content: &str, summary: &str) -> serde_json::Value {
+pub(crate) fn capture(name: &str, category: &str, content: &str, summary: &str) -> serde_json::Value {
     json!({"name": name, "category": category, "content": content, "summary": summary})
 }
 
@@ -171,9 +171,20 @@ fn index_summaries(env: &TestEnv, pack: &str) -> String {
 #[tokio::test]
 async fn two_devices_offline_then_sync_keep_everything() {
     let Some(daemon) = GitDaemon::start() else { return };
-    let a = device("laptop");
-    let b = device("desktop");
+    let (a, b) = (device("laptop"), device("desktop"));
     a.init("coach");
+    let url = daemon.bare("coach", &branch(&a.pack("coach")));
+    two_devices_offline_then_sync(&a, &b, &url, &daemon.repo("coach")).await;
+}
+
+/// Two devices share `url` (the bare repository `bare` on a server): A pushes the pack, B
+/// installs it, both write while offline (the same memory corrected differently, the same
+/// knowledge line changed), then A, B and A sync. Every memory is kept on both and on the
+/// server, no conflict markers, and nothing was force-pushed (the server refuses
+/// non-fast-forwards, and its branch reflog only moved forward).
+pub(crate) async fn two_devices_offline_then_sync(a: &TestEnv, b: &TestEnv, url: &str, bare: &Path) {
+    git(bare, &["config", "receive.denyNonFastForwards", "true"]);
+    git(bare, &["config", "core.logAllRefUpdates", "always"]);
     // A base memory and a knowledge file both devices will change.
     {
         let c = a.client().await;
@@ -181,11 +192,10 @@ async fn two_devices_offline_then_sync_keep_everything() {
         ok(&c, "write_engram_file", json!({"name": "coach", "path": "knowledge/plan.md", "content": "# Plan\nline 1\nline 2\nline 3\n"}))
             .await;
     }
-    let url = daemon.bare("coach", &branch(&a.pack("coach")));
-    run_ok(&a, &["remote", "add", "coach", &url]);
-    let first = run_ok(&a, &["sync", "coach"]);
+    run_ok(a, &["remote", "add", "coach", url]);
+    let first = run_ok(a, &["sync", "coach"]);
     assert!(first.contains("pushed"), "{first}");
-    run_ok(&b, &["install", &url]);
+    run_ok(b, &["install", url]);
     assert_eq!(head(&a.pack("coach")), head(&b.pack("coach")));
 
     // Offline: both devices write at the same time, each through its own server.
@@ -222,19 +232,27 @@ async fn two_devices_offline_then_sync_keep_everything() {
     let tip_b = head(&b.pack("coach"));
 
     // Sync A (push), B (merge + push), A (fast-forward).
-    let sa = run_ok(&a, &["sync", "coach"]);
+    let sa = run_ok(a, &["sync", "coach"]);
     assert!(sa.contains("pushed"), "{sa}");
-    let sb = run_ok(&b, &["sync", "coach"]);
+    let sb = run_ok(b, &["sync", "coach"]);
     assert!(sb.contains("merged"), "{sb}");
     assert!(sb.contains("memory conflicts: 1"), "{sb}");
     assert!(sb.contains("knowledge/plan.md"), "{sb}");
-    let sa2 = run_ok(&a, &["sync", "coach"]);
+    let sa2 = run_ok(a, &["sync", "coach"]);
     assert!(sa2.contains("fast-forwarded"), "{sa2}");
     let result = head(&a.pack("coach"));
     assert_eq!(result, head(&b.pack("coach")));
-    assert_eq!(result, git(&daemon.repo("coach"), &["rev-parse", &branch(&a.pack("coach"))]).trim());
+    let remote_branch = branch(&a.pack("coach"));
+    assert_eq!(result, git(bare, &["rev-parse", &remote_branch]).trim());
+    // The server's branch only ever moved forward.
+    let moves = git(bare, &["reflog", "show", "--format=%H", &format!("refs/heads/{remote_branch}")]);
+    let moves: Vec<&str> = moves.lines().collect();
+    assert!(moves.len() >= 3, "{moves:?}");
+    for pair in moves.windows(2) {
+        assert!(is_ancestor(bare, pair[1], pair[0]), "the server's branch went back: {moves:?}");
+    }
 
-    for env in [&a, &b] {
+    for env in [a, b] {
         let dir = env.pack("coach");
         // Nothing lost: both offline tips are in the result.
         assert!(is_ancestor(&dir, &tip_a, &result) && is_ancestor(&dir, &tip_b, &result));

@@ -210,7 +210,8 @@ impl Engram {
         let fetched = if plain_folder {
             copy_tree(local, &tmp).map_err(|e| format!("复制失败 (copy failed): {e}"))
         } else {
-            crate::store::clone_pack(source, &tmp, progress).map_err(|e| format!("git clone 出错。{e}"))
+            crate::store::clone_pack(source, &tmp, &self.config.sync.credentials, progress)
+                .map_err(|e| format!("git clone 出错。{e}"))
         };
         if let Err(e) = fetched {
             let _ = fs::remove_dir_all(&tmp);
