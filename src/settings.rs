@@ -129,14 +129,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         store.author_email = e;
     }
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
-<<<<<<< HEAD
-    let sync = SyncSettings {
-        credentials: Credentials {
-            token: non_empty_env(ENV_GIT_TOKEN),
-            username: non_empty_env(ENV_GIT_USERNAME),
-        },
-        host: host_name(),
-    };
+    let sync = SyncSettings { credentials: credentials(), host: host_name() };
     let registry_files =
         std::env::var_os(ENV_REGISTRY_FILES).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     let registry_url = non_empty_env(ENV_REGISTRY_URL);
@@ -150,10 +143,6 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         sync,
         auto_trace: false,
     })
-=======
-    let sync = SyncSettings { credentials: credentials(), host: host_name() };
-    Ok(Config { packs_dir, project_root, store, clock, registry_files: Vec::new(), sync, auto_trace: false })
->>>>>>> 31507e5 (sync over ssh for real: key file, agent or ~/.ssh/id_*, host key checked against known_hosts)
 }
 
 /// How sync authenticates and whom it trusts: `ENGRAM_GIT_TOKEN`/`ENGRAM_GIT_USERNAME`,
