@@ -185,6 +185,8 @@ impl From<StoreError> for EngramError {
             StoreError::Secret { .. } => Self::Secret(e),
             StoreError::BadMeta { .. } => Self::Refused(e),
             StoreError::BadPath { path, reason } => Self::BadPath { path, reason },
+            // The network, a credential or the remote's identity: not the pack's storage.
+            StoreError::Remote { .. } => Self::Sync(e.to_string()),
             other => Self::Store(other),
         }
     }

@@ -248,8 +248,17 @@ fn password_credential(
     }
     #[cfg(feature = "net")]
     {
-        let config = git2::Config::open_default()?;
-        git2::Cred::credential_helper(&config, url, user)
+        let helper = git2::Config::open_default().and_then(|c| git2::Cred::credential_helper(&c, url, user));
+        helper.map_err(|_| {
+            git2::Error::new(
+                ErrorCode::Auth,
+                git2::ErrorClass::Http,
+                format!(
+                    "{} asks for a password and no git credential helper has one: set ENGRAM_GIT_TOKEN (and ENGRAM_GIT_USERNAME if the host needs one)",
+                    remote_host(url)
+                ),
+            )
+        })
     }
     #[cfg(not(feature = "net"))]
     Err(git2::Error::from_str("this engram was built without https support"))

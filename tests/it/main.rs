@@ -32,6 +32,7 @@ mod security;
 mod stress;
 mod symlink_race;
 mod sync;
+mod sync_https;
 mod sync_ssh;
 mod wire;
 mod workspace_tools;
