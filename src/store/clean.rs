@@ -28,8 +28,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use git2::{ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
-use super::{PackRepo, Result, git_err};
-use crate::pack_root::FileStat;
+use super::{PackRepo, Result, git_err, io_err};
+use crate::pack_root::{FileStat, Found, PackRoot};
 
 /// How often in-place edits of rolled history segments are looked for.
 pub const COLD_CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -268,6 +268,86 @@ impl CleanState {
         }
         self.head = new_head;
     }
+}
+
+/// How many commits back an index entry is looked for among a path's versions:
+/// the index lags by the scoped writes since its last update (a second's worth
+/// while writes go on) or by the writes a racing `git reset --hard` missed (a
+/// few), and the look happens only for files a git command put back.
+const STALE_INDEX_DEPTH: usize = 1_000;
+
+/// The paths among `dirty` that a git command restored from a git index that
+/// lagged HEAD — a person's `git checkout -- users/` while the index still held
+/// the version before a scoped write (whose index update is deferred, see
+/// `scoped_write`), or a `git reset --hard` that read HEAD before a write moved
+/// it (see `racy_reset`): the working-tree file equals the index's version,
+/// which is not HEAD's but one of the path's earlier committed versions. When
+/// all such files match one earlier commit, files that commit lacks and that the
+/// index and the working tree lack too (a reset removed what later writes
+/// added) count as well. Committing any of that as a hand edit would undo an
+/// acknowledged write; these paths are put back to HEAD instead
+/// (`recover::put_back`).
+///
+/// A file deliberately staged at an older version (`git checkout HEAD~2 --
+/// file` without committing) looks the same and is put back too: its version
+/// is in the history, and `git commit` is the way to revert by hand.
+pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> Result<Vec<String>> {
+    let dir = &repo.dir;
+    let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
+    index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+    let Some(head) = repo.head_commit()? else { return Ok(Vec::new()) };
+    let tree = head.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
+    let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
+    // (path, the older version the index and the file hold)
+    let mut older: Vec<(&str, Oid)> = Vec::new();
+    // Paths HEAD has and the index and the working tree lack.
+    let mut gone: Vec<&str> = Vec::new();
+    for path in dirty {
+        let in_head = tree.get_path(Path::new(path)).ok().map(|e| e.id());
+        // Read from the pack root, never through a symbolic link (see `pack_root`).
+        let Ok(rel) = crate::pack_path::PackPath::parse(path) else { continue };
+        let file = root.read(&rel, |bytes| Oid::hash_object(ObjectType::Blob, bytes).ok());
+        match index.get_path(Path::new(path), 0) {
+            Some(staged) if in_head != Some(staged.id) => {
+                if matches!(file, Ok(Found::Here(Some(id))) if id == staged.id) {
+                    older.push((path, staged.id));
+                }
+            }
+            Some(_) => {}
+            None if in_head.is_some() && matches!(file, Ok(Found::Missing)) => gone.push(path),
+            None => {}
+        }
+    }
+    if older.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = vec![false; older.len()];
+    // The first earlier commit holding every older version at once.
+    let mut common: Option<git2::Tree<'_>> = None;
+    let mut commit = head.parent(0).ok();
+    for _ in 0..STALE_INDEX_DEPTH {
+        let Some(c) = commit else { break };
+        let Ok(t) = c.tree() else { break };
+        let mut all = true;
+        for (i, (path, id)) in older.iter().enumerate() {
+            let here = t.get_path(Path::new(path)).is_ok_and(|e| e.id() == *id);
+            found[i] |= here;
+            all &= here;
+        }
+        if all && common.is_none() {
+            common = Some(t);
+        }
+        if common.is_some() && found.iter().all(|f| *f) {
+            break;
+        }
+        commit = c.parent(0).ok();
+    }
+    let mut out: Vec<String> =
+        older.iter().zip(&found).filter(|(_, f)| **f).map(|((p, _), _)| (*p).to_owned()).collect();
+    if let Some(common) = common {
+        out.extend(gone.iter().filter(|p| common.get_path(Path::new(p)).is_err()).map(|p| (*p).to_owned()));
+    }
+    Ok(out)
 }
 
 /// The directories above a path, `""` (the root) included.

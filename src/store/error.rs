@@ -39,13 +39,31 @@ pub enum StoreError {
         /// Pack directory.
         dir: PathBuf,
     },
-    /// The branch kept moving under us.
-    #[error("the branch of {dir} kept changing during the write (gave up after {attempts} attempts)")]
+    /// The branch kept moving under us, for longer than engram retries
+    /// ([`crate::store::BUSY_BOUND`]).
+    #[error(
+        "another program kept moving the branch of {dir} during the write (tried {attempts} times over {waited:.1?}); nothing was written — retry when it is done (a git command or script committing to this pack in a loop?). The pack is not damaged."
+    )]
     Contention {
         /// Pack directory.
         dir: PathBuf,
         /// How often we tried.
         attempts: u32,
+        /// How long engram kept trying.
+        waited: std::time::Duration,
+    },
+    /// Another program (a git command) kept a git lock of the pack taken for
+    /// longer than engram waits ([`crate::store::BUSY_BOUND`]).
+    #[error(
+        "another git command kept {dir}/.git/{what} taken for {waited:.1?}; engram gave up waiting and wrote nothing — retry when that command is done (if no git command is running, remove that file). The pack is not damaged."
+    )]
+    Busy {
+        /// Pack directory.
+        dir: PathBuf,
+        /// The lock file, relative to `.git`.
+        what: &'static str,
+        /// How long engram waited.
+        waited: std::time::Duration,
     },
     /// A path in a commit is refused: not a [`PackPath`](crate::pack_path::PackPath), under
     /// the reserved `memory/` folder for a writer other than the memory tools, or reached
@@ -89,6 +107,19 @@ pub enum StoreError {
         dir: PathBuf,
         /// What is wrong.
         problem: String,
+    },
+    /// Tracked paths the working tree has replaced (a file by a directory, a
+    /// folder by a symbolic link): committed as hand edits, they would delete
+    /// committed files. Another program's doing, not damage to the pack.
+    #[error(
+        "refusing to commit the working tree of {dir}: {}; committing that would delete committed files, so nothing was written. Put back what was there (or make the change yourself with git: `git rm`/`git commit`), then retry",
+        paths.join(", ")
+    )]
+    Replaced {
+        /// Pack directory.
+        dir: PathBuf,
+        /// Each replaced path, described (`knowledge/x replaced by a directory`).
+        paths: Vec<String>,
     },
     /// The server is read-only.
     #[error("this engram server is read-only (--read-only): nothing was written to {dir}")]

@@ -11,7 +11,7 @@
 //! removed at once.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::PackRepo;
 
@@ -20,8 +20,16 @@ pub const STALE_AFTER: Duration = Duration::from_secs(2);
 
 /// The lock files a write may leave: the branch's, HEAD's and the index's.
 pub(super) fn lock_files(repo: &PackRepo) -> Vec<PathBuf> {
+    let mut out = ref_lock_files(repo);
+    out.push(repo.git_dir().join("index.lock"));
+    out
+}
+
+/// The lock files of the refs a write moves: HEAD's and the branch's (a write
+/// moving the branch holds the index lock itself, see `index_lock`).
+pub(super) fn ref_lock_files(repo: &PackRepo) -> Vec<PathBuf> {
     let git = repo.git_dir();
-    let mut out = vec![git.join("index.lock"), git.join("HEAD.lock")];
+    let mut out = vec![git.join("HEAD.lock")];
     if let Ok(branch) = repo.branch_ref()
         && branch != "HEAD"
     {
@@ -45,20 +53,35 @@ pub(super) fn remove_dead_writer_locks(repo: &PackRepo) {
     }
 }
 
-/// Waits until `path` is gone, removing it once it is [`STALE_AFTER`] old. Returns at once
-/// when there is no lock.
+/// Waits until `path` is gone, removing it once the same lock file has been
+/// there [`STALE_AFTER`] (by its age, or as long as this waited). A lock that
+/// git commands keep taking anew is never removed: after
+/// [`super::index_lock::BUSY_BOUND`] this returns and the caller tries again
+/// or gives up. Returns at once when there is no lock.
 pub(super) fn wait_for(path: &Path) {
-    let step = Duration::from_millis(10);
-    let mut waited = Duration::ZERO;
+    let started = Instant::now();
+    let mut backoff = super::index_lock::Backoff::new();
+    let mut seen: Option<((u64, Option<SystemTime>), Instant)> = None;
     loop {
         let Ok(meta) = std::fs::symlink_metadata(path) else { return };
-        let age =
-            meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
-        if age >= STALE_AFTER || waited >= STALE_AFTER {
+        let modified = meta.modified().ok();
+        #[cfg(unix)]
+        let id = (std::os::unix::fs::MetadataExt::ino(&meta), modified);
+        #[cfg(not(unix))]
+        let id = (0, modified);
+        let since = match seen {
+            Some((known, since)) if known == id => since,
+            _ => Instant::now(),
+        };
+        seen = Some((id, since));
+        let age = modified.and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
+        if age >= STALE_AFTER || since.elapsed() >= STALE_AFTER {
             remove(path, "stale: no git command holds a lock this long");
             return;
         }
-        std::thread::sleep(step);
-        waited += step;
+        if started.elapsed() >= super::index_lock::BUSY_BOUND {
+            return;
+        }
+        backoff.sleep();
     }
 }

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use git2::{Delta, DiffOptions, FileFavor, MergeFileInput, MergeFileOptions, ObjectType, Oid, Tree};
 
+use super::index_lock::{IndexLock, Retries};
 use super::publish::{Kind, Proposal};
 use super::{
     BranchHead, Changes, CommitMessage, CommitOutcome, Committed, PackRepo, PhaseTimer, Result, Snapshot,
@@ -181,8 +182,6 @@ pub enum Integrated<T> {
     },
 }
 
-const MAX_ATTEMPTS: u32 = 20;
-
 fn tree_entries(tree: Option<&Tree<'_>>) -> BTreeMap<String, (Oid, i32)> {
     let mut out = BTreeMap::new();
     if let Some(tree) = tree {
@@ -219,7 +218,8 @@ impl PackRepo {
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         self.commit_hand_edits()?;
-        for _ in 0..MAX_ATTEMPTS {
+        let mut retries = Retries::new();
+        loop {
             let theirs = self
                 .repo
                 .find_commit(theirs_id)
@@ -229,7 +229,10 @@ impl PackRepo {
                 // An empty pack takes the remote's history as it is.
                 match self.fast_forward(&at, None, &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: 1 }),
-                    None => continue,
+                    None => {
+                        retries.again(dir)?;
+                        continue;
+                    }
                 }
             };
             let ours = self.repo.find_commit(ours_id).map_err(|e| git_err("reading HEAD", dir, e))?;
@@ -252,7 +255,10 @@ impl PackRepo {
             {
                 match self.fast_forward(&at, Some(&ours), &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),
-                    None => continue,
+                    None => {
+                        retries.again(dir)?;
+                        continue;
+                    }
                 }
             }
             let base_id = match self.repo.merge_base(ours.id(), theirs.id()) {
@@ -293,12 +299,15 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Merge { theirs: theirs.id() },
             };
-            match self.publish(&proposal, &mut PhaseTimer::new(false))? {
+            let mut index_lock = IndexLock::acquire(self)?;
+            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(commit) => return Ok(Integrated::Merged { commit, value }),
-                CommitOutcome::Unchanged | CommitOutcome::Retry => continue,
+                CommitOutcome::Unchanged | CommitOutcome::Retry => {
+                    drop(index_lock);
+                    retries.again(dir)?;
+                }
             }
         }
-        Err(StoreError::Contention { dir: dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
 
     /// Paths whose entry differs between the base and either side.
@@ -373,7 +382,8 @@ impl PackRepo {
             message: &message,
             kind: Kind::FastForward { theirs: theirs.id() },
         };
-        match self.publish(&proposal, &mut PhaseTimer::new(false))? {
+        let mut index_lock = IndexLock::acquire(self)?;
+        match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
             CommitOutcome::Committed(to) => Ok(Some(to)),
             CommitOutcome::Unchanged | CommitOutcome::Retry => Ok(None),
         }

@@ -9,13 +9,13 @@ use git2::{ErrorCode, ObjectType, Oid, Status, StatusOptions};
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, PackRoot};
 
+use super::index_lock::{self, IndexLock, Retries};
+use super::racy_reset;
 use super::{
     BranchHead, Changes, CommitMessage, Committed, Edit, PackRepo, Result, Snapshot, StoreError, clean,
     doctor, git_err, gitindex, guard, housekeeping, io_err, locks, no_wait, objcache, packwrite, recent,
     recover, refswap, scoped_write, short_id, truncate_chars, worktree,
 };
-
-pub(super) const MAX_ATTEMPTS: u32 = 50;
 
 /// What kind of commit [`PackRepo::publish`] makes.
 #[derive(Debug, Clone, Copy)]
@@ -97,7 +97,9 @@ impl PackRepo {
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
         }
-        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
+        if !no_wait::waiting_allowed()
+            && (housekeeping::next_write_would_wait(&self.git_dir()) || index_lock::held(&self.git_dir()))
+        {
             return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
         }
         let _lock = self.lock()?;
@@ -107,7 +109,8 @@ impl PackRepo {
         scoped_write::flush_index(self)?;
         let mut verified = self.commit_hand_edits_if_any()?;
         trace.mark("hand-edits");
-        for _attempt in 0..MAX_ATTEMPTS {
+        let mut retries = Retries::new();
+        loop {
             let at = match verified.take() {
                 Some(current) => current,
                 None => self.branch_head()?,
@@ -129,18 +132,23 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Tool { defer_index: false },
             };
-            match self.publish(&proposal, &mut trace)? {
+            let mut index_lock = IndexLock::acquire(self)?;
+            trace.mark("index-lock");
+            match self.publish(&proposal, &mut index_lock, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
+                    drop(index_lock);
                     housekeeping::after_write(self);
                     trace.mark("gc-check");
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
-                CommitOutcome::Retry => continue,
+                CommitOutcome::Retry => {
+                    drop(index_lock);
+                    retries.again(&self.dir)?;
+                }
             }
         }
-        Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS }.into())
     }
 
     /// **The one publish path.** Every commit engram makes (tool writes,
@@ -156,15 +164,31 @@ impl PackRepo {
     /// 5. the compare-and-swap of the branch;
     /// 6. the working tree and the git index.
     ///
+    /// The caller holds git's index lock (`lock`, see [`index_lock`]) from
+    /// before step 4 until it drops it after this returns: no git command
+    /// writes the index or checks files out from it between the branch move
+    /// and the new index, so none can put back an older state (issue 15).
+    ///
     /// Returns `Retry` when the branch moved and the caller must look again.
     /// Only purge (which rewrites history on purpose) makes commits elsewhere.
-    pub(super) fn publish(&self, proposal: &Proposal<'_>, trace: &mut PhaseTimer) -> Result<CommitOutcome> {
+    pub(super) fn publish(
+        &self,
+        proposal: &Proposal<'_>,
+        lock: &mut IndexLock,
+        trace: &mut PhaseTimer,
+    ) -> Result<CommitOutcome> {
         let dir = &self.dir;
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: dir.clone() });
         }
         let Proposal { at, base, changes, kind, .. } = *proposal;
         let head = at.id;
+        // A person's `git reset --hard` that read HEAD before the last write moved it has
+        // moved the branch back: put it forward again and look anew (see `racy_reset`).
+        if let Some(from) = racy_reset::rolled_back_from(self, at) {
+            racy_reset::undo(self, lock, at, from)?;
+            return Ok(CommitOutcome::Retry);
+        }
         let base_snapshot = self.snapshot_of_tree(base, head);
         let message = guard::check(self, &base_snapshot, proposal)?;
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
@@ -240,10 +264,8 @@ impl PackRepo {
                 let log = format!("engram: {}", truncate_chars(&message.subject, 60));
                 match refswap::swap_branch(self, &at.branch, expected, commit_id, &log, &sig) {
                     refswap::Swap::Moved => true,
-                    refswap::Swap::Raced => {
-                        std::thread::sleep(std::time::Duration::from_millis(2));
-                        false
-                    }
+                    // The caller retries, with backoff.
+                    refswap::Swap::Raced => false,
                     refswap::Swap::NotHere => self.move_branch(old, commit_id, &message.subject)?,
                 }
             }
@@ -262,15 +284,15 @@ impl PackRepo {
         match kind {
             Kind::Tool { defer_index: true } => {
                 *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                scoped_write::sync_working_tree_deferred(self, changes)?;
+                scoped_write::sync_working_tree_deferred(self, changes, lock)?;
             }
             Kind::WorkingTree { .. } => {
                 // The files are already there: only the git index follows. (The caller holds
                 // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
-                self.stage_paths(changes.paths())?;
+                self.stage_paths(changes.paths(), lock)?;
             }
             _ => {
-                let written = self.write_working_tree(&root, changes, &blobs, false)?;
+                let written = self.write_working_tree(&root, changes, &blobs, false, lock)?;
                 let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
                 match known.as_mut() {
                     Some(state) if old.is_some_and(|o| state.is_at(o)) => {
@@ -305,15 +327,14 @@ impl PackRepo {
             Ok(()) => Ok(true),
             Err(e) if e.code() == ErrorCode::Locked => {
                 // A lock file another process left: wait for it, or clear it once stale.
-                for lock in locks::lock_files(self) {
+                // (Not the index lock: the caller holds that one.)
+                for lock in locks::ref_lock_files(self) {
                     locks::wait_for(&lock);
                 }
                 Ok(false)
             }
-            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-                Ok(false)
-            }
+            // The caller retries, with backoff.
+            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => Ok(false),
             Err(e) => Err(git_err("moving the branch", &self.dir, e)),
         }
     }
@@ -323,13 +344,15 @@ impl PackRepo {
     /// them and the files' `stat`, so no file is read back and hashed. With
     /// `skip_blocked`, a path the working tree cannot
     /// take (a symbolic link or a file on the way, a directory there) is left as it is
-    /// instead of failing the whole sync: the next write sees it as a hand edit.
+    /// instead of failing the whole sync: the next write sees it as a hand edit. The new
+    /// index goes in through git's index lock `lock`, which the caller holds.
     pub(super) fn write_working_tree(
         &self,
         root: &crate::pack_root::PackRoot,
         changes: &Changes,
         blobs: &BTreeMap<&str, Oid>,
         skip_blocked: bool,
+        lock: &mut IndexLock,
     ) -> Result<Vec<WrittenFile>> {
         let mut written = Vec::new();
         // (path, its index entry when the platform can make one)
@@ -358,8 +381,7 @@ impl PackRepo {
                 }
             }
         }
-        locks::wait_for(&git_dir.join("index.lock"));
-        if self.update_known_index(&added, &removed) {
+        if self.update_known_index(lock, &added, &removed) {
             return Ok(written);
         }
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
@@ -375,9 +397,7 @@ impl PackRepo {
         for path in &removed {
             let _ = index.remove_path(Path::new(path));
         }
-        if !worktree::exchange_index(&index, &git_dir) {
-            index.write().map_err(|e| git_err("writing the index", &self.dir, e))?;
-        }
+        lock.install_index(&index, &self.dir)?;
         *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) =
             gitindex::KnownIndex::of(&index, &git_dir.join("index"));
         Ok(written)
@@ -388,6 +408,7 @@ impl PackRepo {
     /// current or an entry cannot be made here.
     pub(super) fn update_known_index(
         &self,
+        lock: &mut IndexLock,
         added: &[(&str, Option<git2::IndexEntry>)],
         removed: &[&str],
     ) -> bool {
@@ -409,7 +430,7 @@ impl PackRepo {
         for path in removed {
             model.remove(path);
         }
-        if worktree::exchange_index_bytes(&model.encode(), &git_dir) && model.written(&index_path) {
+        if lock.install(&model.encode()).is_ok() && model.written(&index_path) {
             return true;
         }
         *known = None;
@@ -424,72 +445,117 @@ impl PackRepo {
     /// then be read again.
     pub(super) fn commit_hand_edits_if_any(&self) -> Result<Option<BranchHead>> {
         let current = self.branch_head()?;
-        let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(state) = known.as_mut()
-            && state.still_clean(&self.dir, current.id)
         {
-            return Ok(Some(current));
+            let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(state) = known.as_mut()
+                && state.still_clean(&self.dir, current.id)
+            {
+                return Ok(Some(current));
+            }
+            *known = None;
         }
-        *known = None;
-        self.commit_hand_edits()?;
-        *known = clean::CleanState::record(self)?;
+        // The state is recorded before the look, so that a file created or
+        // changed while the look runs differs from it at the next check
+        // (recorded after, it would pass as clean without ever being committed).
+        // (The record is not held meanwhile: the look may put files back, which
+        // resets it; the pack's write lock keeps other writers out.)
+        let mut found = None;
+        for _ in 0..3 {
+            let before = self.head_oid()?;
+            let state = clean::CleanState::record(self)?;
+            self.commit_hand_edits()?;
+            if self.head_oid()? == before {
+                found = state;
+                break;
+            }
+        }
+        *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = found;
         Ok(None)
     }
 
     /// Commits uncommitted changes of the working tree as an `edit:` commit
     /// — or, when the repository has no commit yet, the files of the folder
     /// as its `adopt:` commit — through [`PackRepo::publish`].
+    ///
+    /// Under git's index lock, as `git add`/`git commit` run: no git command is
+    /// halfway through rewriting a file while it is read (a checkout removes a
+    /// file before writing it again, which would read as a deletion). Files a
+    /// git command restored from an index that lagged HEAD, or a reset to an
+    /// older commit whose branch move failed, are put back to HEAD, not
+    /// committed (see [`clean::restored_from_a_stale_index`]): an acknowledged
+    /// write is never undone by a person's `git checkout -- memory`.
     pub(super) fn commit_hand_edits(&self) -> Result<()> {
-        for _attempt in 0..MAX_ATTEMPTS {
-            let at = self.branch_head()?;
-            let paths = self.dirty_paths()?;
+        let mut retries = Retries::new();
+        loop {
+            let mut lock = IndexLock::acquire(self)?;
+            match self.commit_hand_edits_locked(&mut lock) {
+                Ok(true) => return Ok(()),
+                // Another program moved the branch meanwhile: look again.
+                Ok(false) => {}
+                // A file changed while it was read (someone is editing it): look again.
+                Err(e) if e.is_passing() => {}
+                Err(e) => return Err(e),
+            }
+            drop(lock);
+            retries.again(&self.dir)?;
+        }
+    }
+
+    /// [`Self::commit_hand_edits`] with git's index lock held: false when the
+    /// branch moved meanwhile (nothing committed).
+    fn commit_hand_edits_locked(&self, lock: &mut IndexLock) -> Result<bool> {
+        let at = self.branch_head()?;
+        let mut paths = self.dirty_paths()?;
+        if paths.is_empty() {
+            return Ok(true);
+        }
+        let restored = clean::restored_from_a_stale_index(self, &paths)?;
+        if !restored.is_empty() {
+            recover::put_back(self, lock, &restored)?;
+            paths = self.dirty_paths()?;
             if paths.is_empty() {
-                return Ok(());
-            }
-            // A tracked file replaced by a directory would be committed as a deletion: refuse.
-            let replaced = doctor::replaced_files(&self.repo, &self.dir);
-            if !replaced.is_empty() {
-                return Err(StoreError::Damaged {
-                    dir: self.dir.clone(),
-                    problem: format!("{} in the working tree", replaced.join(", ")),
-                });
-            }
-            let changes = self.working_tree_changes(&paths)?;
-            if changes.is_empty() {
-                return Ok(());
-            }
-            let adoption = at.id.is_none();
-            let message = if adoption {
-                CommitMessage::new("adopt: existing pack files").made_by("adopt", None)
-            } else {
-                let listed: Vec<&str> = changes.paths().take(5).collect();
-                let n = changes.paths().count();
-                let more = if n > 5 { format!(" (+{} more)", n - 5) } else { String::new() };
-                CommitMessage {
-                    body: Some(
-                        "Changes made by hand in the working tree, committed by engram before its next write."
-                            .into(),
-                    ),
-                    ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
-                }
-                .made_by("hand-edit", None)
-            };
-            let base = self.snapshot_of(at.id)?.tree;
-            let proposal = Proposal {
-                at: &at,
-                base,
-                changes: &changes,
-                message: &message,
-                kind: Kind::WorkingTree { adoption },
-            };
-            match self.publish(&proposal, &mut PhaseTimer::new(false))? {
-                CommitOutcome::Committed(_) => return Ok(()),
-                // Only the git index differed (e.g. something staged by hand): bring it in line.
-                CommitOutcome::Unchanged => return self.stage_paths(changes.paths()),
-                CommitOutcome::Retry => continue,
+                return Ok(true);
             }
         }
-        Err(StoreError::Contention { dir: self.dir.clone(), attempts: MAX_ATTEMPTS })
+        // A tracked file replaced by a directory would be committed as a deletion: refuse.
+        let replaced = doctor::replaced_files(&self.repo, &self.dir);
+        if !replaced.is_empty() {
+            return Err(StoreError::Replaced { dir: self.dir.clone(), paths: replaced });
+        }
+        let changes = self.working_tree_changes(&paths)?;
+        if changes.is_empty() {
+            return Ok(true);
+        }
+        let adoption = at.id.is_none();
+        let message = if adoption {
+            CommitMessage::new("adopt: existing pack files").made_by("adopt", None)
+        } else {
+            let listed: Vec<&str> = changes.paths().take(5).collect();
+            let n = changes.paths().count();
+            let more = if n > 5 { format!(" (+{} more)", n - 5) } else { String::new() };
+            CommitMessage {
+                body: Some(
+                    "Changes made by hand in the working tree, committed by engram before its next write."
+                        .into(),
+                ),
+                ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
+            }
+            .made_by("hand-edit", None)
+        };
+        let base = self.snapshot_of(at.id)?.tree;
+        let proposal = Proposal {
+            at: &at,
+            base,
+            changes: &changes,
+            message: &message,
+            kind: Kind::WorkingTree { adoption },
+        };
+        match self.publish(&proposal, lock, &mut PhaseTimer::new(false))? {
+            CommitOutcome::Committed(_) => Ok(true),
+            // Only the git index differed (e.g. something staged by hand): bring it in line.
+            CommitOutcome::Unchanged => self.stage_paths(changes.paths(), lock).map(|()| true),
+            CommitOutcome::Retry => Ok(false),
+        }
     }
 
     /// The working tree's state of `paths` as changes: a file's bytes (a
@@ -537,8 +603,9 @@ impl PackRepo {
         Ok(changes)
     }
 
-    /// Updates the git index for `paths` from the working tree (libgit2 hashes them).
-    fn stage_paths<'p>(&self, paths: impl Iterator<Item = &'p str>) -> Result<()> {
+    /// Updates the git index for `paths` from the working tree (libgit2 hashes
+    /// them), through git's index lock `lock`.
+    fn stage_paths<'p>(&self, paths: impl Iterator<Item = &'p str>, lock: &mut IndexLock) -> Result<()> {
         let dir = &self.dir;
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
         index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
@@ -551,8 +618,7 @@ impl PackRepo {
                 let _ = index.remove_path(Path::new(path));
             }
         }
-        locks::wait_for(&self.git_dir().join("index.lock"));
-        index.write().map_err(|e| git_err("writing the index", dir, e))?;
+        lock.install_index(&index, dir)?;
         *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }

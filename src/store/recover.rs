@@ -121,17 +121,42 @@ pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
     if let (Some(new), Some(head)) = (new, repo.head_commit()?) {
         let landed = head.id() == new || repo.repo.graph_descendant_of(head.id(), new).unwrap_or(false);
         if landed && !paths.is_empty() {
-            restore_from_head(repo, &head, &paths)?;
+            let mut lock = super::index_lock::IndexLock::acquire(repo)?;
+            restore_from_head(repo, &mut lock, &head, &paths)?;
         }
     }
     clear_pending(repo)
 }
 
+/// Puts back, as HEAD has them, files a git command restored from a git index
+/// that lagged HEAD (see [`super::clean::restored_from_a_stale_index`]).
+pub(super) fn put_back(
+    repo: &PackRepo,
+    lock: &mut super::index_lock::IndexLock,
+    paths: &[String],
+) -> Result<()> {
+    let Some(head) = repo.head_commit()? else { return Ok(()) };
+    eprintln!(
+        "engram: {}: {} put back to HEAD's version (a git command had restored an older one from a git index that lagged HEAD)",
+        repo.dir.display(),
+        paths.join(", ")
+    );
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    restore_from_head(repo, lock, &head, &paths)
+}
+
 /// Writes `paths` as HEAD has them into the working tree and the index (a path HEAD lacks
 /// is removed), through the same no-follow writes as every write
-/// ([`PackRepo::write_working_tree`]). A path the working tree cannot take (a symbolic link
-/// or a file now on the way) is left as it is: the hand-edit step sees it next.
-fn restore_from_head(repo: &PackRepo, head: &git2::Commit<'_>, paths: &[&str]) -> Result<()> {
+/// ([`PackRepo::write_working_tree`]), with git's index lock `lock` held. A path the
+/// working tree cannot take (a symbolic link or a file now on the way) is left as it is:
+/// the hand-edit step sees it next. Also puts back files a git command restored from a
+/// git index that lagged HEAD (see [`super::clean::restored_from_a_stale_index`]).
+pub(super) fn restore_from_head(
+    repo: &PackRepo,
+    lock: &mut super::index_lock::IndexLock,
+    head: &git2::Commit<'_>,
+    paths: &[&str],
+) -> Result<()> {
     let step = "finishing an interrupted write";
     let tree = head.tree().map_err(|e| git_err(step, &repo.dir, e))?;
     let mut changes = Changes::default();
@@ -152,5 +177,5 @@ fn restore_from_head(repo: &PackRepo, head: &git2::Commit<'_>, paths: &[&str]) -
     *repo.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
     let root =
         crate::pack_root::PackRoot::open(&repo.dir).map_err(|e| super::io_err("open", &repo.dir, e))?;
-    repo.write_working_tree(&root, &changes, &blobs, true).map(|_| ())
+    repo.write_working_tree(&root, &changes, &blobs, true, lock).map(|_| ())
 }

@@ -39,7 +39,11 @@ static PENDING: Mutex<Option<HashMap<PathBuf, PendingIndex>>> = Mutex::new(None)
 
 /// Writes the changed files into the working tree now and records them for
 /// the next index flush (flushing when the oldest is due).
-pub(super) fn sync_working_tree_deferred(repo: &PackRepo, changes: &Changes) -> Result<()> {
+pub(super) fn sync_working_tree_deferred(
+    repo: &PackRepo,
+    changes: &Changes,
+    lock: &mut IndexLock,
+) -> Result<()> {
     let root = PackRoot::open(&repo.dir).map_err(|e| io_err("open", &repo.dir, e))?;
     let git_dir = repo.git_dir();
     for (path, content) in &changes.files {
@@ -64,12 +68,37 @@ pub(super) fn sync_working_tree_deferred(repo: &PackRepo, changes: &Changes) -> 
         entry.paths.extend(changes.paths().map(str::to_owned));
         entry.since.elapsed() >= INDEX_FLUSH_INTERVAL
     };
-    if due { flush_index(repo) } else { Ok(()) }
+    if due { flush_locked(repo, lock) } else { Ok(()) }
 }
 
 /// Applies the paths scoped writes left out of the index to a fresh read of
-/// it. The caller holds the write lock.
+/// it, under git's index lock (so no git command rewrites a file while it is
+/// hashed). The caller holds the write lock and has written nothing yet:
+/// inside [`super::without_waiting`] a held index lock is `WouldWait`.
 pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
+    flush(repo, false)
+}
+
+/// [`flush_index`] for a write whose commit is made (or a repository being
+/// dropped): waits for the index lock even inside [`super::without_waiting`].
+fn flush_index_after_commit(repo: &PackRepo) -> Result<()> {
+    flush(repo, true)
+}
+
+fn flush(repo: &PackRepo, after_commit: bool) -> Result<()> {
+    let has_pending = |pending: &Option<HashMap<PathBuf, PendingIndex>>| {
+        pending.as_ref().is_some_and(|m| m.get(&repo.dir).is_some_and(|p| !p.paths.is_empty()))
+    };
+    if !has_pending(&PENDING.lock().unwrap_or_else(|p| p.into_inner())) {
+        return Ok(());
+    }
+    let mut lock =
+        if after_commit { IndexLock::acquire_after_commit(repo)? } else { IndexLock::acquire(repo)? };
+    flush_locked(repo, &mut lock)
+}
+
+/// [`flush_index`] with git's index lock held.
+fn flush_locked(repo: &PackRepo, lock: &mut IndexLock) -> Result<()> {
     let paths = {
         let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
         match pending.as_mut().and_then(|m| m.remove(&repo.dir)) {
@@ -77,11 +106,18 @@ pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
             _ => return Ok(()),
         }
     };
+    // A git command may have restored a file from the lagging index meanwhile:
+    // put HEAD's version back rather than staging the older one.
+    let listed: Vec<String> = paths.iter().cloned().collect();
+    let restored = super::clean::restored_from_a_stale_index(repo, &listed)?;
+    if !restored.is_empty() {
+        super::recover::put_back(repo, lock, &restored)?;
+    }
     let dir = &repo.dir;
     let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
     let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
     index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
-    for path in &paths {
+    for path in paths.iter().filter(|p| !restored.contains(p)) {
         let file = match PackPath::parse(path) {
             Ok(rel) => regular_file(&root, &rel).map_err(|e| io_err("read", &dir.join(path), e))?,
             Err(_) => None,
@@ -100,7 +136,9 @@ pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
             }
         }
     }
-    index.write().map_err(|e| git_err("writing the index", dir, e))
+    lock.install_index(&index, dir)?;
+    *repo.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    Ok(())
 }
 
 impl Drop for PackRepo {
@@ -112,7 +150,7 @@ impl Drop for PackRepo {
             .is_some_and(|m| m.get(&self.dir).is_some_and(|p| !p.paths.is_empty()));
         if has_pending
             && let Ok(_lock) = self.lock()
-            && let Err(e) = flush_index(self)
+            && let Err(e) = flush_index_after_commit(self)
         {
             eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
         }
@@ -121,6 +159,7 @@ impl Drop for PackRepo {
     }
 }
 
+use super::index_lock::IndexLock;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -155,7 +194,8 @@ impl PackRepo {
             self.commit_hand_edits()?;
         }
         let mut full_check_done = false;
-        for _attempt in 0..super::publish::MAX_ATTEMPTS {
+        let mut retries = super::index_lock::Retries::new();
+        loop {
             let at = self.branch_head()?;
             let head = at.id;
             let snapshot = self.snapshot_of(head)?;
@@ -179,16 +219,20 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Tool { defer_index: true },
             };
-            match self.publish(&proposal, &mut super::PhaseTimer::new(false))? {
+            let mut index_lock = IndexLock::acquire(self)?;
+            match self.publish(&proposal, &mut index_lock, &mut super::PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
+                    drop(index_lock);
                     super::housekeeping::after_write(self);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
-                CommitOutcome::Retry => continue,
+                CommitOutcome::Retry => {
+                    drop(index_lock);
+                    retries.again(&self.dir)?;
+                }
             }
         }
-        Err(StoreError::Contention { dir: self.dir.clone(), attempts: super::publish::MAX_ATTEMPTS }.into())
     }
 
     /// True when every path is in the working tree exactly as in `head`.

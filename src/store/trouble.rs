@@ -17,6 +17,23 @@ impl StoreError {
         }
     }
 
+    /// True for a failure that trying again can cure: a file another program
+    /// changed or removed while it was read, a git lock another program held.
+    pub fn is_passing(&self) -> bool {
+        match self {
+            Self::Git { source, .. } => {
+                source.code() == git2::ErrorCode::Locked
+                    || source.class() == git2::ErrorClass::Filesystem
+                    || (source.class() == git2::ErrorClass::Os
+                        && ["read file into stream", "No such file or directory"]
+                            .iter()
+                            .any(|t| source.message().contains(t)))
+            }
+            Self::WouldWait { .. } | Self::Contention { .. } => true,
+            _ => false,
+        }
+    }
+
     /// True when the pack's repository or files may be damaged, so that
     /// `engram doctor` is worth running; false for a full disk, a lock or a race
     /// with another program, the network, and refusals.
@@ -30,6 +47,8 @@ impl StoreError {
             Self::Io { source, .. } => io_damage(source),
             Self::WouldWait { .. }
             | Self::Contention { .. }
+            | Self::Busy { .. }
+            | Self::Replaced { .. }
             | Self::BadPath { .. }
             | Self::Blocked { .. }
             | Self::Clone { .. }
@@ -111,11 +130,28 @@ mod tests {
             source: std::io::Error::from(std::io::ErrorKind::StorageFull),
         };
         assert!(io.is_disk_full() && !io.may_be_damage());
-        let raced = StoreError::Contention { dir: PathBuf::from("p"), attempts: 3 };
-        assert!(!raced.may_be_damage());
+        let raced = StoreError::Contention {
+            dir: PathBuf::from("p"),
+            attempts: 3,
+            waited: std::time::Duration::from_secs(10),
+        };
         let hostkey =
             StoreError::Remote { step: "fetching", url: "ssh://h/x".into(), message: "hostkey".into() };
         assert!(!hostkey.may_be_damage());
+        let busy = StoreError::Busy {
+            dir: PathBuf::from("p"),
+            what: "index.lock",
+            waited: std::time::Duration::from_secs(10),
+        };
+        let replaced = StoreError::Replaced {
+            dir: PathBuf::from("p"),
+            paths: vec!["a.md replaced by a directory".into()],
+        };
+        for e in [busy, replaced, raced] {
+            assert!(!e.may_be_damage(), "{e}");
+            let text = crate::ops::EngramError::from(e).to_string();
+            assert!(!text.contains("doctor") && text.contains("retry"), "{text}");
+        }
         let missing = git(K::NotFound, C::Odb, "object not found - no match for id");
         assert!(missing.may_be_damage());
         assert!(StoreError::Damaged { dir: PathBuf::from("p"), problem: "x".into() }.may_be_damage());

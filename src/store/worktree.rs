@@ -239,31 +239,9 @@ fn exchange(_: &Entry<'_>, _: &PackPath, _: &[u8], _: bool, _: &Path) -> Option<
     None
 }
 
-/// Writes `index` to `git_dir/index` without renaming over the old index:
-/// the index file is encoded here (version 2, as git reads it), written into
-/// the spare `engram-spare/index` in place and swapped in, so neither a new
-/// inode nor a freed one. Returns false when this cannot be done (the caller
-/// writes the index the usual way).
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(super) fn exchange_index(index: &git2::Index, git_dir: &Path) -> bool {
-    encode_index(index).is_some_and(|bytes| exchange_index_bytes(&bytes, git_dir))
-}
-
-/// Puts an encoded index file in place of `git_dir/index` (see [`exchange_index`]).
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(super) fn exchange_index_bytes(bytes: &[u8], git_dir: &Path) -> bool {
-    let spare_dir = git_dir.join(SPARE_DIR);
-    let spare = spare_dir.join("index");
-    if ensure_real_dir(&spare_dir).is_err() || overwrite(&spare, bytes, false).is_err() {
-        return false;
-    }
-    swap(&spare, &git_dir.join("index")).is_ok()
-}
-
 /// The bytes of a version-2 index file holding `index`'s entries; `None`
 /// when an entry needs a later version (extended flags).
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
+pub(super) fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
     let entries: Option<Vec<Vec<u8>>> = index.iter().map(|e| super::gitindex::encode_entry(&e)).collect();
     let entries = entries?;
     Some(super::gitindex::encode_file(entries.iter().map(Vec::as_slice), entries.len()))
@@ -275,18 +253,6 @@ fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
 pub(super) fn swap(a: &Path, b: &Path) -> std::io::Result<()> {
     rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, rustix::fs::RenameFlags::EXCHANGE)
         .map_err(std::io::Error::from)
-}
-
-/// Writes the index by swapping (not available on this platform).
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(super) fn exchange_index(_index: &git2::Index, _git_dir: &Path) -> bool {
-    false
-}
-
-/// Writes the index by swapping (not available on this platform).
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(super) fn exchange_index_bytes(_bytes: &[u8], _git_dir: &Path) -> bool {
-    false
 }
 
 /// The git index entry of a file just written with content `id`, from its
@@ -370,8 +336,7 @@ mod tests {
             index.add_path(Path::new(name)).expect("add");
         }
         let expected: Vec<git2::IndexEntry> = index.iter().collect();
-        git2::Index::open(&repo.path().join("index")).and_then(|mut i| i.write()).expect("an index to swap");
-        assert!(exchange_index(&index, repo.path()), "swapped in");
+        fs::write(repo.path().join("index"), encode_index(&index).expect("version 2")).expect("write");
         let mut reread = git2::Index::open(&repo.path().join("index")).expect("open");
         reread.read(true).expect("read: valid checksum and layout");
         let got: Vec<git2::IndexEntry> = reread.iter().collect();

@@ -9,6 +9,7 @@ mod corruption;
 mod engram_tools;
 mod faults;
 mod fuzz;
+mod git_beside;
 mod graph_tools;
 mod hermetic;
 mod history;

@@ -1,0 +1,255 @@
+//! A person running git in a pack while engram writes to it: their commands
+//! never undo an acknowledged write, and engram's writes never fail because
+//! of them (or fail with an honest message after a bounded wait).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::json;
+
+use crate::common::*;
+use crate::concurrency::memory_files;
+
+/// Runs git in `dir` and reports whether it succeeded (a person's command may
+/// fail on engram's `index.lock`, as two git commands do on each other's).
+fn git_may_fail(dir: &Path, args: &[&str]) -> bool {
+    Command::new("git").arg("-C").arg(dir).args(args).output().is_ok_and(|o| o.status.success())
+}
+
+/// A person's git loop on `pack` until `stop` is set (at most `max_rounds`
+/// rounds): `round` runs one round; returns how many rounds ran and how many
+/// commands succeeded.
+fn person_loop(
+    pack: PathBuf,
+    stop: Arc<AtomicBool>,
+    max_rounds: usize,
+    round: impl Fn(&Path, usize) -> usize + Send + 'static,
+) -> std::thread::JoinHandle<(usize, usize)> {
+    std::thread::spawn(move || {
+        let mut ok = 0;
+        let mut rounds = 0;
+        while !stop.load(Ordering::Relaxed) && rounds < max_rounds {
+            ok += round(&pack, rounds);
+            rounds += 1;
+        }
+        (rounds, ok)
+    })
+}
+
+/// Every acknowledged capture is in HEAD and in the working-tree files.
+fn assert_all_present(pack: &Path, acknowledged: &[String]) {
+    assert_worktree_matches_head(pack);
+    let m = memory_files(pack);
+    let blocks: Vec<&String> = m.blocks.values().flatten().collect();
+    let missing: Vec<&String> = acknowledged.iter().filter(|a| !blocks.contains(a)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged captures missing: {missing:?}",
+        missing.len(),
+        acknowledged.len()
+    );
+    let indexed: Vec<&String> = m.index.iter().map(|(_, s)| s).collect();
+    let unindexed: Vec<&String> = acknowledged.iter().filter(|a| !indexed.contains(a)).collect();
+    assert!(unindexed.is_empty(), "acknowledged captures missing from the index: {unindexed:?}");
+}
+
+/// Clients capturing at once into pack `p`, `per_client` captures each; every
+/// capture must be acknowledged. Returns the acknowledged texts.
+async fn capture_from_clients(env: &TestEnv, clients: usize, per_client: usize, tag: &str) -> Vec<String> {
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let client = env.client().await;
+        let tag = tag.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut acknowledged = Vec::new();
+            for i in 0..per_client {
+                let text = format!("{tag} client {c} memory {i}");
+                let r = client
+                    .call(
+                        "capture_memory",
+                        json!({"name": "p", "category": format!("c{}", i % 2), "content": text, "summary": text}),
+                    )
+                    .await
+                    .expect("call");
+                assert!(!r.is_error, "client {c} capture {i}: {}", r.text);
+                acknowledged.push(text);
+            }
+            client.close().await.expect("close");
+            acknowledged
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for t in tasks {
+        acknowledged.extend(t.await.expect("client task"));
+    }
+    acknowledged
+}
+
+/// What a person runs between captures to throw away "their" changes: each
+/// restores files from the git index or resets to the HEAD it read.
+const RESETS: [&[&str]; 4] =
+    [&["checkout", "--", "memory"], &["checkout", "--", "."], &["stash", "-q"], &["reset", "-q", "--hard"]];
+
+/// Issue 15 item 2: a person's `git checkout -- memory` (and `git checkout .`,
+/// `git stash`, `git reset --hard`, `git status`) in a loop while three server
+/// processes capture. A checkout restores the git index's version of the files;
+/// when the index lagged the commit (or a reset read HEAD before a capture moved
+/// it), engram used to commit that older state as a hand edit, erasing
+/// acknowledged memories (11 of 195).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_checkout_during_captures_never_undoes_an_acknowledged_write() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    git(&pack, &["config", "user.name", "Person"]);
+    git(&pack, &["config", "user.email", "person@example.com"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let person = person_loop(pack.clone(), stop.clone(), 100_000, |dir, i| {
+        usize::from(git_may_fail(dir, RESETS[i % RESETS.len()]))
+            + usize::from(git_may_fail(dir, &["status", "--porcelain"]))
+    });
+    let acknowledged = capture_from_clients(&env, 3, 80, "checkout race").await;
+    stop.store(true, Ordering::Relaxed);
+    let (rounds, succeeded) = person.join().expect("person");
+    // One more of each after the last write: none finds anything older to put back.
+    for args in RESETS {
+        git_may_fail(&pack, args);
+    }
+    let stashes = git(&pack, &["stash", "list"]).lines().count();
+    eprintln!(
+        "checkout loop: {rounds} rounds, {succeeded} git commands succeeded, {stashes} stashes; 3 clients, {} captures acknowledged",
+        acknowledged.len()
+    );
+    assert!(rounds > 0, "the person's loop ran");
+    assert_eq!(acknowledged.len(), 240);
+    assert_all_present(&pack, &acknowledged);
+    let log = git(&pack, &["log", "--format=%s"]);
+    assert!(!log.lines().any(|s| s.starts_with("edit:")), "no reset was committed as a hand edit:\n{log}");
+    let out = env.cli(&["doctor", "p"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_fsck(&pack);
+}
+
+/// Issue 15 item 2 for the graph toolset, whose writes update the git index
+/// lazily (`scoped_write`): a person's `git checkout -- users` restores the
+/// index's older version of an entity file; engram must put HEAD's version
+/// back instead of committing the older one as a hand edit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_checkout_never_undoes_a_graph_write_whose_index_lags() {
+    let env = TestEnv::with_real_clock();
+    let client = env.client_with(&["--tools", "engram,graph"]).await;
+    ok(
+        &client,
+        "create_entities",
+        json!({"entities": [{"name": "Dog", "entityType": "pet", "observations": []}]}),
+    )
+    .await;
+    // A full write brings the git index up to date: the entity file is in it, so
+    // a checkout can put its (soon older) version back.
+    ok(
+        &client,
+        "capture_memory",
+        json!({"name": "personal", "category": "c", "content": "x", "summary": "x"}),
+    )
+    .await;
+    let pack = env.pack("personal");
+    assert!(git(&pack, &["ls-files", "users"]).contains("/entities/"), "the entity is in the index");
+    let stop = Arc::new(AtomicBool::new(false));
+    let entity = git(&pack, &["ls-files", "users"])
+        .lines()
+        .find(|l| l.contains("/entities/"))
+        .expect("entity")
+        .to_owned();
+    let restores = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = restores.clone();
+    let person = person_loop(pack.clone(), stop.clone(), 100_000, move |dir, _| {
+        let before = std::fs::read(dir.join(&entity)).unwrap_or_default();
+        let ok = usize::from(git_may_fail(dir, &["checkout", "--", "."]));
+        if std::fs::read(dir.join(&entity)).unwrap_or_default() != before {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+        ok + usize::from(git_may_fail(dir, &["status", "--porcelain"]))
+    });
+    let mut acknowledged = Vec::new();
+    for i in 0..120 {
+        let obs = format!("observation {i}");
+        let r = client
+            .call("add_observations", json!({"observations": [{"entityName": "Dog", "contents": [obs]}]}))
+            .await
+            .expect("call");
+        assert!(!r.is_error, "add_observations {i}: {}", r.text);
+        acknowledged.push(obs);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (rounds, succeeded) = person.join().expect("person");
+    eprintln!(
+        "graph checkout loop: {rounds} rounds, {succeeded} git commands succeeded, {} put an older entity file back, 120 writes",
+        restores.load(Ordering::Relaxed)
+    );
+    let read = ok(&client, "open_nodes", json!({"names": ["Dog"]})).await;
+    client.close().await.expect("close");
+    let missing: Vec<&String> = acknowledged.iter().filter(|o| !read.contains(o.as_str())).collect();
+    assert!(missing.is_empty(), "observations missing from HEAD: {missing:?}");
+    assert_worktree_matches_head(&pack);
+    let files = git(&pack, &["ls-files", "users"]);
+    let entity = files.lines().find(|l| l.contains("/entities/")).expect("the entity file");
+    let text = std::fs::read_to_string(pack.join(entity)).expect("entity file");
+    let missing: Vec<&String> = acknowledged.iter().filter(|o| !text.contains(o.as_str())).collect();
+    assert!(missing.is_empty(), "observations missing from the working tree: {missing:?}");
+    let log = git(&pack, &["log", "--format=%s"]);
+    assert!(!log.lines().any(|s| s.starts_with("edit:")), "no restore was committed as a hand edit:\n{log}");
+    assert_fsck(&pack);
+}
+
+/// Issue 15 item 14: a person commits and checks out in the pack while two
+/// server processes write. Every engram write succeeds (git's index lock is
+/// waited for with backoff, a branch moved under a write re-runs it, for a
+/// bounded time), no answer blames damage, and every acknowledged capture and
+/// every file the person committed end up in HEAD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_succeed_while_a_person_commits_and_checks_out() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    git(&pack, &["config", "user.name", "Person"]);
+    git(&pack, &["config", "user.email", "person@example.com"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let person = person_loop(pack.clone(), stop.clone(), 100_000, |dir, i| {
+        let notes = dir.join("notes");
+        let _ = std::fs::create_dir_all(&notes);
+        std::fs::write(notes.join(format!("person-{i}.md")), format!("written by the person, round {i}\n"))
+            .expect("person file");
+        usize::from(git_may_fail(dir, &["add", "notes"]))
+            + usize::from(git_may_fail(dir, &["commit", "-q", "-m", &format!("person {i}")]))
+            + usize::from(git_may_fail(dir, &["checkout", "--", "memory"]))
+            + usize::from(i % 4 == 0 && git_may_fail(dir, &["status", "--porcelain"]))
+    });
+    let acknowledged = capture_from_clients(&env, 2, 100, "beside a person's commits").await;
+    stop.store(true, Ordering::Relaxed);
+    let (rounds, succeeded) = person.join().expect("person");
+    // One more write takes in what the person left uncommitted.
+    let client = env.client().await;
+    ok(
+        &client,
+        "capture_memory",
+        json!({"name": "p", "category": "c", "content": "last", "summary": "last"}),
+    )
+    .await;
+    client.close().await.expect("close");
+    let person_commits = git(&pack, &["log", "--format=%an", "--author=Person"]).lines().count();
+    eprintln!(
+        "person's git loop: {rounds} rounds, {succeeded} git commands succeeded, {person_commits} person commits; 2 clients, {} engram writes, all succeeded",
+        acknowledged.len() + 1
+    );
+    assert!(rounds > 0);
+    assert_eq!(acknowledged.len(), 200);
+    assert_all_present(&pack, &acknowledged);
+    for i in 0..rounds {
+        let shown = git(&pack, &["show", &format!("HEAD:notes/person-{i}.md")]);
+        assert_eq!(shown, format!("written by the person, round {i}\n"));
+    }
+    assert_clean(&pack);
+    assert_fsck(&pack);
+}
