@@ -201,6 +201,8 @@ fn store_error_text(e: &StoreError) -> String {
         )
     } else if e.may_be_damage() {
         format!("操作失败 (storage error): {e} (`engram doctor` diagnoses a damaged pack)")
+    } else if matches!(e, StoreError::Remote { .. } | StoreError::Clone { .. }) {
+        format!("远端操作失败 (remote error): {e}")
     } else {
         format!("操作失败 (storage error): {e}")
     }

@@ -2,6 +2,7 @@
 
 mod authoring;
 mod background_gc;
+mod blame;
 mod common;
 mod compat;
 mod concurrency;
