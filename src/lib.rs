@@ -32,3 +32,4 @@ pub mod settings;
 pub mod store;
 pub mod templates;
 pub mod timerange;
+pub mod ui;

@@ -583,6 +583,11 @@ impl CategoryLog {
         None
     }
 
+    /// Every block, oldest first (segments, then the head file).
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.files.iter().flat_map(|f| f.blocks.iter())
+    }
+
     /// The block at a position.
     pub fn block(&self, pos: BlockPos) -> &Block {
         &self.files[pos.file].blocks[pos.block]

@@ -13,6 +13,7 @@ mod maint;
 mod search;
 mod searchbench;
 mod sync;
+mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -149,6 +150,8 @@ enum RegistryAction {
         #[arg(default_value = "")]
         query: String,
     },
+    /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
+    Ui(ui::UiArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -286,6 +289,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", engram(&cli, false)?.search_engrams(query));
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
     }
 }
 

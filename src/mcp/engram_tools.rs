@@ -165,6 +165,7 @@ impl EngramServer {
             new_summary: p.new_summary,
             memory_type: p.memory_type,
             tags: p.tags,
+            target: None,
         };
         self.run_here("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await
     }

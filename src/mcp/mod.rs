@@ -12,7 +12,7 @@ mod engram_tools;
 mod graph_tools;
 mod history_tools;
 pub mod http;
-mod http_conn;
+pub(crate) mod http_conn;
 mod http_sessions;
 mod notes_tools;
 mod params;

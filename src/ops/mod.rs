@@ -28,6 +28,7 @@ pub use packs::registry::{Registry, RegistryEntry, render_entry as render_regist
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
+pub use engram::memory_items::{MemoryItem, MemoryList, MemoryTarget, WriteOutcome, memory_id};
 pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
 pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
 pub use notes::{
@@ -158,6 +159,17 @@ pub enum EngramError {
     /// A sync step failed.
     #[error("同步失败 (sync failed): {0}")]
     Sync(String),
+    /// The memory a write names changed (or went) since the writer read it (the web page's
+    /// `base` check): nothing was written.
+    #[error(
+        "记忆已被修改 (the memory changed since you read it): {id} — nothing was written; reload it and apply your change again"
+    )]
+    Stale {
+        /// The memory's id.
+        id: String,
+        /// The memory as it is now (`None`: it was deleted).
+        current: Option<Box<MemoryItem>>,
+    },
 }
 
 impl EngramError {
@@ -167,6 +179,7 @@ impl EngramError {
         match self {
             Self::Invalid { .. } | Self::InvalidText { .. } => "invalid_argument",
             Self::Pack(_) => "pack_error",
+            Self::Stale { .. } => "conflict",
             _ => "storage_error",
         }
     }

@@ -430,6 +430,7 @@ fn fuzz_tool_arguments() {
                     new_summary: "corrected".into(),
                     memory_type: None,
                     tags: None,
+                    target: None,
                 };
                 engram.correct_memory(&req, &caller)
             };

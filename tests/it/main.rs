@@ -36,5 +36,6 @@ mod symlink_race;
 mod sync;
 mod sync_https;
 mod sync_ssh;
+mod ui;
 mod wire;
 mod workspace_tools;

@@ -432,6 +432,16 @@ impl Engram {
 
     /// `revert_memory`: one new commit that undoes `commit`.
     pub fn revert_memory(&self, name: &str, commit: &str, caller: &Caller) -> Result<String> {
+        Ok(self.revert_memory_item(name, commit, caller)?.text)
+    }
+
+    /// [`revert_memory`](Self::revert_memory) with the commit it made.
+    pub fn revert_memory_item(
+        &self,
+        name: &str,
+        commit: &str,
+        caller: &Caller,
+    ) -> Result<super::memory_items::WriteOutcome> {
         let pack = self.packs().resolve_for_repair(name)?;
         let now = self.now().timestamp();
         let (done, (id, subject)) = self.with_repo(&pack.dir, |repo| {
@@ -444,12 +454,13 @@ impl Engram {
         })?;
         self.forget_expiry_of(&pack.dir);
         let short: String = id.chars().take(7).collect();
-        Ok(match done {
+        let text = match &done {
             Some(c) => format!("已撤销 (reverted) commit {short} ({subject})\ncommit: {}", c.short),
             None => format!(
                 "commit {short} ({subject}) 的改动已不存在，无需撤销 (its changes are already undone; nothing to commit)"
             ),
-        })
+        };
+        Ok(super::memory_items::WriteOutcome::new(text, done.as_ref()))
     }
 
     /// `undo_last`: reverts the last `n` tool commits (of `client`), newest first, in one commit.

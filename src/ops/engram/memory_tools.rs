@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
 
+use super::memory_items::{MemoryTarget, WriteOutcome, select_target};
 use crate::memlog::{CategoryLog, FullIndex, category_path, same_meta_rank};
 use crate::memory::{Block, EntryMeta, IndexEntry, single_line};
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
@@ -52,6 +53,9 @@ pub struct CorrectRequest {
     pub memory_type: Option<String>,
     /// New tags (keeps the old ones when not given).
     pub tags: Option<Vec<String>>,
+    /// The entry by id instead of `category` + `old_summary` (the web page), checked to be
+    /// unchanged since the writer read it.
+    pub target: Option<MemoryTarget>,
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> EngramError {
@@ -246,6 +250,27 @@ fn find_one(
     }
 }
 
+/// How a deletion or correction picks its entry.
+enum Select<'a> {
+    /// `category` + summary (exact, or a unique substring): the MCP tools.
+    Summary(&'a str, &'a str),
+    /// By id, checked unchanged: the web page.
+    Target(&'a MemoryTarget),
+}
+
+impl Select<'_> {
+    fn pick(
+        &self,
+        snap: &crate::store::Snapshot<'_>,
+        entries: &[(crate::memlog::LinePos, IndexEntry)],
+    ) -> Result<usize> {
+        match self {
+            Select::Summary(category, summary) => find_one(entries, category, summary),
+            Select::Target(t) => select_target(snap, entries, t),
+        }
+    }
+}
+
 impl Engram {
     fn memory_root(&self, name: &str, is_global: bool) -> Result<PathBuf> {
         if is_global {
@@ -262,6 +287,11 @@ impl Engram {
 
     /// `capture_memory`. Returns the reference's text plus the commit id (or the earlier commit of a duplicate).
     pub fn capture_memory(&self, req: &CaptureRequest, caller: &Caller) -> Result<String> {
+        Ok(self.capture_memory_item(req, caller)?.text)
+    }
+
+    /// [`capture_memory`](Self::capture_memory) with the commit and the new entry's id.
+    pub fn capture_memory_item(&self, req: &CaptureRequest, caller: &Caller) -> Result<WriteOutcome> {
         let category = check_new_category(&req.category)?;
         check_content("content", &req.content)?;
         let summary = check_summary("summary", &req.summary)?;
@@ -332,12 +362,16 @@ impl Engram {
             (Some(c), _) => {
                 let previous = c.previous_head.as_deref().unwrap_or_default();
                 self.note_expiry_after_write(&root, previous, &c.id, expires.as_deref());
-                Ok(format!("{text}\ncommit: {}", c.short))
+                Ok(WriteOutcome::new(format!("{text}\ncommit: {}", c.short), Some(&c)))
             }
-            (None, Some(earlier)) => Ok(format!(
-                "{text}\n(重复：{THROTTLE_SECONDS} 秒内已记录过相同内容，未重复写入 / duplicate of commit {earlier}, not written again)"
-            )),
-            (None, None) => Ok(text),
+            (None, Some(earlier)) => Ok(WriteOutcome {
+                text: format!(
+                    "{text}\n(重复：{THROTTLE_SECONDS} 秒内已记录过相同内容，未重复写入 / duplicate of commit {earlier}, not written again)"
+                ),
+                commit: Some(earlier),
+                id: None,
+            }),
+            (None, None) => Ok(WriteOutcome::new(text, None)),
         }
     }
 
@@ -401,6 +435,20 @@ impl Engram {
         caller: &Caller,
     ) -> Result<String> {
         let category = check_category(category)?;
+        Ok(self.delete_entry(name, Select::Summary(&category, summary), caller)?.text)
+    }
+
+    /// `delete_memory` of the entry a [`MemoryTarget`] names (the web page).
+    pub fn delete_memory_item(
+        &self,
+        name: &str,
+        target: &MemoryTarget,
+        caller: &Caller,
+    ) -> Result<WriteOutcome> {
+        self.delete_entry(name, Select::Target(target), caller)
+    }
+
+    fn delete_entry(&self, name: &str, select: Select<'_>, caller: &Caller) -> Result<WriteOutcome> {
         let root = self.resolve(name)?.dir;
         let now = self.now().timestamp();
         let (commit, deleted) = self.with_repo(&root, |repo| {
@@ -409,9 +457,10 @@ impl Engram {
                 let mut index = FullIndex::load(snap)?;
                 let hand_edited = index.hot_hand_edited();
                 let entries = index.entries();
-                let i = find_one(&entries, &category, summary)?;
+                let i = select.pick(snap, &entries)?;
                 let rank = same_meta_rank(&entries, i);
                 let (pos, entry) = entries[i].clone();
+                let category = entry.category.clone();
                 let mut changes = Changes::for_memory();
                 let mut log = CategoryLog::load(snap, &category)?;
                 if let Some(bp) = log.find(&entry, rank) {
@@ -423,17 +472,26 @@ impl Engram {
                 let mut msg =
                     message(format!("delete: {category} — {}", short(&entry.summary)), caller, None, now);
                 note_hot_regenerated(&mut msg, hand_edited);
-                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: entry.summary })
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: (category, entry.summary) })
             })
         })?;
         self.forget_expiry(&root);
-        let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
-        Ok(format!("已删除: [{category}] {deleted}{id}"))
+        let (category, deleted) = deleted;
+        let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        Ok(WriteOutcome::new(format!("已删除: [{category}] {deleted}{id}"), commit.as_ref()))
     }
 
     /// `correct_memory`: replaces exactly one entry, keeping its time, expiry and conversation.
     pub fn correct_memory(&self, req: &CorrectRequest, caller: &Caller) -> Result<String> {
-        let category = check_category(&req.category)?;
+        Ok(self.correct_memory_item(req, caller)?.text)
+    }
+
+    /// [`correct_memory`](Self::correct_memory) with the commit (by id when `req.target` is set).
+    pub fn correct_memory_item(&self, req: &CorrectRequest, caller: &Caller) -> Result<WriteOutcome> {
+        let category = match &req.target {
+            Some(_) => String::new(),
+            None => check_category(&req.category)?,
+        };
         check_content("new_content", &req.new_content)?;
         let new_summary = check_summary("new_summary", &req.new_summary)?;
         let new_type = req.memory_type.as_deref().map(|t| check_type(Some(t))).transpose()?;
@@ -446,9 +504,14 @@ impl Engram {
                 let mut index = FullIndex::load(snap)?;
                 let hand_edited = index.hot_hand_edited();
                 let entries = index.entries();
-                let i = find_one(&entries, &category, &req.old_summary)?;
+                let select = match &req.target {
+                    Some(t) => Select::Target(t),
+                    None => Select::Summary(&category, &req.old_summary),
+                };
+                let i = select.pick(snap, &entries)?;
                 let rank = same_meta_rank(&entries, i);
                 let (pos, old) = entries[i].clone();
+                let category = old.category.clone();
                 let mut changes = Changes::for_memory();
                 let mut log = CategoryLog::load(snap, &category)?;
                 let found = log.find(&old, rank);
@@ -495,8 +558,14 @@ impl Engram {
         } else {
             format!("[{}] ", new_entry.memory_type)
         };
-        let id = commit.map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
-        Ok(format!("已修正: {type_label}[{category}] {}{id}", req.new_summary))
+        let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        let category = &new_entry.category;
+        let mut out = WriteOutcome::new(
+            format!("已修正: {type_label}[{category}] {}{id}", req.new_summary),
+            commit.as_ref(),
+        );
+        out.id = req.target.as_ref().map(|t| t.id.clone());
+        Ok(out)
     }
 
     fn forget_expiry(&self, root: &Path) {

@@ -1,0 +1,251 @@
+//! Memories as items with ids: what the web page (`engram ui`) and its JSON API list, and the
+//! id-addressed, base-checked selection that `correct_memory` / `delete_memory` use for them.
+//!
+//! An entry has no id in the pack format. Its id here is a hash of its category, its
+//! timestamp and its rank among the index entries of that category with that timestamp: a
+//! correction keeps all three (it keeps the time), so the id of an entry survives edits.
+//! Every item is read from a commit (HEAD, or the `base` a page was rendered from), never
+//! from the working tree, so what a page shows is always a commit it can name.
+
+use std::collections::HashMap;
+
+use crate::memlog::{CategoryLog, FullIndex, LinePos};
+use crate::memory::IndexEntry;
+use crate::ops::{Engram, EngramError, Result};
+use crate::store::{Committed, Snapshot};
+
+/// One memory entry as the web page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryItem {
+    /// Stable id (16 hex digits; see the module doc).
+    pub id: String,
+    /// Category (file stem under `memory/`).
+    pub category: String,
+    /// `YYYY-MM-DD HH:MM`, UTC.
+    pub ts: String,
+    /// Memory type.
+    #[serde(rename = "type")]
+    pub memory_type: String,
+    /// Expiry date, if any.
+    pub expires: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The index summary.
+    pub summary: String,
+    /// The entry's text (empty when its block is missing).
+    pub content: String,
+}
+
+impl MemoryItem {
+    /// True when the entry's visible fields are equal (the id aside).
+    fn same_as(&self, other: &MemoryItem) -> bool {
+        (&self.category, &self.memory_type, &self.expires, &self.tags, &self.summary, &self.content)
+            == (
+                &other.category,
+                &other.memory_type,
+                &other.expires,
+                &other.tags,
+                &other.summary,
+                &other.content,
+            )
+    }
+}
+
+/// A pack's memories at one commit.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryList {
+    /// The commit they were read from (`None`: the pack has no commit yet).
+    pub commit: Option<String>,
+    /// Every entry of the full index, oldest first.
+    pub items: Vec<MemoryItem>,
+}
+
+/// Which entry a correction or deletion is about, by id, and what the writer saw.
+#[derive(Debug, Clone)]
+pub struct MemoryTarget {
+    /// The entry's id.
+    pub id: String,
+    /// The entry as the writer saw it (at its `base` commit): when the entry differs now, the
+    /// write is refused with [`EngramError::Stale`]. `None` checks only that the entry exists.
+    pub expected: Option<MemoryItem>,
+}
+
+/// What a write from the page did: the tool's text, the commit and (capture) the new entry's id.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOutcome {
+    /// The tool's answer text (as the MCP tool returns it).
+    pub text: String,
+    /// Full id of the commit made (`None`: nothing was committed, e.g. a duplicate capture).
+    pub commit: Option<String>,
+    /// The id of the entry written (capture and correct).
+    pub id: Option<String>,
+}
+
+impl WriteOutcome {
+    pub(super) fn new(text: String, commit: Option<&Committed>) -> Self {
+        Self { text, commit: commit.map(|c| c.id.clone()), id: None }
+    }
+}
+
+/// The id of the `nth` entry of `category` stamped `ts` (0 for the first in index order).
+pub fn memory_id(category: &str, ts: &str, nth: usize) -> String {
+    format!("{:016x}", crate::graph::fnv1a64(format!("{category}\u{0}{ts}\u{0}{nth}").as_bytes()))
+}
+
+/// The ids of index entries, in their order.
+pub(super) fn entry_ids<'a>(entries: impl Iterator<Item = &'a IndexEntry>) -> Vec<String> {
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+    entries
+        .map(|e| {
+            let n = seen.entry((e.category.as_str(), e.ts.as_str())).or_insert(0);
+            let id = memory_id(&e.category, &e.ts, *n);
+            *n += 1;
+            id
+        })
+        .collect()
+}
+
+type MetaKey = (String, String, Option<String>, Vec<String>);
+
+fn key_of(e: &IndexEntry) -> MetaKey {
+    (e.ts.clone(), e.memory_type.clone(), e.expires.clone(), e.tags.clone())
+}
+
+/// The contents of a category's entries, by block meta, in file order.
+fn contents_by_meta(log: &CategoryLog) -> HashMap<MetaKey, Vec<String>> {
+    let mut map: HashMap<MetaKey, Vec<String>> = HashMap::new();
+    for b in log.blocks() {
+        if let Some(m) = &b.meta {
+            let key = (m.ts.clone(), m.memory_type.clone(), m.expires.clone(), m.tags.clone());
+            map.entry(key).or_default().push(b.content().to_owned());
+        }
+    }
+    map
+}
+
+/// Every entry of a snapshot's full index with its content, oldest first (linear in the pack).
+pub(super) fn items_of(snap: &Snapshot<'_>) -> Result<Vec<MemoryItem>> {
+    let index = FullIndex::load(snap)?;
+    let entries = index.entries();
+    let ids = entry_ids(entries.iter().map(|(_, e)| e));
+    let mut logs: HashMap<String, HashMap<MetaKey, Vec<String>>> = HashMap::new();
+    let mut ranks: HashMap<(String, MetaKey), usize> = HashMap::new();
+    let mut items = Vec::with_capacity(entries.len());
+    for ((_, e), id) in entries.into_iter().zip(ids) {
+        if !logs.contains_key(&e.category) {
+            let log = CategoryLog::load(snap, &e.category)?;
+            logs.insert(e.category.clone(), contents_by_meta(&log));
+        }
+        let key = key_of(&e);
+        let rank = ranks.entry((e.category.clone(), key.clone())).or_insert(0);
+        let content = logs
+            .get(&e.category)
+            .and_then(|m| m.get(&key))
+            .and_then(|v| v.get(*rank))
+            .cloned()
+            .unwrap_or_default();
+        *rank += 1;
+        items.push(MemoryItem {
+            id,
+            category: e.category,
+            ts: e.ts,
+            memory_type: e.memory_type,
+            expires: e.expires,
+            tags: e.tags,
+            summary: e.summary,
+            content,
+        });
+    }
+    Ok(items)
+}
+
+/// Picks the entry a [`MemoryTarget`] names inside a write, checking it is still what the
+/// writer saw: returns its position in `entries`.
+pub(super) fn select_target(
+    snap: &Snapshot<'_>,
+    entries: &[(LinePos, IndexEntry)],
+    target: &MemoryTarget,
+) -> Result<usize> {
+    let ids = entry_ids(entries.iter().map(|(_, e)| e));
+    let Some(i) = ids.iter().position(|id| *id == target.id) else {
+        return Err(EngramError::Stale { id: target.id.clone(), current: None });
+    };
+    if let Some(expected) = &target.expected {
+        let current = items_of_category(snap, entries, &ids, i)?;
+        if !current.same_as(expected) {
+            return Err(EngramError::Stale { id: target.id.clone(), current: Some(Box::new(current)) });
+        }
+    }
+    Ok(i)
+}
+
+/// The item at `i` (reads only its category).
+fn items_of_category(
+    snap: &Snapshot<'_>,
+    entries: &[(LinePos, IndexEntry)],
+    ids: &[String],
+    i: usize,
+) -> Result<MemoryItem> {
+    let e = &entries[i].1;
+    let rank = crate::memlog::same_meta_rank(entries, i);
+    let log = CategoryLog::load(snap, &e.category)?;
+    let content =
+        contents_by_meta(&log).get(&key_of(e)).and_then(|v| v.get(rank)).cloned().unwrap_or_default();
+    Ok(MemoryItem {
+        id: ids[i].clone(),
+        category: e.category.clone(),
+        ts: e.ts.clone(),
+        memory_type: e.memory_type.clone(),
+        expires: e.expires.clone(),
+        tags: e.tags.clone(),
+        summary: e.summary.clone(),
+        content,
+    })
+}
+
+impl Engram {
+    /// A pack's memories at `at` (a commit id or prefix; HEAD when `None`).
+    pub fn memory_items(&self, name: &str, at: Option<&str>) -> Result<MemoryList> {
+        let pack = self.resolve(name)?;
+        let list = self.with_existing_repo(&pack.dir, |repo| {
+            let Some(head) = repo.current_head()? else { return Ok(MemoryList::default()) };
+            let commit = match at {
+                Some(rev) => repo.resolve_commit(rev)?,
+                None => head,
+            };
+            let snap = repo.snapshot_at(&commit)?;
+            Ok(MemoryList { items: items_of(&snap)?, commit: Some(commit) })
+        })?;
+        Ok(list.unwrap_or_default())
+    }
+
+    /// The full id of a pack's HEAD (`None`: no commit yet).
+    pub fn head_commit(&self, name: &str) -> Result<Option<String>> {
+        let pack = self.resolve(name)?;
+        Ok(self.with_existing_repo(&pack.dir, |repo| Ok(repo.current_head()?))?.flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_count_same_minute_entries_per_category() {
+        let e = |c: &str, ts: &str| IndexEntry {
+            category: c.into(),
+            ts: ts.into(),
+            memory_type: "fact".into(),
+            expires: None,
+            tags: vec![],
+            summary: "s".into(),
+        };
+        let entries = [e("a", "2026-01-01 10:00"), e("b", "2026-01-01 10:00"), e("a", "2026-01-01 10:00")];
+        let ids = entry_ids(entries.iter());
+        assert_eq!(ids[0], memory_id("a", "2026-01-01 10:00", 0));
+        assert_eq!(ids[1], memory_id("b", "2026-01-01 10:00", 0));
+        assert_eq!(ids[2], memory_id("a", "2026-01-01 10:00", 1));
+        assert_ne!(ids[0], ids[2]);
+        assert_eq!(ids[0].len(), 16);
+    }
+}

@@ -1,0 +1,378 @@
+//! The JSON API under `/api/` (documented in the README), used by scripts and by the page.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /api/packs` | `[{name, description, memories, head, categories}]` |
+//! | `GET /api/packs/<pack>/memories?q=&category=&type=&limit=&offset=` | `{commit, total, offset, limit, items}` newest first |
+//! | `POST /api/packs/<pack>/memories` `{category, summary, content, type?, tags?, expires?}` | 201 `{id, commit, text}` |
+//! | `PATCH /api/packs/<pack>/memories/<id>` `{base, summary, content, type?, tags?}` | `{id, commit, text}`, 409 `{current}` |
+//! | `DELETE /api/packs/<pack>/memories/<id>` `{base}` (or `?base=`) | `{commit, text}`, 409 `{current}` |
+//! | `GET /api/packs/<pack>/history?limit=` | `[{id, time, subject, tool, client, changes}]` |
+//! | `POST /api/packs/<pack>/revert` `{commit}` | `{commit, text}` |
+//!
+//! Errors are `{error, code}` with a status: 400 bad argument, 401/403 (auth.rs), 404 unknown
+//! pack or memory, 409 stale `base` or a conflicting revert, 422 refused (a credential in the
+//! text), 500 storage trouble.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Failure, UiState, blocking};
+use crate::ops::{CaptureRequest, CorrectRequest, EngramError, HistoryFilter, MemoryItem, MemoryTarget};
+
+/// Most items one page of the list answers.
+pub(crate) const MAX_LIMIT: usize = 200;
+
+fn json_response(status: StatusCode, v: &Value) -> Response {
+    (status, [(axum::http::header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut body = json!({ "error": self.message() });
+        match &self {
+            Failure::Engram(e) => {
+                body["code"] = json!(e.code());
+                if let EngramError::Stale { current, .. } = e {
+                    body["current"] = serde_json::to_value(current).unwrap_or(Value::Null);
+                }
+            }
+            Failure::Status(..) => body["code"] = json!("bad_request"),
+        }
+        json_response(status, &body)
+    }
+}
+
+/// The query string as pairs.
+pub(crate) fn query_pairs(q: Option<&str>) -> Vec<(String, String)> {
+    form_urlencoded::parse(q.unwrap_or_default().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+}
+
+fn number(pairs: &[(String, String)], key: &str, default: usize) -> Result<usize, Failure> {
+    match param(pairs, key) {
+        None => Ok(default),
+        Some(v) => {
+            v.parse().map_err(|_| Failure::bad_request(format!("`{key}` must be a number, not {v:?}")))
+        }
+    }
+}
+
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| Failure::bad_request(format!("the body is not the expected JSON: {e}")))
+}
+
+/// Which memories a list shows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    /// Words every shown memory contains (summary, text, tags, category; case-insensitive).
+    pub q: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only this type.
+    pub memory_type: Option<String>,
+}
+
+impl Filter {
+    /// The filter of a query string (`q`, `category`, `type`).
+    pub(crate) fn from_pairs(pairs: &[(String, String)]) -> Self {
+        Self {
+            q: param(pairs, "q").map(str::to_owned),
+            category: param(pairs, "category").map(str::to_owned),
+            memory_type: param(pairs, "type").map(str::to_owned),
+        }
+    }
+
+    /// The items that pass, newest first.
+    pub(crate) fn apply<'a>(&self, items: &'a [MemoryItem]) -> Vec<&'a MemoryItem> {
+        let words: Vec<String> =
+            self.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
+        items
+            .iter()
+            .rev()
+            .filter(|i| self.category.as_deref().is_none_or(|c| i.category == c))
+            .filter(|i| self.memory_type.as_deref().is_none_or(|t| i.memory_type == t))
+            .filter(|i| {
+                words.is_empty() || {
+                    let hay = format!("{}\n{}\n{}\n{}", i.summary, i.content, i.tags.join(" "), i.category)
+                        .to_lowercase();
+                    words.iter().all(|w| hay.contains(w.as_str()))
+                }
+            })
+            .collect()
+    }
+}
+
+/// `GET /api/packs`.
+pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response, Failure> {
+    let list = blocking(move || pack_overview(&state)).await?;
+    Ok(json_response(StatusCode::OK, &Value::Array(list)))
+}
+
+/// Every pack with its counts (the home page uses the same).
+pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
+    let mut out = Vec::new();
+    for p in state.engram.packs().list() {
+        let (head, items) = state.memories(&p.name, None)?;
+        let categories: serde_json::Map<String, Value> =
+            super::by_category(&items).into_iter().map(|(c, n)| (c, json!(n))).collect();
+        out.push(json!({
+            "name": p.name,
+            "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
+            "memories": items.len(),
+            "head": head,
+            "categories": categories,
+        }));
+    }
+    Ok(out)
+}
+
+/// `GET /api/packs/<pack>/memories`.
+pub(crate) async fn list(
+    State(state): State<Arc<UiState>>,
+    Path(pack): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, Failure> {
+    let pairs = query_pairs(q.as_deref());
+    let limit = number(&pairs, "limit", 50)?.clamp(1, MAX_LIMIT);
+    let offset = number(&pairs, "offset", 0)?;
+    let filter = Filter::from_pairs(&pairs);
+    let v = blocking(move || {
+        let (commit, items) = state.memories(&pack, None)?;
+        let shown = filter.apply(&items);
+        let page: Vec<&MemoryItem> = shown.iter().skip(offset).take(limit).copied().collect();
+        Ok(json!({"commit": commit, "total": shown.len(), "offset": offset, "limit": limit, "items": page}))
+    })
+    .await?;
+    Ok(json_response(StatusCode::OK, &v))
+}
+
+#[derive(Deserialize)]
+struct AddBody {
+    category: String,
+    #[serde(default)]
+    summary: String,
+    content: String,
+    #[serde(default, rename = "type")]
+    memory_type: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    expires: Option<String>,
+}
+
+/// Captures a memory as `capture_memory` does; answers the new entry's id and the commit.
+pub(crate) fn add_request(
+    state: &UiState,
+    req: &CaptureRequest,
+) -> Result<crate::ops::WriteOutcome, Failure> {
+    let mut out = state.engram.capture_memory_item(req, &UiState::caller("capture_memory"))?;
+    if let Some(commit) = out.commit.clone() {
+        let (_, items) = state.memories(&req.name, Some(&commit))?;
+        let category = req.category.trim();
+        let summary = crate::memory::single_line(&req.summary);
+        out.id =
+            items.iter().rev().find(|i| i.category == category && i.summary == summary).map(|i| i.id.clone());
+    }
+    Ok(out)
+}
+
+/// `POST /api/packs/<pack>/memories`.
+pub(crate) async fn add(
+    State(state): State<Arc<UiState>>,
+    Path(pack): Path<String>,
+    bytes: Bytes,
+) -> Result<Response, Failure> {
+    let b: AddBody = body(&bytes)?;
+    let out = blocking(move || {
+        let req = CaptureRequest {
+            name: pack,
+            content: b.content,
+            category: b.category,
+            summary: b.summary,
+            memory_type: b.memory_type,
+            tags: b.tags,
+            expires: b.expires,
+            ..CaptureRequest::default()
+        };
+        add_request(&state, &req)
+    })
+    .await?;
+    Ok(json_response(StatusCode::CREATED, &json!({"id": out.id, "commit": out.commit, "text": out.text})))
+}
+
+#[derive(Deserialize)]
+struct CorrectBody {
+    #[serde(default)]
+    base: Option<String>,
+    summary: String,
+    content: String,
+    #[serde(default, rename = "type")]
+    memory_type: Option<String>,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+/// The target of a write at `base`: the memory as it was there (409 when it was not there).
+pub(crate) fn target_at(
+    state: &UiState,
+    pack: &str,
+    id: &str,
+    base: Option<&str>,
+) -> Result<MemoryTarget, Failure> {
+    let Some(base) = base.map(str::trim).filter(|b| !b.is_empty()) else {
+        return Err(Failure::bad_request(
+            "`base` is required: the commit the memory was read at (the list's `commit`), so a change made since is never overwritten",
+        ));
+    };
+    let (_, at_base) = state.memories(pack, Some(base))?;
+    match at_base.iter().find(|i| i.id == id) {
+        Some(item) => Ok(MemoryTarget { id: id.to_owned(), expected: Some(item.clone()) }),
+        None => {
+            let (_, now) = state.memories(pack, None)?;
+            let current = now.iter().find(|i| i.id == id).cloned().map(Box::new);
+            Err(EngramError::Stale { id: id.to_owned(), current }.into())
+        }
+    }
+}
+
+/// A correction's new fields.
+pub(crate) struct Correction {
+    /// New summary.
+    pub summary: String,
+    /// New text.
+    pub content: String,
+    /// New type (kept when `None`).
+    pub memory_type: Option<String>,
+    /// New tags (kept when `None`).
+    pub tags: Option<Vec<String>>,
+}
+
+/// Corrects a memory as `correct_memory` does, if it is unchanged since `base`.
+pub(crate) fn correct_memory(
+    state: &UiState,
+    pack: &str,
+    id: &str,
+    base: Option<&str>,
+    c: Correction,
+) -> Result<crate::ops::WriteOutcome, Failure> {
+    let target = target_at(state, pack, id, base)?;
+    let req = CorrectRequest {
+        name: pack.to_owned(),
+        new_content: c.content,
+        new_summary: c.summary,
+        memory_type: c.memory_type,
+        tags: c.tags,
+        target: Some(target),
+        ..CorrectRequest::default()
+    };
+    Ok(state.engram.correct_memory_item(&req, &UiState::caller("correct_memory"))?)
+}
+
+/// `PATCH /api/packs/<pack>/memories/<id>`.
+pub(crate) async fn correct(
+    State(state): State<Arc<UiState>>,
+    Path((pack, id)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Result<Response, Failure> {
+    let b: CorrectBody = body(&bytes)?;
+    let out = blocking(move || {
+        let c =
+            Correction { summary: b.summary, content: b.content, memory_type: b.memory_type, tags: b.tags };
+        correct_memory(&state, &pack, &id, b.base.as_deref(), c)
+    })
+    .await?;
+    Ok(json_response(StatusCode::OK, &json!({"id": out.id, "commit": out.commit, "text": out.text})))
+}
+
+#[derive(Deserialize, Default)]
+struct BaseBody {
+    #[serde(default)]
+    base: Option<String>,
+}
+
+/// Deletes a memory as `delete_memory` does, if it is unchanged since `base`.
+pub(crate) fn delete_memory(
+    state: &UiState,
+    pack: &str,
+    id: &str,
+    base: Option<&str>,
+) -> Result<crate::ops::WriteOutcome, Failure> {
+    let target = target_at(state, pack, id, base)?;
+    Ok(state.engram.delete_memory_item(pack, &target, &UiState::caller("delete_memory"))?)
+}
+
+/// `DELETE /api/packs/<pack>/memories/<id>`.
+pub(crate) async fn delete(
+    State(state): State<Arc<UiState>>,
+    Path((pack, id)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+    bytes: Bytes,
+) -> Result<Response, Failure> {
+    let b: BaseBody = if bytes.is_empty() { BaseBody::default() } else { body(&bytes)? };
+    let base = b.base.or_else(|| param(&query_pairs(q.as_deref()), "base").map(str::to_owned));
+    let out = blocking(move || delete_memory(&state, &pack, &id, base.as_deref())).await?;
+    Ok(json_response(StatusCode::OK, &json!({"commit": out.commit, "text": out.text})))
+}
+
+/// A pack's commits, newest first, as the history page and the API show them.
+pub(crate) fn history_entries(state: &UiState, pack: &str, limit: usize) -> Result<Vec<Value>, Failure> {
+    let filter = HistoryFilter { limit, ..HistoryFilter::default() };
+    let commits = state.engram.history(pack, &filter)?;
+    Ok(commits
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "time": c.time,
+                "subject": c.subject,
+                "tool": c.trailer(crate::store::trailer::TOOL),
+                "client": c.trailer(crate::store::trailer::CLIENT),
+                "changes": crate::ops::describe_commit(c),
+            })
+        })
+        .collect())
+}
+
+/// `GET /api/packs/<pack>/history`.
+pub(crate) async fn history(
+    State(state): State<Arc<UiState>>,
+    Path(pack): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, Failure> {
+    let limit = number(&query_pairs(q.as_deref()), "limit", 50)?.clamp(1, 500);
+    let list = blocking(move || history_entries(&state, &pack, limit)).await?;
+    Ok(json_response(StatusCode::OK, &Value::Array(list)))
+}
+
+#[derive(Deserialize)]
+struct RevertBody {
+    commit: String,
+}
+
+/// `POST /api/packs/<pack>/revert`.
+pub(crate) async fn revert(
+    State(state): State<Arc<UiState>>,
+    Path(pack): Path<String>,
+    bytes: Bytes,
+) -> Result<Response, Failure> {
+    let b: RevertBody = body(&bytes)?;
+    let out = blocking(move || {
+        Ok(state.engram.revert_memory_item(&pack, &b.commit, &UiState::caller("revert_memory"))?)
+    })
+    .await?;
+    Ok(json_response(StatusCode::OK, &json!({"commit": out.commit, "text": out.text})))
+}

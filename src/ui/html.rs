@@ -1,0 +1,198 @@
+//! HTML for the page: escaping, the frame every page shares, and the interface texts.
+//!
+//! Memory text is untrusted: every piece of it goes through [`esc`] and is shown as text
+//! (`white-space: pre-wrap`), never as markup, and the Content-Security-Policy (auth.rs) allows
+//! no inline script, so even a missed escape could not run one.
+
+use axum::http::HeaderMap;
+
+/// The interface language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lang {
+    /// 中文.
+    Zh,
+    /// English.
+    En,
+}
+
+/// The cookie that keeps the language chosen with the switch.
+pub(crate) const LANG_COOKIE: &str = "engram_ui_lang";
+
+impl Lang {
+    /// The `lang` attribute.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Lang::Zh => "zh-CN",
+            Lang::En => "en",
+        }
+    }
+
+    /// `?lang=` first, then the switch's cookie, then `Accept-Language`; English otherwise.
+    pub(crate) fn choose(query: Option<&str>, headers: &HeaderMap) -> Lang {
+        let pick = |v: &str| match v.trim().get(..2).map(str::to_ascii_lowercase).as_deref() {
+            Some("zh") => Some(Lang::Zh),
+            Some("en") => Some(Lang::En),
+            _ => None,
+        };
+        if let Some(l) = query.and_then(pick) {
+            return l;
+        }
+        let cookie = headers
+            .get_all(axum::http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == LANG_COOKIE)
+            .and_then(|(_, v)| pick(v));
+        if let Some(l) = cookie {
+            return l;
+        }
+        let accept =
+            headers.get(axum::http::header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        // The first language the browser lists that we have.
+        accept.split(',').find_map(|part| pick(part.split(';').next().unwrap_or(""))).unwrap_or(Lang::En)
+    }
+
+    /// The interface text for `key` (the key itself when missing).
+    pub(crate) fn t(self, key: &'static str) -> &'static str {
+        let zh = self == Lang::Zh;
+        TEXTS.iter().find(|(k, _, _)| *k == key).map_or(key, |(_, z, e)| if zh { z } else { e })
+    }
+}
+
+/// `(key, 中文, English)`.
+const TEXTS: &[(&str, &str, &str)] = &[
+    ("packs", "记忆包", "Packs"),
+    ("pack", "记忆包", "Pack"),
+    ("memories", "记忆", "Memories"),
+    ("history", "历史", "History"),
+    ("overview", "概览", "Overview"),
+    (
+        "no_packs",
+        "还没有记忆包。用 `engram init <名字>` 创建一个。",
+        "No packs yet. Create one with `engram init <name>`.",
+    ),
+    ("last_commit", "最新提交", "Last commit"),
+    ("categories", "分类", "Categories"),
+    ("search", "搜索", "Search"),
+    ("filter", "筛选", "Filter"),
+    ("all", "全部", "All"),
+    ("category", "分类", "Category"),
+    ("type", "类型", "Type"),
+    ("tags", "标签（逗号分隔）", "Tags (comma-separated)"),
+    ("summary", "摘要", "Summary"),
+    ("content", "内容", "Text"),
+    ("add", "添加记忆", "Add a memory"),
+    ("save", "保存修改", "Save the correction"),
+    ("edit", "修正", "Correct"),
+    ("delete", "删除", "Delete"),
+    ("revert", "撤销这次提交", "Revert this"),
+    ("previous", "上一页", "Previous"),
+    ("next", "下一页", "Next"),
+    ("shown", "条记忆", "memories"),
+    ("no_memories", "没有符合条件的记忆。", "No memories match."),
+    ("as_of", "显示的是提交", "Showing commit"),
+    ("stale_title", "记忆已被修改", "The memory changed"),
+    (
+        "stale_text",
+        "在你打开这一页之后，这条记忆已被修改或删除，你的修改没有写入。下面是它现在的内容；你的文字保留在表单里。",
+        "The memory was changed or deleted after this page was opened, so your change was not written. Below is what it says now; your text is kept in the form.",
+    ),
+    ("stale_gone", "这条记忆已不存在。", "The memory no longer exists."),
+    ("error", "出错了", "Something went wrong"),
+    ("back", "返回", "Back"),
+    ("done", "已完成", "Done"),
+    ("commit", "提交", "Commit"),
+    ("tool", "工具", "Tool"),
+    ("client", "客户端", "Client"),
+    ("changes", "改动", "Changes"),
+    ("role", "角色", "Role"),
+    ("workflow", "工作流程", "Workflow"),
+    ("rules", "规则", "Rules"),
+    ("language", "语言", "Language"),
+    ("main_nav", "主导航", "Main navigation"),
+    ("page_nav", "翻页", "Pages"),
+    ("expires", "过期", "Expires"),
+];
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes a path segment or query value.
+pub(crate) fn url(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20")
+}
+
+/// A whole page: the frame (language, navigation, switch) around `body`.
+pub(crate) fn page(lang: Lang, title: &str, pack: Option<&str>, here: &str, body: &str) -> String {
+    let mut nav = format!("<a href=\"/\">{}</a>", lang.t("packs"));
+    if let Some(p) = pack {
+        let u = url(p);
+        nav.push_str(&format!(
+            " › <a href=\"/p/{u}\">{}</a> · <a href=\"/p/{u}/memory\">{}</a> · <a href=\"/p/{u}/history\">{}</a>",
+            esc(p),
+            lang.t("memories"),
+            lang.t("history")
+        ));
+    }
+    let sep = if here.contains('?') { '&' } else { '?' };
+    let other = match lang {
+        Lang::Zh => format!("<a href=\"{}{sep}lang=en\" hreflang=\"en\" lang=\"en\">English</a>", esc(here)),
+        Lang::En => format!("<a href=\"{}{sep}lang=zh\" hreflang=\"zh\" lang=\"zh-CN\">中文</a>", esc(here)),
+    };
+    format!(
+        "<!doctype html>\n<html lang=\"{code}\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>{title} · engram</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
+<script src=\"/assets/app.js\" defer></script></head>\n<body>\
+<header><nav aria-label=\"{navl}\"><strong>engram</strong> {nav}</nav>\
+<span class=\"lang\" aria-label=\"{langl}\">{other}</span></header>\n<main id=\"main\">\n{body}\n</main></body></html>\n",
+        code = lang.code(),
+        title = esc(title),
+        navl = lang.t("main_nav"),
+        langl = lang.t("language"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(esc("<img src=x onerror=alert(1)>"), "&lt;img src=x onerror=alert(1)&gt;");
+        assert_eq!(esc("a\"b'c&"), "a&quot;b&#39;c&amp;");
+    }
+
+    #[test]
+    fn language_follows_query_cookie_then_browser() {
+        let mut h = HeaderMap::new();
+        assert_eq!(Lang::choose(None, &h), Lang::En);
+        h.insert(axum::http::header::ACCEPT_LANGUAGE, "fr;q=1, zh-CN;q=0.9, en;q=0.5".parse().unwrap());
+        assert_eq!(Lang::choose(None, &h), Lang::Zh);
+        h.insert(axum::http::header::COOKIE, "engram_ui_lang=en".parse().unwrap());
+        assert_eq!(Lang::choose(None, &h), Lang::En);
+        assert_eq!(Lang::choose(Some("zh"), &h), Lang::Zh);
+    }
+
+    #[test]
+    fn every_text_has_both_languages() {
+        for (k, z, e) in TEXTS {
+            assert!(!z.is_empty() && !e.is_empty(), "{k}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! `engram ui`: a local web page (and its JSON API) over the same packs the MCP tools serve.
+//!
+//! The server runs on the axum stack of `serve --http` (its accept loop with header-read and idle
+//! timeouts and a connection cap, `mcp::http_conn`; its token rules, `mcp::http::check_options`).
+//! Who may use it (`auth.rs`): a random per-launch token, given once in the printed URL
+//! (`…/?token=…`) and then kept in an `HttpOnly`, `SameSite=Strict` cookie (scripts may send it as
+//! `Authorization: Bearer …`); loopback `Host` names only unless `--host` is given with a
+//! configured token; every state-changing request from another origin gets 403. No CORS header is
+//! ever sent.
+//!
+//! Every write goes through the operations the MCP tools call (`ops`: validation, limits, the
+//! secret guard, one commit), signed `Engram-Tool: <tool>` and `Engram-Client: web-ui`. Reads come
+//! from a commit (HEAD or the page's `base`), so a page can say which commit it shows, and a write
+//! that carries `base` is refused with 409 when its memory changed since (`api.rs`).
+//!
+//! - `api.rs` — the JSON API under `/api/`;
+//! - `pages.rs` — the server-rendered pages and their form posts;
+//! - `html.rs` — escaping, the page frame, the interface texts (Chinese and English);
+//! - `assets/` — the stylesheet and script, embedded in the binary.
+
+mod api;
+mod auth;
+mod html;
+mod pages;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::mcp::http::{HttpError, HttpOptions, check_options};
+use crate::mcp::http_conn::{self, ConnLimits};
+use crate::ops::{Caller, Engram, EngramError, MemoryItem};
+
+/// The client name every commit made from the page records (`Engram-Client`).
+pub const CLIENT: &str = "web-ui";
+
+/// Default `engram ui --port`.
+pub const DEFAULT_PORT: u16 = 8766;
+
+/// How to serve the page.
+#[derive(Debug, Clone)]
+pub struct UiOptions {
+    /// Address to bind (port 0 picks a free one).
+    pub addr: SocketAddr,
+    /// A configured token (`--auth-token` / `ENGRAM_AUTH_TOKEN`): required off loopback;
+    /// otherwise a random one is made for this launch.
+    pub token: Option<String>,
+}
+
+/// A running page server.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The token of this launch.
+    pub token: String,
+}
+
+impl Listening {
+    /// The URL to open: the page with the token, which the page then keeps in a cookie.
+    pub fn url(&self) -> String {
+        let host = match self.addr {
+            SocketAddr::V4(a) if a.ip().is_unspecified() => format!("127.0.0.1:{}", a.port()),
+            SocketAddr::V6(a) if a.ip().is_unspecified() => format!("[::1]:{}", a.port()),
+            a => a.to_string(),
+        };
+        format!("http://{host}/?token={}", self.token)
+    }
+}
+
+/// Most memory lists kept in memory (one per pack and commit).
+const LIST_CACHE: usize = 8;
+
+/// Memory lists by (pack, commit), oldest use first.
+type ListCache = Vec<((String, String), Arc<Vec<MemoryItem>>)>;
+
+/// What every handler shares.
+pub(crate) struct UiState {
+    engram: Arc<Engram>,
+    /// Memory lists by (pack, commit): a list at a commit never changes.
+    lists: Mutex<ListCache>,
+    /// Token checks and cookie name.
+    guard: auth::Guard,
+}
+
+impl UiState {
+    /// The caller a page write commits as.
+    fn caller(tool: &str) -> Caller {
+        Caller { tool: tool.to_owned(), client: Some(CLIENT.to_owned()) }
+    }
+
+    /// A pack's memories at `at` (HEAD when `None`), oldest first, and the commit they are from.
+    fn memories(
+        &self,
+        pack: &str,
+        at: Option<&str>,
+    ) -> Result<(Option<String>, Arc<Vec<MemoryItem>>), EngramError> {
+        let commit = match at {
+            Some(rev) => Some(rev.to_owned()),
+            None => self.engram.head_commit(pack)?,
+        };
+        let Some(commit) = commit else { return Ok((None, Arc::new(Vec::new()))) };
+        let key = (pack.to_owned(), commit.clone());
+        if let Some((_, items)) = self.lock_lists().iter().find(|(k, _)| *k == key) {
+            return Ok((Some(commit), items.clone()));
+        }
+        let list = self.engram.memory_items(pack, Some(&commit))?;
+        let commit = list.commit.unwrap_or(commit);
+        let items = Arc::new(list.items);
+        let mut lists = self.lock_lists();
+        lists.retain(|(k, _)| k.0 != pack || k.1 != commit);
+        if lists.len() >= LIST_CACHE {
+            lists.remove(0);
+        }
+        lists.push(((pack.to_owned(), commit.clone()), items.clone()));
+        Ok((Some(commit), items))
+    }
+
+    fn lock_lists(&self) -> std::sync::MutexGuard<'_, ListCache> {
+        self.lists.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Counts of a pack's memories by category.
+fn by_category(items: &[MemoryItem]) -> Vec<(String, usize)> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for i in items {
+        *counts.entry(i.category.as_str()).or_default() += 1;
+    }
+    let mut v: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+    v.sort();
+    v
+}
+
+/// A random token of 32 hex digits from the system's random source.
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The router: pages, their form posts, the API and the assets, behind the guard.
+fn router(state: Arc<UiState>) -> Router {
+    Router::new()
+        .route("/", get(pages::home))
+        .route("/assets/{name}", get(pages::asset))
+        .route("/p/{pack}", get(pages::pack))
+        .route("/p/{pack}/memory", get(pages::memory).post(pages::memory_add))
+        .route("/p/{pack}/memory/{id}/edit", post(pages::memory_edit))
+        .route("/p/{pack}/memory/{id}/delete", post(pages::memory_delete))
+        .route("/p/{pack}/history", get(pages::history))
+        .route("/p/{pack}/revert", post(pages::revert))
+        .route("/api/packs", get(api::packs))
+        .route("/api/packs/{pack}/memories", get(api::list).post(api::add))
+        .route("/api/packs/{pack}/memories/{id}", axum::routing::patch(api::correct).delete(api::delete))
+        .route("/api/packs/{pack}/history", get(api::history))
+        .route("/api/packs/{pack}/revert", post(api::revert))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check))
+        .with_state(state)
+}
+
+/// Binds `opts.addr` and serves the page until `shutdown` completes. `on_listening` gets the
+/// address and token once the socket is bound.
+pub async fn serve(
+    engram: Arc<Engram>,
+    opts: UiOptions,
+    on_listening: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), HttpError> {
+    let http = HttpOptions::new(opts.addr, opts.token.clone());
+    check_options(&http)?;
+    let token = match opts.token {
+        Some(t) => t,
+        None => random_token().map_err(|source| HttpError::Bind { addr: opts.addr, source })?,
+    };
+    let listener = tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
+    let local = listener.local_addr().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
+    let listening = Listening { addr: local, token: token.clone() };
+    let state =
+        Arc::new(UiState { engram, lists: Mutex::new(Vec::new()), guard: auth::Guard::new(token, local) });
+    on_listening(&listening);
+    let limits = ConnLimits {
+        header_timeout: crate::mcp::http::DEFAULT_HEADER_TIMEOUT,
+        idle_timeout: crate::mcp::http::DEFAULT_CONNECTION_IDLE,
+        max_connections: 64,
+    };
+    http_conn::serve(listener, router(state), limits, shutdown).await;
+    Ok(())
+}
+
+/// Serves the page until SIGINT/SIGTERM (`engram ui`).
+pub async fn serve_until_signal(
+    engram: Arc<Engram>,
+    opts: UiOptions,
+    on_listening: impl FnOnce(&Listening),
+) -> Result<(), HttpError> {
+    serve(engram, opts, on_listening, crate::mcp::http::shutdown_signal()).await
+}
+
+/// Why a request failed: an operation's error, or a status with a message.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The operation refused or failed.
+    Engram(EngramError),
+    /// Anything else (a bad request body, a panic).
+    Status(axum::http::StatusCode, String),
+}
+
+impl From<EngramError> for Failure {
+    fn from(e: EngramError) -> Self {
+        Self::Engram(e)
+    }
+}
+
+impl Failure {
+    /// A 400 with a message.
+    fn bad_request(msg: impl Into<String>) -> Self {
+        Self::Status(axum::http::StatusCode::BAD_REQUEST, msg.into())
+    }
+
+    /// The HTTP status of the failure.
+    fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode as S;
+        match self {
+            Self::Status(s, _) => *s,
+            Self::Engram(e) => match e {
+                EngramError::Pack(
+                    crate::pack::PackError::NotFound { .. } | crate::pack::PackError::InvalidName { .. },
+                )
+                | EngramError::NoMatch { .. }
+                | EngramError::FileNotFound { .. } => S::NOT_FOUND,
+                EngramError::Invalid { .. }
+                | EngramError::InvalidText { .. }
+                | EngramError::BadPath { .. } => S::BAD_REQUEST,
+                EngramError::Store(crate::store::StoreError::UnknownCommit { .. }) => S::BAD_REQUEST,
+                EngramError::Secret(_) | EngramError::Refused(_) | EngramError::Ambiguous { .. } => {
+                    S::UNPROCESSABLE_ENTITY
+                }
+                EngramError::Stale { .. } | EngramError::RevertConflict { .. } => S::CONFLICT,
+                _ => S::INTERNAL_SERVER_ERROR,
+            },
+        }
+    }
+
+    /// The message shown to the person.
+    fn message(&self) -> String {
+        match self {
+            Self::Status(_, m) => m.clone(),
+            Self::Engram(e) => e.to_string(),
+        }
+    }
+}
+
+/// Runs a blocking operation off the event loop.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+) -> Result<T, Failure> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(Failure::Status(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal error: {e}"),
+        )),
+    }
+}

@@ -1,0 +1,298 @@
+//! `engram ui` through the real binary: the token, the cookie, Origin/Host checks, and the JSON
+//! API's writes (one commit each, client `web-ui`, 409 on a stale `base`).
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// A running `engram ui`, killed on drop.
+pub struct UiServer {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub authority: String,
+    /// This launch's token.
+    pub token: String,
+    /// The URL it printed.
+    pub url: String,
+}
+
+impl UiServer {
+    /// Starts `engram ui --port 0 --no-open --packs-dir …` and reads the URL it prints.
+    pub fn start(env: &TestEnv) -> Self {
+        Self::start_with(env, &[]).expect("engram ui starts")
+    }
+
+    /// The same with more arguments; `Err(stderr)` when it does not start.
+    pub fn start_with(env: &TestEnv, extra: &[&str]) -> Result<Self, String> {
+        let mut cmd = Command::new(bin());
+        cmd.args(["ui", "--port", "0", "--no-open", "--packs-dir"]).arg(&env.packs).args(extra);
+        cmd.env_clear().envs(base_env()).env("HOME", env.dir.path()).current_dir(env.dir.path());
+        if let Some(now) = &env.now {
+            cmd.env("ENGRAM_NOW", now);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let Some(url) = line.trim().strip_prefix("engram ui: ").map(str::to_owned) else {
+            let _ = child.kill();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            return Err(format!("{line}{err}"));
+        };
+        let mut stderr = child.stderr.take().ok_or("no stderr")?;
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        let rest = url.trim_start_matches("http://");
+        let (authority, token) = rest.split_once("/?token=").ok_or("no token in the URL")?;
+        Ok(Self { child, authority: authority.to_owned(), token: token.to_owned(), url })
+    }
+
+    /// One request; answers (status, head, body).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String, String) {
+        let mut s = std::net::TcpStream::connect(&self.authority).expect("connect");
+        let mut req =
+            format!("{method} {path} HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str(&format!("Host: {}\r\n", self.authority));
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).expect("send");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let text = String::from_utf8_lossy(&out).into_owned();
+        let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let (head, body) =
+            text.split_once("\r\n\r\n").map(|(h, b)| (h.to_owned(), b.to_owned())).unwrap_or_default();
+        (status, head, body)
+    }
+
+    /// A JSON API call with the bearer token; answers (status, JSON body).
+    pub fn api(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let auth = format!("Bearer {}", self.token);
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let (status, _, text) = self.request(
+            method,
+            path,
+            &[("Authorization", &auth), ("Content-Type", "application/json")],
+            &body,
+        );
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+}
+
+impl Drop for UiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The last commit's message.
+fn last_message(dir: &std::path::Path) -> String {
+    git(dir, &["log", "-1", "--format=%B"])
+}
+
+#[test]
+fn the_page_needs_the_token_and_keeps_it_in_a_strict_cookie() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    assert!(ui.url.starts_with("http://127.0.0.1:"), "{}", ui.url);
+    assert_eq!(ui.token.len(), 32, "a random 128-bit token");
+    let (status, _, _) = ui.request("GET", "/", &[], "");
+    assert_eq!(status, 401, "no token, no page");
+    let (status, _, _) = ui.request("GET", "/api/packs", &[], "");
+    assert_eq!(status, 401, "no token, no API");
+    let (status, _, _) = ui.request("GET", "/?token=0123456789abcdef0123456789abcdef", &[], "");
+    assert_eq!(status, 401, "a wrong token");
+    let (status, head, _) = ui.request("GET", &format!("/?token={}", ui.token), &[], "");
+    assert_eq!(status, 303, "{head}");
+    let head_lc = head.to_ascii_lowercase();
+    assert!(head_lc.contains("location: /\r\n"), "the token leaves the address: {head}");
+    let cookie_line =
+        head.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).expect("a cookie");
+    assert!(cookie_line.contains("HttpOnly") && cookie_line.contains("SameSite=Strict"), "{cookie_line}");
+    let cookie = cookie_line.split_once(':').unwrap().1.split(';').next().unwrap().trim().to_owned();
+    let (status, head, body) = ui.request("GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(status, 200);
+    assert!(body.contains("href=\"/p/p\""), "the pack is listed: {body}");
+    assert!(head.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"), "{head}");
+    let (status, _, _) = ui.request("GET", "/", &[("Cookie", "engram_ui_1=nope")], "");
+    assert_eq!(status, 401);
+    let (status, packs) = ui.api("GET", "/api/packs", None);
+    assert_eq!(status, 200, "a script sends the bearer token");
+    assert_eq!(packs[0]["name"], "p");
+}
+
+#[test]
+fn cross_origin_and_rebound_requests_are_refused_and_commit_nothing() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let before = commit_count(&env.pack("p"));
+    let auth = format!("Bearer {}", ui.token);
+    let body = json!({"category": "c", "summary": "intruder", "content": "intruder"}).to_string();
+    let other_port = format!("http://{}", ui.authority.replace(':', ":1"));
+    let attempts: Vec<Vec<(&str, &str)>> = vec![
+        vec![("Origin", "http://evil.example")],
+        vec![("Origin", other_port.as_str())],
+        vec![("Origin", "null")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+        vec![("Sec-Fetch-Site", "same-site")],
+        vec![("Host", "evil.example")],
+    ];
+    for extra in attempts {
+        let mut headers = vec![("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+        headers.extend(extra.iter().copied());
+        let (status, head, _) = ui.request("POST", "/api/packs/p/memories", &headers, &body);
+        assert_eq!(status, 403, "{extra:?}");
+        assert!(!head.to_ascii_lowercase().contains("access-control-allow-origin"), "{head}");
+        let (status, _, _) = ui.request("POST", "/p/p/memory", &headers, "category=c&summary=x&content=x");
+        assert_eq!(status, 403, "the form post too: {extra:?}");
+    }
+    let own = format!("http://{}", ui.authority);
+    let (status, _, _) = ui.request(
+        "POST",
+        "/api/packs/p/memories",
+        &[("Origin", own.as_str()), ("Content-Type", "application/json")],
+        &body,
+    );
+    assert_eq!(status, 401, "the page's own origin still needs the token");
+    assert_eq!(commit_count(&env.pack("p")), before, "nothing was committed");
+}
+
+#[test]
+fn api_writes_are_one_commit_each_by_web_ui_and_stale_writes_get_409() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let n0 = commit_count(&dir);
+    let (status, added) = ui.api(
+        "POST",
+        "/api/packs/p/memories",
+        Some(json!({"category": "prefs", "summary": "likes tea", "content": "The user likes green tea.", "type": "preference", "tags": ["drink"]})),
+    );
+    assert_eq!(status, 201, "{added}");
+    let id = added["id"].as_str().expect("an id").to_owned();
+    let c1 = added["commit"].as_str().expect("a commit").to_owned();
+    assert_eq!(commit_count(&dir), n0 + 1, "one commit");
+    assert_eq!(git(&dir, &["rev-parse", "HEAD"]).trim(), c1);
+    let msg = last_message(&dir);
+    assert!(msg.contains("Engram-Client: web-ui") && msg.contains("Engram-Tool: capture_memory"), "{msg}");
+
+    let (status, list) = ui.api("GET", "/api/packs/p/memories?q=GREEN&limit=5", None);
+    assert_eq!(status, 200);
+    assert_eq!(list["commit"], c1.as_str());
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["items"][0]["id"], id.as_str());
+    assert_eq!(list["items"][0]["content"], "The user likes green tea.");
+    assert_eq!(list["items"][0]["type"], "preference");
+    let (_, none) = ui.api("GET", "/api/packs/p/memories?category=other", None);
+    assert_eq!(none["total"], 0);
+
+    let (status, fixed) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{id}"),
+        Some(json!({"base": c1, "summary": "likes oolong", "content": "The user likes oolong tea."})),
+    );
+    assert_eq!(status, 200, "{fixed}");
+    assert_eq!(fixed["id"], id.as_str(), "a correction keeps the id");
+    let c2 = fixed["commit"].as_str().unwrap().to_owned();
+    assert_eq!(commit_count(&dir), n0 + 2);
+    assert!(last_message(&dir).contains("Engram-Tool: correct_memory"));
+
+    // Written from the old page (base c1): the memory changed since, so 409 with what it says now.
+    let (status, stale) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{id}"),
+        Some(json!({"base": c1, "summary": "likes coffee", "content": "The user likes coffee."})),
+    );
+    assert_eq!(status, 409, "{stale}");
+    assert_eq!(stale["code"], "conflict");
+    assert_eq!(stale["current"]["content"], "The user likes oolong tea.");
+    let (status, _) = ui.api("DELETE", &format!("/api/packs/p/memories/{id}?base={c1}"), None);
+    assert_eq!(status, 409, "a stale delete too");
+    let (status, missing) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{id}"),
+        Some(json!({"summary": "x", "content": "x"})),
+    );
+    assert_eq!(status, 400, "base is required: {missing}");
+    assert_eq!(commit_count(&dir), n0 + 2, "refused writes commit nothing");
+
+    let (status, deleted) =
+        ui.api("DELETE", &format!("/api/packs/p/memories/{id}"), Some(json!({"base": c2})));
+    assert_eq!(status, 200, "{deleted}");
+    let c3 = deleted["commit"].as_str().unwrap().to_owned();
+    assert_eq!(commit_count(&dir), n0 + 3);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 0);
+
+    let (status, history) = ui.api("GET", "/api/packs/p/history?limit=3", None);
+    assert_eq!(status, 200);
+    assert_eq!(history[0]["id"], c3.as_str());
+    assert_eq!(history[0]["client"], "web-ui");
+    assert_eq!(history[0]["tool"], "delete_memory");
+    let (status, reverted) = ui.api("POST", "/api/packs/p/revert", Some(json!({"commit": c3})));
+    assert_eq!(status, 200, "{reverted}");
+    assert_eq!(commit_count(&dir), n0 + 4);
+    assert!(last_message(&dir).contains("Engram-Tool: revert_memory"));
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["items"][0]["id"], id.as_str(), "the memory is back with its id");
+    assert_eq!(list["items"][0]["content"], "The user likes oolong tea.");
+    assert_fsck(&dir);
+}
+
+#[test]
+fn api_writes_keep_the_tools_rules() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let n0 = commit_count(&dir);
+    // Split so the repository's own secret scan does not see a credential here.
+    let key = ["ghp_", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"].concat();
+    let (status, refused) = ui.api(
+        "POST",
+        "/api/packs/p/memories",
+        Some(json!({"category": "c", "summary": "token", "content": format!("my token is {key}")})),
+    );
+    assert_eq!(status, 422, "the secret guard: {refused}");
+    let (status, bad) =
+        ui.api("POST", "/api/packs/p/memories", Some(json!({"category": "../x", "content": "x"})));
+    assert_eq!(status, 400, "{bad}");
+    assert_eq!(bad["code"], "invalid_argument");
+    let (status, _) = ui.api("GET", "/api/packs/nope/memories", None);
+    assert_eq!(status, 404);
+    let (status, _) = ui.api("POST", "/api/packs/p/memories", Some(json!({"nonsense": true})));
+    assert_eq!(status, 400);
+    assert_eq!(commit_count(&dir), n0);
+}
+
+#[test]
+fn off_loopback_needs_a_configured_token() {
+    let env = TestEnv::new();
+    let err = UiServer::start_with(&env, &["--host", "0.0.0.0"]).err().expect("refused");
+    assert!(err.contains("without a token"), "{err}");
+}
