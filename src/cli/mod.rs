@@ -140,6 +140,8 @@ enum Command {
         #[command(subcommand)]
         action: RegistryAction,
     },
+    /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
+    Ui(ui::UiArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,8 +152,6 @@ enum RegistryAction {
         #[arg(default_value = "")]
         query: String,
     },
-    /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
-    Ui(ui::UiArgs),
 }
 
 #[derive(Debug, Subcommand)]

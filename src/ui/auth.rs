@@ -11,7 +11,8 @@
 //! 4. the token must come in the cookie or as `Authorization: Bearer <token>`, else 401.
 //!
 //! Every answer carries a strict Content-Security-Policy (scripts and styles from this server
-//! only, no frames), `no-store`, `nosniff` and `no-referrer`; none carries
+//! only, no frames), `no-store`, `nosniff` and `Referrer-Policy: same-origin` (with `no-referrer`,
+//! Chrome sends `Origin: null` on the page's own form posts); none carries
 //! `Access-Control-Allow-Origin`.
 
 use std::net::SocketAddr;
@@ -93,7 +94,18 @@ fn foreign_origin(headers: &HeaderMap, host: &str) -> Option<String> {
     }
 }
 
-fn refuse(status: StatusCode, text: &str) -> Response {
+/// A refusal: a small HTML page for a browser, plain text for a script.
+fn refuse(headers: &HeaderMap, status: StatusCode, text: &str) -> Response {
+    let html =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    if html {
+        let body = format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{}</title></head><body><p role=\"alert\">{}</p></body></html>\n",
+            status.as_u16(),
+            super::html::esc(text.trim())
+        );
+        return (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
+    }
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text.to_owned()).into_response()
 }
 
@@ -122,7 +134,7 @@ pub(crate) async fn check(State(state): State<Arc<UiState>>, req: Request, next:
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     res
 }
@@ -131,17 +143,23 @@ async fn decide(guard: &Guard, req: Request, next: Next) -> Response {
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default().to_owned();
     if guard.loopback && !loopback_host(&host) {
         return refuse(
+            req.headers(),
             StatusCode::FORBIDDEN,
             "403 Forbidden: this page answers only at a loopback address (localhost, 127.0.0.1, [::1])\n",
         );
     }
     let safe = matches!(*req.method(), Method::GET | Method::HEAD);
     if !safe && let Some(why) = foreign_origin(req.headers(), &host) {
-        return refuse(StatusCode::FORBIDDEN, &format!("403 Forbidden: {why}; nothing was changed\n"));
+        return refuse(
+            req.headers(),
+            StatusCode::FORBIDDEN,
+            &format!("403 Forbidden: {why}; nothing was changed\n"),
+        );
     }
     if safe && let Some(given) = query_token(&req) {
         if !guard.matches(&given) {
             return refuse(
+                req.headers(),
                 StatusCode::UNAUTHORIZED,
                 "401 Unauthorized: the token in the address is not this server's; open the URL `engram ui` printed\n",
             );
@@ -155,6 +173,7 @@ async fn decide(guard: &Guard, req: Request, next: Next) -> Response {
     }
     if !guard.authorised(req.headers()) {
         return refuse(
+            req.headers(),
             StatusCode::UNAUTHORIZED,
             "401 Unauthorized: open the URL `engram ui` printed (it carries ?token=…), or send `Authorization: Bearer <token>`\n",
         );

@@ -3,6 +3,7 @@
 mod authoring;
 mod background_gc;
 mod blame;
+mod browser;
 mod common;
 mod compat;
 mod concurrency;
@@ -37,5 +38,6 @@ mod sync;
 mod sync_https;
 mod sync_ssh;
 mod ui;
+mod webdriver;
 mod wire;
 mod workspace_tools;
