@@ -164,11 +164,6 @@ impl Browser {
         self.cmd("POST", &format!("/element/{el}/value"), Some(json!({ "text": text })));
     }
 
-    /// Runs a script in the page and answers its value.
-    pub fn eval(&self, script: &str) -> Value {
-        self.cmd("POST", "/execute/sync", Some(json!({"script": script, "args": []})))
-    }
-
     /// Runs a script with an element as `arguments[0]` and answers its value.
     pub fn eval_on(&self, el: &str, script: &str) -> Value {
         self.cmd("POST", "/execute/sync", Some(json!({"script": script, "args": [{ ELEMENT: el }]})))
