@@ -165,7 +165,7 @@ enum HooksAction {
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, graph, personal, all
+    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, graph, personal, ui, all
     #[arg(long, default_value = "engram")]
     tools: String,
     #[command(flatten)]

@@ -22,6 +22,7 @@ mod search_tools;
 pub mod stdio;
 mod sync_tools;
 mod tool_json;
+mod ui_tools;
 mod workspace_tools;
 
 use std::sync::Arc;
@@ -60,6 +61,8 @@ pub enum Toolset {
     Graph,
     /// Profile, entity and event tools of one user.
     Personal,
+    /// `open_ui`: the local web page (`crate::ui`).
+    Ui,
 }
 
 impl Toolset {
@@ -72,6 +75,7 @@ impl Toolset {
         Self::Sync,
         Self::Graph,
         Self::Personal,
+        Self::Ui,
     ];
 
     /// The name used on the command line.
@@ -84,6 +88,7 @@ impl Toolset {
             Self::Knowledge => "knowledge",
             Self::Graph => "graph",
             Self::Personal => "personal",
+            Self::Ui => "ui",
         }
     }
 
@@ -202,6 +207,7 @@ impl EngramServer {
                 Toolset::Sync => tool_router.merge(Self::sync_tools()),
                 Toolset::Graph => tool_router.merge(graph_tools::graph_tools()),
                 Toolset::Personal => tool_router.merge(Self::personal_tools()),
+                Toolset::Ui => tool_router.merge(Self::ui_tools()),
             }
         }
         Self {

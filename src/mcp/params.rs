@@ -10,6 +10,14 @@ pub struct NameParams {
     pub name: String,
 }
 
+/// `open_ui`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OpenUiParams {
+    /// Port to listen on (127.0.0.1); 0 or absent picks a free one.
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
 /// `load_engram`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LoadParams {

@@ -296,3 +296,52 @@ fn off_loopback_needs_a_configured_token() {
     let err = UiServer::start_with(&env, &["--host", "0.0.0.0"]).err().expect("refused");
     assert!(err.contains("without a token"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_ui_starts_the_page_once_and_only_in_the_ui_toolset() {
+    let env = TestEnv::new();
+    env.init("p");
+    let default = env.client().await;
+    assert!(
+        !default.tool_names().await.expect("tools").iter().any(|t| t == "open_ui"),
+        "not in the default toolset"
+    );
+    default.close().await.expect("close");
+    let c = env.client_with(&["--tools", "all"]).await;
+    let first = c.call("open_ui", json!({})).await.expect("open_ui");
+    assert!(!first.is_error, "{}", first.text);
+    let url =
+        first.text.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")).expect("a URL").to_owned();
+    let again = c.call("open_ui", json!({"port": 0})).await.expect("open_ui again");
+    assert!(again.text.contains(&url), "the running page is found: {}", again.text);
+    let rest = url.trim_start_matches("http://");
+    let (authority, query) = rest.split_once('/').expect("a path");
+    let token = query.trim_start_matches("?token=").to_owned();
+    let ui = UiServerRef { authority: authority.to_owned(), token };
+    let (status, packs) = tokio::task::spawn_blocking(move || ui.api_get("/api/packs")).await.expect("join");
+    assert_eq!(status, 200);
+    assert_eq!(packs[0]["name"], "p");
+    c.close().await.expect("close");
+}
+
+/// A page started by `open_ui` inside a server (no child of its own).
+struct UiServerRef {
+    authority: String,
+    token: String,
+}
+
+impl UiServerRef {
+    fn api_get(&self, path: &str) -> (u16, Value) {
+        let mut s = std::net::TcpStream::connect(&self.authority).expect("connect");
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            self.authority, self.token
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+}
