@@ -131,15 +131,66 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     b.goto(&format!("{base}/p/p/memory"));
     assert!(b.body_text().contains("The user drives to work."), "the memory is back");
     assert_fsck(&dir);
+}
 
-    if let Some(out) = std::env::var_os("ENGRAM_UI_SCREENSHOTS") {
-        let out = std::path::PathBuf::from(out);
-        std::fs::create_dir_all(&out).expect("screenshot dir");
-        for lang in ["en", "zh"] {
-            for (page, path) in [("home", "/"), ("memory", "/p/p/memory"), ("history", "/p/p/history")] {
-                b.goto(&format!("{base}{path}?lang={lang}"));
-                b.screenshot(&out.join(format!("{page}-{lang}.png")));
-            }
+/// The README's screenshots (`docs/screenshots/`), taken when `ENGRAM_UI_SCREENSHOTS=<dir>`:
+/// `ENGRAM_UI_SCREENSHOTS=$PWD/docs/screenshots cargo test --test it -- browser::screenshots`.
+#[test]
+fn screenshots() {
+    let Some(out) = std::env::var_os("ENGRAM_UI_SCREENSHOTS") else { return };
+    let Some(b) = Browser::start() else { return };
+    let out = std::path::PathBuf::from(out);
+    std::fs::create_dir_all(&out).expect("screenshot dir");
+    let env = TestEnv::new();
+    env.init("coach");
+    let ui = UiServer::start(&env);
+    let memories = [
+        (
+            "preferences",
+            "preference",
+            "prefers green tea",
+            "The user prefers green tea in the afternoon, no sugar.",
+        ),
+        ("preferences", "preference", "喜欢早上跑步", "用户喜欢早上六点跑步，每次五公里。"),
+        (
+            "projects",
+            "decision",
+            "use PostgreSQL for the API",
+            "We chose PostgreSQL over MySQL for the API: JSONB and better migrations.",
+        ),
+        ("projects", "fact", "发布日期是 12 月 15 日", "新版本计划在 12 月 15 日发布，发布前一周冻结代码。"),
+        (
+            "people",
+            "fact",
+            "Alice leads the mobile team",
+            "Alice leads the mobile team since March; ask her about iOS releases.",
+        ),
+    ];
+    for (category, ty, summary, content) in memories {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/coach/memories",
+            Some(json!({"category": category, "summary": summary, "content": content, "type": ty})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let (_, list) = ui.api("GET", "/api/packs/coach/memories", None);
+    let id = list["items"][4]["id"].as_str().unwrap_or_default().to_owned();
+    let head = list["commit"].as_str().unwrap_or_default().to_owned();
+    let (status, _) = ui.api(
+        "PATCH",
+        &format!("/api/packs/coach/memories/{id}"),
+        Some(json!({"base": head, "summary": "prefers oolong tea", "content": "The user prefers oolong tea in the afternoon, no sugar."})),
+    );
+    assert_eq!(status, 200);
+    b.goto(&ui.url);
+    wait_for(WAIT, "the cookie", || (!b.url().contains("token=")).then_some(()));
+    let base = format!("http://{}", ui.authority);
+    for lang in ["en", "zh"] {
+        for (page, path) in [("home", "/"), ("memory", "/p/coach/memory"), ("history", "/p/coach/history")] {
+            b.goto(&format!("{base}{path}?lang={lang}"));
+            b.find("main");
+            b.screenshot(&out.join(format!("{page}-{lang}.png")));
         }
     }
 }

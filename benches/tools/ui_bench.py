@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Time `engram ui` answers on a 10,000-memory pack (BENCHMARKS.md, "engram ui").
+
+    cargo build --release && python3 benches/tools/ui_bench.py target/release/engram [N]
+
+Starts `engram ui --port 0 --no-open` on a new packs directory, fills pack `big` with N
+memories (default 10,000) through the JSON API (one commit each, as the page makes them), then
+times each page and API answer over one kept-alive loopback connection: the first answer after
+a commit (the memory list is read from the commit) and the median / worst of 20 repeats.
+Loopback HTTP time is an upper bound of the server's time. Standard library only.
+"""
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    binary = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    with tempfile.TemporaryDirectory() as tmp:
+        packs = os.path.join(tmp, "packs")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
+        subprocess.run([binary, "init", "big", "--packs-dir", packs], check=True, env=env, capture_output=True)
+        ui = subprocess.Popen([binary, "ui", "--port", "0", "--no-open", "--packs-dir", packs],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+        try:
+            url = ui.stdout.readline().strip().removeprefix("engram ui: ")
+            authority, token = url.removeprefix("http://").split("/?token=")
+            host, port = authority.rsplit(":", 1)
+            conn = http.client.HTTPConnection(host, int(port))
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+            def call(method, path, body=None):
+                t = time.perf_counter()
+                conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+                res = conn.getresponse()
+                data = res.read()
+                ms = (time.perf_counter() - t) * 1000
+                if res.status >= 300:
+                    raise SystemExit(f"{method} {path}: {res.status} {data[:300]!r}")
+                return ms, data
+
+            t0 = time.perf_counter()
+            cats = ["preferences", "projects", "people", "decisions", "notes", "health", "travel", "books", "work", "家庭"]
+            for i in range(n):
+                c = cats[i % len(cats)]
+                call("POST", "/api/packs/big/memories", {
+                    "category": c, "summary": f"memory {i} about {c}",
+                    "content": f"Memory number {i} in {c}: the user said something worth keeping, 第 {i} 条记忆。",
+                    "type": "fact", "tags": [f"t{i % 37}"]})
+            fill = time.perf_counter() - t0
+            print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
+            # One more write, so the next list is read from a new commit (no cache).
+            ms, data = call("POST", "/api/packs/big/memories", {"category": "work", "summary": "last", "content": "last one"})
+            print(f"| POST /api/packs/big/memories (capture, one commit) | {ms:.1f} ms |")
+            targets = [
+                ("GET /api/packs/big/memories?limit=50", "/api/packs/big/memories?limit=50"),
+                ("GET /api/packs/big/memories?q=9999&limit=50", "/api/packs/big/memories?q=9999&limit=50"),
+                ("GET /api/packs/big/memories?category=work&offset=900", "/api/packs/big/memories?category=work&offset=900"),
+                ("GET /api/packs", "/api/packs"),
+                ("GET /p/big/memory (page 1)", "/p/big/memory"),
+                ("GET /p/big/memory?page=100", "/p/big/memory?page=100"),
+                ("GET /p/big/memory?q=记忆 9998", "/p/big/memory?q=%E8%AE%B0%E5%BF%86+9998"),
+                ("GET /p/big/history (30 commits with changes)", "/p/big/history"),
+                ("GET /api/packs/big/history?limit=50", "/api/packs/big/history?limit=50"),
+                ("GET /", "/"),
+                ("GET /p/big", "/p/big"),
+            ]
+            print("| answer | first after a commit | median of 20 | worst of 20 |")
+            print("|---|---:|---:|---:|")
+            first_done = False
+            for label, path in targets:
+                first, _ = call("GET", path)
+                runs = [call("GET", path)[0] for _ in range(20)]
+                f = f"{first:.1f} ms" if not first_done else "—"
+                first_done = True
+                print(f"| `{label}` | {f} | {statistics.median(runs):.1f} ms | {max(runs):.1f} ms |")
+        finally:
+            ui.terminate()
+            ui.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
