@@ -48,6 +48,9 @@ enum Command {
     Init {
         /// Pack name (directory name)
         name: String,
+        /// Add a knowledge group with its own index (knowledge/分组示例/_index.md)
+        #[arg(long)]
+        nested: bool,
     },
     /// Install a pack from a git URL, a local path or a registry name
     Install {
@@ -135,6 +138,15 @@ enum Command {
     },
     /// Import or export the knowledge graph in the reference memory server's JSONL format
     Graph(graph::GraphArgs),
+    /// Packs, knowledge, examples and memory entries by type (plain, --json or --csv)
+    Stats {
+        /// JSON (as stats_engrams format=json)
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// CSV (as stats_engrams format=csv)
+        #[arg(long)]
+        csv: bool,
+    },
     /// The pack registry (bundled example packs, registry.local.json, ENGRAM_REGISTRY_URL)
     Registry {
         #[command(subcommand)]
@@ -165,7 +177,7 @@ enum HooksAction {
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
-    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, graph, personal, ui, all
+    /// Toolsets to expose, comma-separated: engram (default), knowledge, notes, workspace, sync, graph, personal, ui, authoring, all
     #[arg(long, default_value = "engram")]
     tools: String,
     #[command(flatten)]
@@ -247,7 +259,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", engram(&cli, false)?.list_engrams());
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Init { name }) => report(engram(&cli, false)?.init_engram(name)),
+        Some(Command::Init { name, nested }) => report(engram(&cli, false)?.init_engram(name, *nested)),
         Some(Command::Install { source }) => {
             let e = engram(&cli, false)?;
             let mut last = 0;
@@ -285,6 +297,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::BenchSearch(args)) => searchbench::run(args),
         Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
         Some(Command::Graph(args)) => graph::run(engram(&cli, false)?, args),
+        Some(Command::Stats { json, csv }) => {
+            let format = if *json {
+                "json"
+            } else if *csv {
+                "csv"
+            } else {
+                "plain"
+            };
+            print!("{}", engram(&cli, false)?.stats_engrams(format)?);
+            if !*csv {
+                println!();
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
             println!("{}", engram(&cli, false)?.search_engrams(query));
             Ok(ExitCode::SUCCESS)
@@ -307,28 +333,8 @@ fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCo
 }
 
 fn lint(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
-    let packs = engram.packs();
-    let targets: Vec<String> = match name {
-        Some(n) => vec![n.to_owned()],
-        None => packs.list().into_iter().map(|p| p.name).collect(),
-    };
-    if targets.is_empty() {
-        println!("暂无可校验 Engram。");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut errors = 0;
-    for t in targets {
-        let msgs = match packs.resolve(&t) {
-            Ok(p) => crate::lint::lint_pack(&p.dir, p.dir.parent().unwrap_or(packs.packs_dir())),
-            Err(_) => vec![crate::lint::LintMessage {
-                level: crate::lint::Level::Error,
-                file: ".".into(),
-                message: "未找到 Engram".into(),
-            }],
-        };
-        errors += msgs.iter().filter(|m| m.level == crate::lint::Level::Error).count();
-        println!("{}", crate::lint::render_report(&t, &msgs));
-    }
+    let (report, errors) = engram.lint_engrams(name, false);
+    println!("{report}");
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

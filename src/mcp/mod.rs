@@ -6,6 +6,7 @@
 //! text the model can act on.
 
 mod access;
+mod authoring_tools;
 mod call_gate;
 pub mod client;
 mod engram_tools;
@@ -63,6 +64,8 @@ pub enum Toolset {
     Personal,
     /// `open_ui`: the local web page (`crate::ui`).
     Ui,
+    /// Making and checking packs, the registry, statistics, tool traces (`authoring_tools.rs`).
+    Authoring,
 }
 
 impl Toolset {
@@ -76,6 +79,7 @@ impl Toolset {
         Self::Graph,
         Self::Personal,
         Self::Ui,
+        Self::Authoring,
     ];
 
     /// The name used on the command line.
@@ -89,6 +93,7 @@ impl Toolset {
             Self::Graph => "graph",
             Self::Personal => "personal",
             Self::Ui => "ui",
+            Self::Authoring => "authoring",
         }
     }
 
@@ -208,6 +213,7 @@ impl EngramServer {
                 Toolset::Graph => tool_router.merge(graph_tools::graph_tools()),
                 Toolset::Personal => tool_router.merge(Self::personal_tools()),
                 Toolset::Ui => tool_router.merge(Self::ui_tools()),
+                Toolset::Authoring => tool_router.merge(Self::authoring_tools()),
             }
         }
         Self {

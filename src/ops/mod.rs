@@ -5,6 +5,7 @@
 //! reference server would return. Failures are [`EngramError`]s whose
 //! messages start with the reference's text and then say what to do.
 
+mod authoring;
 mod engram;
 mod files;
 mod notes;
@@ -21,6 +22,7 @@ use chrono::{DateTime, Utc};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
+pub use authoring::{DraftRequest, FinalizeRequest, TraceRequest, create_engram_assistant};
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
 pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};

@@ -371,7 +371,7 @@ fn head(dir: &std::path::Path) -> String {
 fn fuzz_tool_arguments() {
     let root = tempfile::tempdir().expect("tempdir");
     let engram = Arc::new(engram_over(root.path()));
-    engram.init_engram("p").expect("init");
+    engram.init_engram("p", false).expect("init");
     let pack = root.path().join("p");
     let caller = Caller { tool: "fuzz".into(), client: Some("proptest".into()) };
     let arg = || prop_oneof![formatish(10), label(), Just(String::new())];

@@ -1,6 +1,7 @@
 //! Integration tests: the real `engram` binary driven over stdio by a real MCP client.
 
 mod authoring;
+mod authoring_parity;
 mod background_gc;
 mod blame;
 mod browser;

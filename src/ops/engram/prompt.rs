@@ -48,8 +48,8 @@ const RULE_7_NO_TOOL: &str = "7. 本服务器未提供 capture_tool_trace（`eng
 const RULE_8: &str = "8. engram-server 内部的关键工具（load/read/write/memory/knowledge）会自动写入 tool-trace，\n\
 \x20  但外部工具仍需你显式调用 capture_tool_trace 记录\n";
 
-/// Rule 8 without `--auto-trace` (the default: a trace would cost a commit per call).
-const RULE_8_NO_AUTO: &str = "8. engram 内部的工具不会自动写入 tool-trace（`engram serve --auto-trace` 才会）：\n\
+/// Rule 8 without automatic traces (a trace would cost a commit per call).
+const RULE_8_NO_AUTO: &str = "8. engram 内部的工具不会自动写入 tool-trace：\n\
 \x20  它们的每次写入本身就是一次 git 提交，可用 memory_history 查看\n";
 
 /// The reference's rules 9–12.

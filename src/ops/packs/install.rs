@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::ops::{Engram, EngramError, Result};
 use crate::pack::{read_meta, validate_new_name};
-use crate::store::{PackRepo, write_file_atomic};
+use crate::store::PackRepo;
 use crate::templates;
 
 /// Prefix of the directory an install clones into before renaming it into place.
@@ -250,8 +250,17 @@ impl Engram {
         Ok(format!("安装成功：{name} - {desc}{suffix}"))
     }
 
-    /// `engram init <name>`: a new pack from the bundled template.
-    pub fn init_engram(&self, name: &str) -> Result<String> {
+    /// `init_engram(name, nested)` / `engram init <name>`: a new pack from the bundled template.
+    pub fn init_engram(&self, name: &str, nested: bool) -> Result<String> {
+        let target = self.init_pack(name, nested)?;
+        let shown = target.canonicalize().unwrap_or(target);
+        Ok(format!("初始化成功：{}", shown.display()))
+    }
+
+    /// Makes pack `name` from the bundled template (with `nested`, plus a knowledge group
+    /// and its `_index.md`): built in a staging directory, renamed into place, and adopted
+    /// as the pack's first commit through the publish path. Returns its directory.
+    pub(crate) fn init_pack(&self, name: &str, nested: bool) -> Result<PathBuf> {
         if let Err(e) = validate_new_name(name) {
             let why = match e {
                 crate::pack::PackError::InvalidName { reason, .. } => format!(" ({reason})"),
@@ -263,19 +272,54 @@ impl Engram {
         if target.exists() {
             return Err(EngramError::Init(format!("初始化失败：目标目录已存在 {name}")));
         }
-        let files = templates::pack_template();
-        templates::write_files(&target, files).map_err(|e| EngramError::Init(format!("初始化失败：{e}")))?;
-        let meta_path = target.join("meta.json");
-        let meta = fs::read_to_string(&meta_path).unwrap_or_default();
-        let meta = templates::finalize_meta(&meta, name).map_err(|e| {
-            let _ = fs::remove_dir_all(&target);
-            EngramError::Init(format!("初始化失败：模板 meta.json 无法解析。{e}"))
-        })?;
-        write_file_atomic(&meta_path, meta.as_bytes(), false)?;
+        let mut files = templates::pack_template();
+        let meta = files
+            .iter()
+            .find(|(p, _)| p == "meta.json")
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned());
+        let meta = templates::finalize_meta(&meta.unwrap_or_default(), name)
+            .map_err(|e| EngramError::Init(format!("初始化失败：模板 meta.json 无法解析。{e}")))?;
+        let mut owned: Vec<(String, Vec<u8>)> =
+            files.drain(..).filter(|(p, _)| p != "meta.json").map(|(p, b)| (p, b.to_vec())).collect();
+        owned.push(("meta.json".into(), meta.into_bytes()));
+        if nested {
+            for (path, bytes) in owned.iter_mut() {
+                if path == "knowledge/_index.md" {
+                    bytes.extend_from_slice(NESTED_GROUP_LINE.as_bytes());
+                }
+            }
+            owned.push(("knowledge/分组示例/_index.md".into(), NESTED_GROUP_INDEX.as_bytes().to_vec()));
+            owned.push(("knowledge/分组示例/示例知识.md".into(), NESTED_GROUP_FILE.as_bytes().to_vec()));
+        }
+        let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let placed = write_owned(&tmp, &owned).and_then(|()| fs::rename(&tmp, &target));
+        if let Err(e) = placed {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(EngramError::Init(format!("初始化失败：{e}")));
+        }
         self.repo(&target)?;
-        let shown = target.canonicalize().unwrap_or(target);
-        Ok(format!("初始化成功：{}", shown.display()))
+        Ok(target)
     }
+}
+
+/// What `nested` adds to the template's knowledge index (the reference's group entry).
+const NESTED_GROUP_LINE: &str = "\n### 分组目录\n- `knowledge/分组示例/_index.md` - 分组索引入口。\n  → 详见 knowledge/分组示例/_index.md\n";
+/// The group's own index.
+const NESTED_GROUP_INDEX: &str = "## 分组示例索引\n\n- `knowledge/分组示例/示例知识.md` - 分组内知识样例。\n";
+/// The group's sample file (the reference's text).
+const NESTED_GROUP_FILE: &str = "# 示例知识\n\n在这里沉淀该分组下的系统性知识。";
+
+/// Writes files (pack-relative paths) under `dir`.
+fn write_owned(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(path, bytes)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
