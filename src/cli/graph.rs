@@ -23,7 +23,8 @@ pub(super) struct StructuredArgs {
 }
 
 impl StructuredArgs {
-    fn config(&self) -> StructuredConfig {
+    /// The graph pack, user and reference file these arguments name.
+    pub(super) fn config(&self) -> StructuredConfig {
         StructuredConfig {
             pack: self.graph_pack.clone(),
             user: self.user.clone(),

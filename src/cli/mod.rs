@@ -199,6 +199,10 @@ struct ServeArgs {
     /// Bearer token HTTP clients must send; required when --http is not a loopback address
     #[arg(long, env = crate::settings::ENV_AUTH_TOKEN, hide_env_values = true, requires = "http")]
     auth_token: Option<String>,
+    /// HTTP: one token per user, lines `token user [read-only]` (mode 600; re-read on SIGHUP).
+    /// The personal, graph and notes tools act on the token's user's own packs
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "auth_token")]
+    users_file: Option<std::path::PathBuf>,
     /// HTTP: end an MCP session after SECS without a request
     #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_SESSION_IDLE.as_secs())]
     session_idle_timeout: u64,
@@ -364,6 +368,14 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.read_only {
         server = server.read_only();
     }
+    let users = match &args.users_file {
+        Some(path) => {
+            let file = crate::mcp::users::UsersFile::open(path)?;
+            server = server.with_users(args.structured.config());
+            Some(Arc::new(file))
+        }
+        None => None,
+    };
     if args.sync_on_start || args.sync_interval.is_some() {
         let interval = args.sync_interval.filter(|s| *s > 0).map(std::time::Duration::from_secs);
         let worker = crate::ops::SyncWorker::start(engram, args.sync_on_start, interval);
@@ -381,6 +393,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         None => runtime.block_on(server.serve_stdio())?,
         Some(addr) => {
             let mut opts = crate::mcp::http::HttpOptions::new(addr, args.auth_token.clone());
+            opts.users = users;
             let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
             opts.session_idle = secs(args.session_idle_timeout);
             opts.max_sessions = args.max_sessions.max(1);

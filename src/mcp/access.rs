@@ -15,7 +15,7 @@ impl EngramServer {
             .tool_router
             .list_all()
             .into_iter()
-            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
+            .filter(|t| !is_reading(t))
             .map(|t| t.name.to_string())
             .collect();
         let router = std::sync::Arc::make_mut(&mut self.tool_router);
@@ -24,4 +24,10 @@ impl EngramServer {
         }
         self
     }
+}
+
+/// Whether a tool is annotated as one that only reads (the rule of `--read-only` and of
+/// read-only tokens).
+pub(super) fn is_reading(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)
 }

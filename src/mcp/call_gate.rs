@@ -26,7 +26,22 @@ impl EngramServer {
             return Ok(self.refusal(&request.name, e).into());
         }
         let name = request.name.clone();
-        let response = self.tool_router.call(ToolCallContext::new(self, request, context)).await?;
+        let identity = super::identity(&context);
+        if let Some(id) = &identity
+            && id.read_only
+            && !self.tool_router.list_all().iter().any(|t| t.name == name && super::access::is_reading(t))
+        {
+            let e = EngramError::Invalid {
+                field: "tool",
+                reason: format!("the token of {} is read-only: {name} is not a reading tool", id.user),
+            };
+            return Ok(self.refusal(&name, e).into());
+        }
+        let server = match self.scoped(identity.as_ref(), Some(&name)) {
+            Ok(s) => s,
+            Err(e) => return Ok(self.refusal(&name, e).into()),
+        };
+        let response = server.tool_router.call(ToolCallContext::new(&server, request, context)).await?;
         Ok(match response {
             CallToolResponse::Complete(result) => bound_answer(&name, result).into(),
             other => other,

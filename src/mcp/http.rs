@@ -15,7 +15,12 @@
 //!   without one;
 //! - when a token is set, every request without `Authorization: Bearer <token>`
 //!   gets 401 before it reaches MCP, so it never touches a pack. Tokens are
-//!   compared in constant time; the scheme name is case-insensitive (RFC 9110).
+//!   compared in constant time; the scheme name is case-insensitive (RFC 9110);
+//! - with `--users-file`, each token is a user's (`users.rs`): the request carries its
+//!   [`Identity`] to the tools; SIGHUP re-reads the file without dropping sessions.
+//!
+//! `GET /healthz` answers `ok` without a token (for load balancers and container
+//! health checks); it reads nothing.
 //!
 //! What a client may hold: sessions end after `--session-idle-timeout` without a
 //! request and at most `--max-sessions` live (`http_sessions.rs`); connections
@@ -35,9 +40,12 @@ use subtle::ConstantTimeEq as _;
 use super::EngramServer;
 use super::http_conn::{self, ConnLimits};
 use super::http_sessions::BoundedSessions;
+use super::users::{Identity, UsersFile};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+/// The health check: `200 ok`, no token needed, nothing read.
+pub const HEALTH_PATH: &str = "/healthz";
 
 /// Browser origins accepted when bound to loopback (any port).
 const LOOPBACK_ORIGINS: &[&str] = &[
@@ -65,8 +73,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 pub struct HttpOptions {
     /// Address to bind (port 0 picks a free port; the chosen one is logged).
     pub addr: SocketAddr,
-    /// Bearer token every request must carry; required off loopback.
+    /// Bearer token every request must carry; required off loopback (unless `users`).
     pub auth_token: Option<String>,
+    /// The users file: each request's token names its user (instead of `auth_token`).
+    pub users: Option<Arc<UsersFile>>,
     /// An MCP session ends after this long without a request.
     pub session_idle: Duration,
     /// Most live MCP sessions; one more closes the one idle longest.
@@ -81,6 +91,7 @@ impl HttpOptions {
         Self {
             addr,
             auth_token,
+            users: None,
             session_idle: DEFAULT_SESSION_IDLE,
             max_sessions: DEFAULT_MAX_SESSIONS,
             connections: ConnLimits {
@@ -123,41 +134,75 @@ pub fn check_options(opts: &HttpOptions) -> Result<(), HttpError> {
     {
         return Err(HttpError::WeakToken);
     }
-    if !opts.addr.ip().is_loopback() && opts.auth_token.is_none() {
+    if !opts.addr.ip().is_loopback() && opts.auth_token.is_none() && opts.users.is_none() {
         return Err(HttpError::TokenRequired { addr: opts.addr });
     }
     Ok(())
 }
 
+/// The credentials of an `Authorization: Bearer <credentials>` value (the scheme name
+/// is case-insensitive, RFC 9110 §11.1).
+pub(super) fn bearer_value(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, given) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case(b"Bearer ").then(|| given.trim_ascii_start())
+}
+
 /// Constant-time check of an `Authorization` header value against the token.
 pub fn bearer_matches(header_value: Option<&[u8]>, token: &str) -> bool {
-    let Some(value) = header_value else { return false };
-    // `Bearer`, `bearer`, `BEARER`…: auth schemes are case-insensitive (RFC 9110 §11.1).
-    let Some((scheme, given)) = value.split_at_checked(7) else { return false };
-    if !scheme.eq_ignore_ascii_case(b"Bearer ") {
-        return false;
-    }
-    let given = given.trim_ascii_start();
+    let Some(given) = header_value.and_then(bearer_value) else { return false };
     // `ct_eq` on slices of different lengths returns false without comparing
     // bytes: only the token's length can leak, not its content.
     bool::from(given.ct_eq(token.as_bytes()))
 }
 
-async fn require_token(State(token): State<Arc<Option<String>>>, req: Request, next: Next) -> Response {
-    if let Some(expected) = token.as_deref() {
-        let given = req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
-        if !bearer_matches(given, expected) {
-            let mut res = (
-                StatusCode::UNAUTHORIZED,
-                "401 Unauthorized: send `Authorization: Bearer <token>` (the server's --auth-token)\n",
-            )
-                .into_response();
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"engram\""));
-            return res;
-        }
+/// Who may call: anyone (loopback, no token), the holder of one token, or the users of a file.
+enum Auth {
+    Open,
+    Token(String),
+    Users(Arc<UsersFile>),
+}
+
+async fn require_token(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
+    let given = req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+    let allowed = match auth.as_ref() {
+        Auth::Open => true,
+        Auth::Token(expected) => bearer_matches(given, expected),
+        Auth::Users(file) => match file.current().authenticate(given).cloned() {
+            Some(identity) => {
+                req.extensions_mut().insert::<Identity>(identity);
+                true
+            }
+            None => false,
+        },
+    };
+    if !allowed {
+        let mut res = (
+            StatusCode::UNAUTHORIZED,
+            "401 Unauthorized: send `Authorization: Bearer <token>` (the server's --auth-token, or a token of its --users-file)\n",
+        )
+            .into_response();
+        res.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"engram\""));
+        return res;
     }
     next.run(req).await
+}
+
+/// Re-reads the users file on every SIGHUP; a file that fails keeps the previous tokens.
+fn reload_users_on_hangup(file: Arc<UsersFile>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else { return };
+        while hup.recv().await.is_some() {
+            match file.reload() {
+                Ok(n) => eprintln!("engram: re-read {} ({n} tokens)", file.path().display()),
+                Err(e) => eprintln!("engram: {e} — the previous tokens stay in force"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = file;
 }
 
 /// Words rmcp's bare 404 for a request naming a session that ended.
@@ -195,16 +240,25 @@ impl EngramServer {
         let sessions = Arc::new(BoundedSessions::new(opts.session_idle, opts.max_sessions));
         let service: StreamableHttpService<EngramServer, BoundedSessions> =
             StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
-        let token = Arc::new(opts.auth_token.clone());
+        let auth = Arc::new(match (&opts.users, &opts.auth_token) {
+            (Some(users), _) => {
+                reload_users_on_hangup(users.clone());
+                Auth::Users(users.clone())
+            }
+            (None, Some(token)) => Auth::Token(token.clone()),
+            (None, None) => Auth::Open,
+        });
         let note = Arc::new(format!(
             "404 Not Found: session expired or unknown: a session ends after {} s without a request, and the one idle longest is closed when {} are open. Send initialize again to start a new session.\n",
             opts.session_idle.as_secs(),
             opts.max_sessions
         ));
-        let router = axum::Router::new()
+        let mcp = axum::Router::new()
             .nest_service(MCP_PATH, service)
             .layer(axum::middleware::from_fn_with_state(note, explain_ended_sessions))
-            .layer(axum::middleware::from_fn_with_state(token, require_token));
+            .layer(axum::middleware::from_fn_with_state(auth, require_token));
+        let router =
+            axum::Router::new().route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" })).merge(mcp);
         let listener = tokio::net::TcpListener::bind(opts.addr)
             .await
             .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;

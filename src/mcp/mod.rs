@@ -24,6 +24,7 @@ pub mod stdio;
 mod sync_tools;
 mod tool_json;
 mod ui_tools;
+pub mod users;
 mod workspace_tools;
 
 use std::sync::Arc;
@@ -139,6 +140,8 @@ pub struct EngramServer {
     after_call: Option<Arc<dyn Fn() + Send + Sync>>,
     structured: Option<Arc<Structured>>,
     toolsets: Vec<Toolset>,
+    /// With `--users-file`: each user's own server for the personal, graph and notes tools.
+    users: Option<Arc<users::UserScopes>>,
 }
 
 /// Why a tool call failed: the tool's own error, or its task died (a panic).
@@ -223,6 +226,26 @@ impl EngramServer {
             after_call: None,
             structured,
             toolsets: toolsets.to_vec(),
+            users: None,
+        }
+    }
+
+    /// Serves many users (`--users-file`): the personal, graph and notes tools of a request
+    /// act on the packs of its token's user (`users.rs`); `structured` names the graph
+    /// pack (its `user` is replaced by each token's).
+    pub fn with_users(mut self, structured: crate::ops::StructuredConfig) -> Self {
+        self.users = Some(Arc::new(users::UserScopes::new(&self, structured)));
+        self
+    }
+
+    /// The server a request runs on: for a user's token and one of the user's own tools,
+    /// that user's server; otherwise this one.
+    fn scoped(&self, identity: Option<&users::Identity>, tool: Option<&str>) -> Result<Self, EngramError> {
+        match (&self.users, identity) {
+            (Some(scopes), Some(id)) if tool.is_none_or(|t| scopes.is_own_tool(t)) => {
+                scopes.server_for(&id.user, self)
+            }
+            _ => Ok(self.clone()),
         }
     }
 
@@ -382,10 +405,13 @@ impl ServerHandler for EngramServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // rmcp lists by name; the graph tools keep the reference's order (after the others).
         let mut tools = self.tool_router.list_all();
+        if identity(&context).is_some_and(|id| id.read_only) {
+            tools.retain(access::is_reading);
+        }
         let rank = |name: &str| crate::graph::TOOL_NAMES.iter().position(|n| *n == name).map_or(0, |i| i + 1);
         tools.sort_by_key(|t| rank(&t.name));
         Ok(ListToolsResult::with_all_items(tools))
@@ -402,9 +428,12 @@ impl ServerHandler for EngramServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(&self.toolsets, self.structured.clone(), request.uri).await.map(Into::into)
+        let server = self
+            .scoped(identity(&context).as_ref(), None)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        resources::read(&server.toolsets, server.structured.clone(), request.uri).await.map(Into::into)
     }
 
     async fn get_prompt(
@@ -424,6 +453,11 @@ impl ServerHandler for EngramServer {
             .with_description(crate::ops::SYSTEM_PROMPT_DESCRIPTION)
             .into())
     }
+}
+
+/// The user of an HTTP request's token (`--users-file`), when there is one.
+fn identity(context: &RequestContext<RoleServer>) -> Option<users::Identity> {
+    context.extensions.get::<axum::http::request::Parts>()?.extensions.get::<users::Identity>().cloned()
 }
 
 /// Router type used by the toolsets (kept for the other toolset modules).

@@ -19,6 +19,7 @@ mod history;
 mod history_cli;
 mod http;
 mod http_limits;
+mod http_users;
 mod invariants;
 mod limits;
 mod lint;
