@@ -108,7 +108,7 @@ impl HttpOptions {
 pub enum HttpError {
     /// A non-loopback address without a token.
     #[error(
-        "refusing to serve on {addr} without a token: any address other than loopback (127.0.0.1, ::1) requires --auth-token or ENGRAM_AUTH_TOKEN"
+        "refusing to serve on {addr} without a token: any address other than loopback (127.0.0.1, ::1) requires --auth-token, ENGRAM_AUTH_TOKEN or --users-file"
     )]
     TokenRequired {
         /// The address asked for.
