@@ -3,7 +3,10 @@
 //! into one pack per client.
 //!
 //! `cargo bench --bench reliability` (optional: `ENGRAM_BENCH_WRITES=<captures per client>`).
-//! Prints markdown tables for BENCHMARKS.md.
+//! `cargo bench --bench reliability -- team` runs only the team load instead: 5 users × 10
+//! HTTP clients (`--users-file`) writing into two shared packs for `ENGRAM_BENCH_SECS`
+//! (default 60) seconds; every acknowledged write is looked for afterwards and both packs
+//! are fsck'd. Prints markdown tables for BENCHMARKS.md.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -38,11 +41,16 @@ impl Drop for Server {
 }
 
 fn http_server(packs: &Path, home: &Path) -> Server {
+    http_server_with(packs, home, &[])
+}
+
+fn http_server_with(packs: &Path, home: &Path, extra: &[&str]) -> Server {
     let mut child = Command::new(bin())
         .env_clear()
         .envs(engram::settings::child_env())
         .args(["serve", "--http", "127.0.0.1:0", "--packs-dir"])
         .arg(packs)
+        .args(extra)
         .env("HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -173,6 +181,124 @@ async fn http_throughput(clients: usize, separate: bool, per_client: usize) -> R
     }
 }
 
+/// What the team load measured.
+struct TeamRow {
+    clients: usize,
+    writes: usize,
+    errors: usize,
+    per_sec: f64,
+    p50: Duration,
+    p95: Duration,
+    lost: usize,
+    fsck_clean: bool,
+}
+
+/// `users` × `per_user` clients, each with its user's token, capturing into two shared packs
+/// until `secs` have passed. Afterwards every acknowledged write's summary must be in its
+/// pack's memory files, and `git fsck --strict` must pass on both packs.
+async fn team_load(users: usize, per_user: usize, secs: u64) -> TeamRow {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let packs = dir.path().join("packs");
+    let names = ["team-a", "team-b"];
+    for n in names {
+        init(&packs, n);
+    }
+    let tokens: Vec<String> = (0..users).map(|u| format!("user{u}-token-0123456789abcdef")).collect();
+    let file = dir.path().join("users");
+    let text: String = tokens.iter().enumerate().map(|(u, t)| format!("{t} user{u}\n")).collect();
+    std::fs::write(&file, text).expect("users file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let file_s = file.display().to_string();
+    let server = http_server_with(&packs, dir.path(), &["--users-file", &file_s, "--tools", "engram"]);
+    let mut conns = Vec::new();
+    for (u, token) in tokens.iter().enumerate() {
+        for k in 0..per_user {
+            let c = McpClient::connect_http(&server.1, Some(token)).await.expect("connect");
+            conns.push((c, format!("u{u}c{k}")));
+        }
+    }
+    let clients = conns.len();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(secs);
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, (c, tag))| {
+            tokio::spawn(async move {
+                let (mut lat, mut acked, mut errors) = (Vec::new(), Vec::new(), 0usize);
+                let mut n = 0usize;
+                while Instant::now() < deadline {
+                    let pack = names[(i + n) % 2];
+                    let summary = format!("bench-{tag}-w{n}");
+                    let t = Instant::now();
+                    let r = c
+                        .call(
+                            "capture_memory",
+                            json!({"name": pack, "category": format!("c{}", n % 4), "content": format!("{summary}: a fact"), "summary": summary}),
+                        )
+                        .await;
+                    match r {
+                        Ok(r) if !r.is_error => {
+                            lat.push(t.elapsed());
+                            acked.push((pack, summary));
+                        }
+                        _ => errors += 1,
+                    }
+                    n += 1;
+                }
+                let _ = c.close().await;
+                (lat, acked, errors)
+            })
+        })
+        .collect();
+    let (mut all, mut acked, mut errors) = (Vec::new(), Vec::new(), 0);
+    for t in tasks {
+        let (l, a, e) = t.await.expect("task");
+        all.extend(l);
+        acked.extend(a);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    drop(server);
+    all.sort();
+    let mut lost = 0;
+    let mut fsck_clean = true;
+    for pack in names {
+        let dir = packs.join(pack);
+        let mut found = std::collections::HashSet::new();
+        let mut stack = vec![dir.join("memory")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if let Ok(text) = std::fs::read_to_string(&p) {
+                    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+                        if word.starts_with("bench-") {
+                            found.insert(word.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        lost += acked.iter().filter(|(p, s)| *p == pack && !found.contains(s)).count();
+        let fsck =
+            Command::new("git").arg("-C").arg(&dir).args(["fsck", "--strict", "--no-progress"]).output();
+        fsck_clean &= fsck.is_ok_and(|o| o.status.success());
+    }
+    TeamRow {
+        clients,
+        writes: all.len(),
+        errors,
+        per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&all, 0.5),
+        p95: percentile(&all, 0.95),
+        lost,
+        fsck_clean,
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful: run only under bench.
     if !std::env::args().any(|a| a == "--bench") {
@@ -182,6 +308,25 @@ fn main() {
     let n: usize = std::env::var("ENGRAM_BENCH_WRITES").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
+    if std::env::args().any(|a| a == "team") {
+        let secs: u64 = std::env::var("ENGRAM_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+        let r = rt.block_on(team_load(5, 10, secs));
+        println!("### team load: 5 users × 10 HTTP clients, two shared packs, {secs} s\n");
+        println!("| clients | writes | errors | writes/s | p50 (ms) | p95 (ms) | lost writes | fsck |");
+        println!("|---|---|---|---|---|---|---|---|");
+        println!(
+            "| {} | {} | {} | {:.0} | {} | {} | {} | {} |",
+            r.clients,
+            r.writes,
+            r.errors,
+            r.per_sec,
+            ms(r.p50),
+            ms(r.p95),
+            r.lost,
+            if r.fsck_clean { "clean" } else { "FAILED" }
+        );
+        return;
+    }
     rt.block_on(async {
         let (plain, durable) = durable_cost(n.max(50)).await;
         println!("### fsync cost (stdio, one writer, {} captures each)\n", n.max(50));
