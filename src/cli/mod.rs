@@ -147,6 +147,11 @@ enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Knowledge documents of a pack
+    Knowledge {
+        #[command(subcommand)]
+        action: KnowledgeAction,
+    },
     /// The pack registry (bundled example packs, registry.local.json, ENGRAM_REGISTRY_URL)
     Registry {
         #[command(subcommand)]
@@ -154,6 +159,20 @@ enum Command {
     },
     /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
     Ui(ui::UiArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum KnowledgeAction {
+    /// Import a Markdown document as chapters: knowledge/<doc>/NN-<chapter>.md, a chapter index and one line in knowledge/_index.md (one commit)
+    Import {
+        /// Pack name
+        pack: String,
+        /// The Markdown (or text) file
+        file: PathBuf,
+        /// The document's title (default: the file name)
+        #[arg(long)]
+        title: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -314,6 +333,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!();
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Knowledge { action: KnowledgeAction::Import { pack, file, title } }) => {
+            let text =
+                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            let title = title.clone().unwrap_or_else(|| {
+                file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+            });
+            let caller =
+                crate::ops::Caller { tool: "knowledge-import".into(), client: Some("engram-cli".into()) };
+            let res = engram(&cli, false)?.import_knowledge(pack, &title, None, &text, &caller).map(
+                |(index, n, c)| {
+                    let id = c.map(|c| format!("\ncommit: {c}")).unwrap_or_default();
+                    format!("已导入知识: {index} — {n} 章 / chapters{id}")
+                },
+            );
+            report(res)
         }
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
             println!("{}", engram(&cli, false)?.search_engrams(query));

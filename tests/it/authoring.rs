@@ -364,3 +364,118 @@ async fn tool_traces_init_lint_stats_and_the_prompt_of_the_authoring_toolset() {
     assert_eq!(c.tool_names().await.expect("tools").len(), 24);
     c.close().await.expect("close");
 }
+
+/// A ~30 KB Markdown document: a title and 8 chapters, Chinese and English.
+fn eight_chapter_doc() -> String {
+    let mut doc = String::from("# 训练手册 Training Handbook\n\n这本手册汇总了训练方法。\n\n");
+    for i in 1..=8 {
+        let title = if i % 2 == 0 {
+            format!("Chapter {i}: Recovery and load")
+        } else {
+            format!("第{i}章 力量训练基础")
+        };
+        doc.push_str(&format!("## {title}\n\n"));
+        for p in 0..8 {
+            doc.push_str(&format!("第{i}章第{p}段：循序渐进地增加负荷，注意动作质量与恢复。Progressive overload needs good form and sleep. "));
+            doc.push_str(&"每周记录训练量，评估疲劳。Track weekly volume. ".repeat(6));
+            doc.push_str("\n\n");
+        }
+    }
+    doc
+}
+
+#[tokio::test]
+async fn a_large_document_imports_as_chapters_in_one_commit() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let dir = env.pack("coach");
+    let c = env.client().await;
+    let before = ok(&c, "load_engram", serde_json::json!({"name": "coach", "query": "训练"})).await;
+    let doc = eight_chapter_doc();
+    assert!((28_000..34_000).contains(&doc.len()), "{}", doc.len());
+    let file = env.dir.path().join("handbook.md");
+    std::fs::write(&file, &doc).expect("write");
+    let commits = commit_count(&dir);
+    let out = env.cli(&[
+        "knowledge",
+        "import",
+        "coach",
+        &file.display().to_string(),
+        "--title",
+        "训练手册 Handbook",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .starts_with("已导入知识: knowledge/训练手册-Handbook/_index.md — 8 章")
+    );
+    assert_eq!(commit_count(&dir), commits + 1, "exactly one commit");
+    let group = dir.join("knowledge/训练手册-Handbook");
+    let mut chapters: Vec<String> = std::fs::read_dir(&group)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "_index.md")
+        .collect();
+    chapters.sort();
+    assert_eq!(chapters.len(), 8, "{chapters:?}");
+    assert_eq!(chapters[0], "01-第1章-力量训练基础.md");
+    assert_eq!(chapters[1], "02-Chapter-2-Recovery-and-load.md");
+    let index = std::fs::read_to_string(group.join("_index.md")).expect("chapter index");
+    assert_eq!(
+        index.lines().filter(|l| l.starts_with("- `knowledge/训练手册-Handbook/")).count(),
+        8,
+        "{index}"
+    );
+    let root = env.read("coach", "knowledge/_index.md");
+    assert!(
+        root.contains("- `knowledge/训练手册-Handbook/_index.md` - 训练手册 Handbook（8 章 / chapters）"),
+        "{root}"
+    );
+    let first = std::fs::read_to_string(group.join(&chapters[0])).expect("chapter");
+    assert!(first.starts_with("# 训练手册 Training Handbook"), "the title stays with chapter 1");
+    let out = env.cli(&["lint", "coach"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "coach: 0 errors, 0 warnings");
+    let after = ok(&c, "load_engram", serde_json::json!({"name": "coach", "query": "训练"})).await;
+    let line = "- `knowledge/训练手册-Handbook/_index.md` - 训练手册 Handbook（8 章 / chapters）\n";
+    assert!(
+        after.len() <= before.len() + line.len(),
+        "load grew by more than one line: {} → {}",
+        before.len(),
+        after.len()
+    );
+    assert_eq!(after.lines().count(), before.lines().count() + 1);
+
+    // A chapter index that names a missing chapter is a lint error.
+    std::fs::remove_file(group.join(&chapters[7])).expect("rm");
+    let out = env.cli(&["lint", "coach"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("[error] knowledge/训练手册-Handbook/_index.md: 索引引用文件不存在")
+    );
+    git(&dir, &["checkout", "--", &format!("knowledge/训练手册-Handbook/{}", chapters[7])]);
+
+    // add_knowledge with a large document without headings: split by size, one commit.
+    let plain: String = (0..40)
+        .map(|i| format!("第{i}段。没有标题的长文档 plain text without headings. {}\n\n", "内容".repeat(200)))
+        .collect();
+    let commits = commit_count(&dir);
+    let text = ok(
+        &c,
+        "add_knowledge",
+        serde_json::json!({"name": "coach", "filename": "notes", "content": plain, "summary": "长笔记"}),
+    )
+    .await;
+    assert!(
+        text.starts_with("已添加知识: knowledge/notes/_index.md — 长笔记\n(文档超过 16 KB，已按章节拆分为"),
+        "{text}"
+    );
+    assert_eq!(commit_count(&dir), commits + 1);
+    let parts = std::fs::read_dir(dir.join("knowledge/notes")).expect("dir").count() - 1;
+    assert!(parts >= 3, "{parts}");
+    let joined: String = (1..=parts).map(|_| String::new()).collect::<String>();
+    assert!(joined.is_empty());
+    c.close().await.expect("close");
+}

@@ -114,6 +114,16 @@ impl Engram {
             })?;
         limits::check_size("content", content)?;
         let summary = crate::memory::single_line(summary);
+        if content.len() > super::chapters::SPLIT_BYTES {
+            // A large document becomes chapters with their own index (one commit).
+            let stem = with_ext.rsplit('/').next().unwrap_or(&with_ext).trim_end_matches(".md").to_owned();
+            let (index, n, commit) = self.import_knowledge(name, &stem, Some(&summary), content, caller)?;
+            let id = commit.map(|c| format!("\ncommit: {c}")).unwrap_or_default();
+            return Ok(format!(
+                "已添加知识: {index} — {summary}\n(文档超过 {} KB，已按章节拆分为 {n} 个文件 / split into {n} chapters){id}",
+                super::chapters::SPLIT_BYTES / 1024
+            ));
+        }
         let pack = self.resolve(name)?;
         let target = target_path.as_str().to_owned();
         self.check_target_in_tree(&pack.dir, &target_path, &target)?;

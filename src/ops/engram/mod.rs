@@ -2,6 +2,7 @@
 //! pack, capture and correct memories, knowledge files, search, history and
 //! undo, the system prompt and the hook texts.
 
+pub(super) mod chapters;
 pub(super) mod history;
 pub(super) mod hooks;
 pub(super) mod knowledge;
