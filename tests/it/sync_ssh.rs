@@ -226,3 +226,79 @@ fn a_changed_or_unknown_host_key_or_a_wrong_user_key_is_refused() {
         head(&env.pack("coach"))
     );
 }
+
+/// An `ssh-agent` on a socket in a temporary directory, killed on drop.
+struct Agent {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    /// Starts an agent holding `key`.
+    fn with_key(key: &Path) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("agent.sock");
+        let mut child = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start ssh-agent");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("ssh-agent exited: {status}");
+            }
+            assert!(Instant::now() < deadline, "ssh-agent did not start");
+            std::thread::yield_now();
+        }
+        let out = Command::new("ssh-add").arg(key).env("SSH_AUTH_SOCK", &socket).output().expect("ssh-add");
+        assert!(out.status.success(), "ssh-add: {}", String::from_utf8_lossy(&out.stderr));
+        Self { child, socket, _dir: dir }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_ssh_agent_is_used_when_no_key_file_is_set() {
+    let Some(server) = SshServer::start() else { return };
+    let agent = Agent::with_key(&server.user_key());
+    // No ENGRAM_SSH_KEY and no ~/.ssh/id_*: only the agent holds the key.
+    let mut env = device("laptop");
+    env.vars.push(("SSH_AUTH_SOCK".into(), agent.socket.display().to_string()));
+    put_ssh_file(&env, "known_hosts", server.known_hosts_line().as_bytes());
+    env.init("coach");
+    let url = server.bare("coach", &branch(&env.pack("coach")));
+    run_ok(&env, &["remote", "add", "coach", &url]);
+    let out = run_ok(&env, &["sync", "coach"]);
+    assert!(out.contains("pushed"), "{out}");
+    assert_eq!(
+        git(&server.repo("coach"), &["rev-parse", &branch(&env.pack("coach"))]).trim(),
+        head(&env.pack("coach"))
+    );
+    // Without the agent the same device has no key at all.
+    env.vars.clear();
+    assert_refused_after_push(&env, &["needs a key"]);
+}
+
+/// A sync that fails and leaves HEAD where it was.
+fn assert_refused_after_push(env: &TestEnv, wanted: &[&str]) {
+    let before = head(&env.pack("coach"));
+    let out = env.cli(&["sync", "coach"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    for w in wanted {
+        assert!(t.contains(w), "{w:?} missing:\n{t}");
+    }
+    assert_eq!(head(&env.pack("coach")), before);
+}
