@@ -96,9 +96,11 @@ impl HttpsServer {
 
         let socket = d.join("fcgi.sock");
         let fcgi_log = d.join("fcgiwrap.log");
+        // One process (`-c 1`: no preforked workers that would outlive a kill); it runs one
+        // git http-backend at a time, enough for devices that sync one after another.
         let mut fcgi = Command::new(fcgiwrap)
             .arg("-c")
-            .arg("2")
+            .arg("1")
             .arg("-s")
             .arg(format!("unix:{}", socket.display()))
             .stdin(Stdio::null())
