@@ -114,6 +114,18 @@ const TEXTS: &[(&str, &str, &str)] = &[
     ("main_nav", "主导航", "Main navigation"),
     ("page_nav", "翻页", "Pages"),
     ("expires", "过期", "Expires"),
+    ("read_only_view", "只读：记忆包在提交", "Read only: the pack as of commit"),
+    ("to_current", "回到当前", "back to the current memories"),
+    ("view_as_of", "查看此时的记忆", "View the memories as of this commit"),
+    ("undo_last", "撤销最近的工具提交", "Undo the last tool commits"),
+    ("how_many", "提交数", "How many"),
+    ("sync", "同步", "Sync"),
+    ("sync_now", "立即同步", "Sync now"),
+    (
+        "no_remote",
+        "没有配置远端（engram remote add <包> <地址>）。",
+        "No remote (engram remote add <pack> <url>).",
+    ),
 ];
 
 /// Escapes text for HTML content and attribute values.
@@ -139,7 +151,7 @@ pub(crate) fn url(s: &str) -> String {
 
 /// A whole page: the frame (language, navigation, switch) around `body`.
 pub(crate) fn page(lang: Lang, title: &str, pack: Option<&str>, here: &str, body: &str) -> String {
-    let mut nav = format!("<a href=\"/\">{}</a>", lang.t("packs"));
+    let mut nav = format!("<a href=\"/\">{}</a> · <a href=\"/sync\">{}</a>", lang.t("packs"), lang.t("sync"));
     if let Some(p) = pack {
         let u = url(p);
         nav.push_str(&format!(

@@ -15,9 +15,11 @@
 //!
 //! - `api.rs` — the JSON API under `/api/`;
 //! - `pages.rs` — the server-rendered pages and their form posts;
+//! - `actions.rs` — "undo the last n" and the `/sync` page;
 //! - `html.rs` — escaping, the page frame, the interface texts (Chinese and English);
 //! - `assets/` — the stylesheet and script, embedded in the binary.
 
+mod actions;
 mod api;
 mod auth;
 mod html;
@@ -154,6 +156,9 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/p/{pack}/memory/{id}/delete", post(pages::memory_delete))
         .route("/p/{pack}/history", get(pages::history))
         .route("/p/{pack}/revert", post(pages::revert))
+        .route("/p/{pack}/undo", post(actions::undo))
+        .route("/sync", get(actions::sync_page))
+        .route("/sync/{pack}", post(actions::sync_now))
         .route("/api/packs", get(api::packs))
         .route("/api/packs/{pack}/memories", get(api::list).post(api::add))
         .route("/api/packs/{pack}/memories/{id}", axum::routing::patch(api::correct).delete(api::delete))

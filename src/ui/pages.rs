@@ -42,27 +42,27 @@ pub(crate) async fn asset(Path(name): Path<String>) -> Response {
 }
 
 /// What a page handler knows about the request.
-struct Ctx {
-    lang: Lang,
+pub(crate) struct Ctx {
+    pub(crate) lang: Lang,
     pairs: Vec<(String, String)>,
     /// The language was chosen with the switch: keep it in a cookie.
     set_lang: bool,
 }
 
 impl Ctx {
-    fn new(headers: &HeaderMap, q: Option<&str>) -> Self {
+    pub(crate) fn new(headers: &HeaderMap, q: Option<&str>) -> Self {
         let pairs = query_pairs(q);
         let asked = pairs.iter().find(|(k, _)| k == "lang").map(|(_, v)| v.clone());
         let lang = Lang::choose(asked.as_deref(), headers);
         Self { lang, pairs, set_lang: asked.is_some() }
     }
 
-    fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
     }
 
     /// An HTML answer (with the language cookie when the switch was used).
-    fn html(&self, status: StatusCode, body: String) -> Response {
+    pub(crate) fn html(&self, status: StatusCode, body: String) -> Response {
         let mut res = (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
         if self.set_lang {
             let v = format!("{LANG_COOKIE}={}; SameSite=Strict; Path=/; Max-Age=31536000", self.lang.code());
@@ -74,7 +74,7 @@ impl Ctx {
     }
 
     /// The error page of a failure.
-    fn failure(&self, f: &Failure, back: &str) -> Response {
+    pub(crate) fn failure(&self, f: &Failure, back: &str) -> Response {
         let body = format!(
             "<h1>{}</h1><p role=\"alert\" class=\"error\">{}</p><p><a href=\"{}\">{}</a></p>",
             self.lang.t("error"),
@@ -203,7 +203,15 @@ pub(crate) async fn pack(
 }
 
 /// One memory: its text and the forms to correct and delete it.
-fn memory_html(l: Lang, pack: &str, base: &str, m: &MemoryItem, draft: Option<(&str, &str)>) -> String {
+/// One memory: its text and, when `base` is given (the commit the page shows is HEAD), the
+/// forms to correct and delete it.
+fn memory_html(
+    l: Lang,
+    pack: &str,
+    base: Option<&str>,
+    m: &MemoryItem,
+    draft: Option<(&str, &str)>,
+) -> String {
     let u = url(pack);
     let id = esc(&m.id);
     let tags = if m.tags.is_empty() {
@@ -220,11 +228,19 @@ fn memory_html(l: Lang, pack: &str, base: &str, m: &MemoryItem, draft: Option<(&
         .map(|e| format!(" <span class=\"muted\">{} {}</span>", l.t("expires"), esc(e)))
         .unwrap_or_default();
     let (summary, content) = draft.unwrap_or((&m.summary, &m.content));
-    format!(
+    let shown = format!(
         "<article class=\"memory\" id=\"m-{id}\" data-id=\"{id}\">\
 <div class=\"meta\"><time>{ts}</time> · <span class=\"cat\">{cat}</span> · <span class=\"type\">{ty}</span>{tags}{expires}</div>\
-<h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>\
-<details{open}><summary>{edit}</summary>\
+<h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>",
+        ts = esc(&m.ts),
+        cat = esc(&m.category),
+        ty = esc(&m.memory_type),
+        sum = esc(&m.summary),
+        text = esc(&m.content),
+    );
+    let Some(base) = base else { return format!("{shown}</article>\n") };
+    format!(
+        "{shown}<details{open}><summary>{edit}</summary>\
 <form method=\"post\" action=\"/p/{u}/memory/{id}/edit\" class=\"edit\">\
 <input type=\"hidden\" name=\"base\" value=\"{base}\">\
 <label for=\"s-{id}\">{ls}</label><input id=\"s-{id}\" name=\"summary\" value=\"{fs}\" required>\
@@ -233,11 +249,7 @@ fn memory_html(l: Lang, pack: &str, base: &str, m: &MemoryItem, draft: Option<(&
 <form method=\"post\" action=\"/p/{u}/memory/{id}/delete\" class=\"delete\">\
 <input type=\"hidden\" name=\"base\" value=\"{base}\">\
 <button type=\"submit\" class=\"danger\" aria-label=\"{del}: {sum}\">{del}</button></form></article>\n",
-        ts = esc(&m.ts),
-        cat = esc(&m.category),
-        ty = esc(&m.memory_type),
         sum = esc(&m.summary),
-        text = esc(&m.content),
         open = if draft.is_some() { " open" } else { "" },
         edit = l.t("edit"),
         base = esc(base),
@@ -259,17 +271,19 @@ pub(crate) async fn memory(
 ) -> Response {
     let cx = Ctx::new(&headers, q.as_deref());
     let n = name.clone();
-    let read = blocking(move || Ok(state.memories(&n, None)?)).await;
+    let at = cx.get("at").map(str::to_owned);
+    let read = blocking(move || Ok(state.memories(&n, at.as_deref())?)).await;
     let (head, items) = match read {
         Ok(r) => r,
         Err(f) => return cx.failure(&f, "/"),
     };
-    let body = memory_list(&cx, &name, head.as_deref().unwrap_or_default(), &items);
+    let body = memory_list(&cx, &name, head.as_deref().unwrap_or_default(), &items, cx.get("at").is_none());
     let here = format!("/p/{}/memory", url(&name));
     cx.html(StatusCode::OK, page(cx.lang, cx.lang.t("memories"), Some(&name), &here, &body))
 }
 
-fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem]) -> String {
+/// The memory list; `editable` when it shows HEAD (else a read-only view of a past commit).
+fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem], editable: bool) -> String {
     let l = cx.lang;
     let u = url(name);
     let filter = Filter::from_pairs(&cx.pairs);
@@ -303,8 +317,13 @@ fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem]) -> String
         "<form method=\"get\" class=\"filter\" role=\"search\">\
 <label for=\"q\">{ls}</label><input id=\"q\" name=\"q\" type=\"search\" value=\"{q}\">\
 <label for=\"category\">{lc}</label><select id=\"category\" name=\"category\">{co}</select>\
-<label for=\"type\">{lt}</label><select id=\"type\" name=\"type\">{to}</select>\
+<label for=\"type\">{lt}</label><select id=\"type\" name=\"type\">{to}</select>{at}\
 <button type=\"submit\">{lf}</button></form>\n",
+        at = if editable {
+            String::new()
+        } else {
+            format!("<input type=\"hidden\" name=\"at\" value=\"{}\">", esc(head))
+        },
         ls = l.t("search"),
         q = esc(filter.q.as_deref().unwrap_or_default()),
         lc = l.t("category"),
@@ -313,7 +332,15 @@ fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem]) -> String
         to = options(&types, filter.memory_type.as_deref()),
         lf = l.t("filter"),
     ));
-    body.push_str(&format!(
+    if !editable {
+        body.push_str(&format!(
+            "<p role=\"note\" class=\"note\" id=\"as-of\">{} <code>{}</code> — <a href=\"/p/{u}/memory\">{}</a></p>\n",
+            l.t("read_only_view"),
+            esc(short(head)),
+            l.t("to_current")
+        ));
+    }
+    body.push_str(&if !editable { String::new() } else { format!(
         "<details class=\"add\"><summary>{add}</summary><form method=\"post\" action=\"/p/{u}/memory\" id=\"add\">\
 <label for=\"add-category\">{lc}</label><input id=\"add-category\" name=\"category\" value=\"{cat}\" required>\
 <label for=\"add-summary\">{ls}</label><input id=\"add-summary\" name=\"summary\" required>\
@@ -328,7 +355,7 @@ fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem]) -> String
         lt = l.t("content"),
         ly = l.t("type"),
         lg = l.t("tags"),
-    ));
+    ) });
     body.push_str(&format!(
         "<p class=\"muted\" id=\"count\">{} {} · {} <code>{}</code></p>\n",
         shown.len(),
@@ -340,7 +367,7 @@ fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem]) -> String
         body.push_str(&format!("<p>{}</p>", l.t("no_memories")));
     }
     for m in shown.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE) {
-        body.push_str(&memory_html(l, name, head, m, None));
+        body.push_str(&memory_html(l, name, editable.then_some(head), m, None));
     }
     if pages > 1 {
         let link = |p: usize| {
@@ -470,7 +497,7 @@ async fn written(
         l.t("stale_text")
     );
     match current {
-        Some(m) => body.push_str(&memory_html(l, name, &head, m, draft)),
+        Some(m) => body.push_str(&memory_html(l, name, Some(&head), m, draft)),
         None => body.push_str(&format!("<p>{}</p>", l.t("stale_gone"))),
     }
     body.push_str(&format!("<p><a href=\"{}\">{}</a></p>", esc(&back), l.t("back")));
@@ -496,6 +523,13 @@ pub(crate) async fn history(
     let u = url(&name);
     let here = format!("/p/{u}/history");
     let mut body = format!("<h1>{} · {}</h1>\n", esc(&name), l.t("history"));
+    body.push_str(&format!(
+        "<form method=\"post\" action=\"/p/{u}/undo\" class=\"undo\"><label for=\"undo-n\">{}: {}</label>\
+<input id=\"undo-n\" name=\"n\" type=\"number\" min=\"1\" max=\"100\" value=\"1\"><button type=\"submit\">{}</button></form>\n",
+        l.t("undo_last"),
+        l.t("how_many"),
+        l.t("undo_last")
+    ));
     if let Some(done) = cx.get("done") {
         body.push_str(&format!(
             "<p role=\"status\" id=\"status\">{} · {} <code>{}</code></p>",
@@ -512,7 +546,8 @@ pub(crate) async fn history(
         body.push_str(&format!(
             "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
 <h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>\
-<form method=\"post\" action=\"/p/{u}/revert\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
+<a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
+<form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
 <button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
             id = esc(id),
             s = esc(short(id)),
@@ -523,6 +558,7 @@ pub(crate) async fn history(
             subject = esc(c["subject"].as_str().unwrap_or_default()),
             changes = esc(c["changes"].as_str().unwrap_or_default()),
             rv = l.t("revert"),
+            va = l.t("view_as_of"),
         ));
     }
     if commits.len() > page_no * HISTORY_PAGE {

@@ -345,3 +345,49 @@ impl UiServerRef {
         (status, serde_json::from_str(body).unwrap_or(Value::Null))
     }
 }
+
+#[test]
+fn history_views_the_pack_as_of_a_commit_and_undoes_the_last_commits() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let mut commits = Vec::new();
+    for s in ["first memory", "second memory"] {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "c", "summary": s, "content": s})),
+        );
+        assert_eq!(status, 201, "{v}");
+        commits.push(v["commit"].as_str().unwrap().to_owned());
+    }
+    let auth = format!("Bearer {}", ui.token);
+    let (status, _, page) =
+        ui.request("GET", &format!("/p/p/memory?at={}", commits[0]), &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("first memory") && !page.contains("second memory"),
+        "the pack as of the first: {page}"
+    );
+    assert!(page.contains("id=\"as-of\"") && !page.contains("/edit\""), "read only");
+    let (_, _, history) = ui.request("GET", "/p/p/history", &[("Authorization", &auth)], "");
+    assert!(history.contains(&format!("/p/p/memory?at={}", commits[1])), "{history}");
+    let n = commit_count(&dir);
+    let own = format!("http://{}", ui.authority);
+    let form = [
+        ("Authorization", auth.as_str()),
+        ("Origin", own.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    let (status, head, _) = ui.request("POST", "/p/p/undo", &form, "n=1");
+    assert_eq!(status, 303, "{head}");
+    assert_eq!(commit_count(&dir), n + 1, "one commit");
+    let msg = git(&dir, &["log", "-1", "--format=%B"]);
+    assert!(msg.contains("Engram-Tool: undo_last") && msg.contains("Engram-Client: web-ui"), "{msg}");
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 1);
+    let (status, _, sync) = ui.request("GET", "/sync?lang=zh", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert!(sync.contains("<h2>p</h2>") && sync.contains("没有配置远端"), "{sync}");
+}
