@@ -6,13 +6,21 @@
 //! then over stdio times `capture_memory`, `load_engram` and `ping`, and times the
 //! floors: a bare git2 commit changing one file of a copy of the same repository
 //! (captures are timed last, for all sizes in the same rounds: in each round every
-//! size's server takes 20 captures and then its floor makes 20 commits, so sizes
+//! size's server takes 50 captures and then its floor makes 50 commits, so sizes
 //! and floors see the same machine load), and
 //! reading the files `load_engram` reads with `std::fs::read`. `load_engram` is
 //! also timed in process (`Engram::load_engram`); "load − ping" is its server-side
 //! cost over stdio. "From the disk", the same files are dropped from the page cache
 //! (`POSIX_FADV_DONTNEED`) before each read, each stdio load and each in-process load. It also times
 //! server start to the first `tools/list` answer and reports the repository size.
+//!
+//! **Contended:** then the same capture rounds run again with a busy process (this
+//! binary with `--busy`, spinning) pinned to the last CPU, started before and killed
+//! after them, and the tail is reported beside the quiet one (p50, p95, p99, worst)
+//! with the repository size each server's packing leaves once it exits. `ENGRAM_BENCH_CONTENDED=0` skips it, `=only` runs only the prefill and
+//! the contended rounds (the reduced form for a busy machine); there
+//! `ENGRAM_BENCH_BIN=<a,b>` serves copies of each prefilled pack with other server
+//! binaries, one copy per binary, all in the same rounds (a paired A/B).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +35,9 @@ const SAMPLES: usize = 200;
 const COLD_SAMPLES: usize = 60;
 /// Rounds shared by every size's captures and floor commits.
 const ROUNDS: usize = 10;
+/// Captures (and floor commits) per size, quiet and contended: enough for a p99 that is
+/// not the worst few.
+const CAPTURES: usize = 500;
 
 fn percentile(times: &mut [Duration], p: f64) -> f64 {
     times.sort();
@@ -47,6 +58,18 @@ fn dir_size(path: &Path) -> u64 {
         }
     }
     total
+}
+
+/// `engram init bench` in `packs`, from a cleared environment (like the servers).
+fn init(bin: &Path, packs: &Path) {
+    let out = Command::new(bin)
+        .env_clear()
+        .envs(engram::settings::child_env())
+        .args(["init", "bench", "--packs-dir"])
+        .arg(packs)
+        .output()
+        .expect("init");
+    assert!(out.status.success(), "init: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn engram_for(packs: &Path) -> Engram {
@@ -132,11 +155,80 @@ fn evict(files: &[PathBuf]) -> bool {
     })
 }
 
+/// A process spinning on one CPU (this bench binary, `--busy <cpu>`), killed on drop.
+struct Busy(std::process::Child);
+
+impl Busy {
+    /// Starts the busy process pinned to the last CPU (or `None` where it cannot start).
+    fn start() -> Option<Self> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let exe = std::env::current_exe().ok()?;
+        let child = Command::new(exe).args(["--busy", &(cpus - 1).to_string()]).spawn().ok()?;
+        Some(Self(child))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The busy process: pins itself to `cpu` and spins until its parent is gone.
+fn spin_on(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity take it by pointer.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    let parent = std::os::unix::process::parent_id();
+    let mut x: u64 = 1;
+    loop {
+        for _ in 0..10_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
+}
+
+/// The tail of a set of capture times.
+struct Tail {
+    p50: f64,
+    p95: f64,
+    p99: f64,
+    max: f64,
+    floor_p50: f64,
+    floor_p95: f64,
+    floor_p99: f64,
+}
+
+impl Tail {
+    fn of(mut captures: Vec<Duration>, mut floor: Vec<Duration>) -> Self {
+        Self {
+            p50: percentile(&mut captures, 0.5),
+            p95: percentile(&mut captures, 0.95),
+            p99: percentile(&mut captures, 0.99),
+            max: percentile(&mut captures, 1.0),
+            floor_p50: percentile(&mut floor, 0.5),
+            floor_p95: percentile(&mut floor, 0.95),
+            floor_p99: percentile(&mut floor, 0.99),
+        }
+    }
+}
+
 struct Row {
     size: usize,
     capture_p50: f64,
     capture_p95: f64,
+    capture_p99: f64,
     floor_p50: f64,
+    /// The floor's tail: what the machine alone does to a commit (no packing in it).
+    floor_p95: f64,
+    floor_p99: f64,
     load_p50: f64,
     ping_p50: f64,
     read_floor_p50: f64,
@@ -158,14 +250,7 @@ struct Row {
 async fn measure(bin: &Path, size: usize) -> (Row, Live) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let packs = tmp.path().join("packs");
-    let out = Command::new(bin)
-        .env_clear()
-        .envs(engram::settings::child_env())
-        .args(["init", "bench", "--packs-dir"])
-        .arg(&packs)
-        .output()
-        .expect("init");
-    assert!(out.status.success());
+    init(bin, &packs);
     let engram = engram_for(&packs);
     eprintln!("size {size}: prefilling…");
     prefill(&engram, size);
@@ -257,7 +342,10 @@ async fn measure(bin: &Path, size: usize) -> (Row, Live) {
         size,
         capture_p50: 0.0,
         capture_p95: 0.0,
+        capture_p99: 0.0,
         floor_p50: 0.0,
+        floor_p95: 0.0,
+        floor_p99: 0.0,
         load_p50: percentile(&mut loads, 0.5),
         ping_p50: percentile(&mut pings, 0.5),
         read_floor_p50: percentile(&mut reads, 0.5),
@@ -270,12 +358,12 @@ async fn measure(bin: &Path, size: usize) -> (Row, Live) {
         repo_bytes,
         text_bytes,
     };
-    (row, Live { _tmp: tmp, client, copy, size })
+    (row, Live { tmp, client, copy, size })
 }
 
 /// A size's server, still running, and the copy its floor commits to.
 struct Live {
-    _tmp: tempfile::TempDir,
+    tmp: tempfile::TempDir,
     client: StdioClient,
     copy: PathBuf,
     size: usize,
@@ -290,8 +378,8 @@ async fn capture_rounds(live: &[Live]) -> Vec<(Vec<Duration>, Vec<Duration>)> {
         live.iter().map(|_| (Vec::new(), Vec::new())).collect();
     for round in 0..ROUNDS {
         for (l, (captures, floor)) in live.iter().zip(times.iter_mut()) {
-            for j in 0..SAMPLES / ROUNDS {
-                let i = round * (SAMPLES / ROUNDS) + j;
+            for j in 0..CAPTURES / ROUNDS {
+                let i = round * (CAPTURES / ROUNDS) + j;
                 let content = format!("{} (bench capture {i})", sentence(l.size + i));
                 let t = Instant::now();
                 let r = l
@@ -307,7 +395,7 @@ async fn capture_rounds(live: &[Live]) -> Vec<(Vec<Duration>, Vec<Duration>)> {
                 assert!(!r.is_error, "{}", r.text);
             }
             floor.extend(
-                engram::store::floor::time_bare_commits(&l.copy, "memory/preferences.md", SAMPLES / ROUNDS)
+                engram::store::floor::time_bare_commits(&l.copy, "memory/preferences.md", CAPTURES / ROUNDS)
                     .expect("floor"),
             );
         }
@@ -316,7 +404,17 @@ async fn capture_rounds(live: &[Live]) -> Vec<(Vec<Duration>, Vec<Duration>)> {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    if let Some(cpu) = args.iter().position(|a| a == "--busy").and_then(|i| args.get(i + 1)?.parse().ok()) {
+        spin_on(cpu);
+        return;
+    }
+    let contended = std::env::var("ENGRAM_BENCH_CONTENDED").unwrap_or_default();
+    if contended == "only" {
+        contended_only();
         return;
     }
     let sizes: Vec<usize> = std::env::var("ENGRAM_BENCH_SIZES")
@@ -330,16 +428,24 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let (mut rows, live): (Vec<Row>, Vec<Live>) =
         sizes.iter().map(|&n| runtime.block_on(measure(&bin, n))).unzip();
-    eprintln!("captures: {ROUNDS} rounds over every size…");
+    eprintln!("captures: {ROUNDS} rounds over every size… (load average: {})", loadavg());
     let times = runtime.block_on(capture_rounds(&live));
     for (row, (mut captures, mut floor)) in rows.iter_mut().zip(times) {
         row.capture_p50 = percentile(&mut captures, 0.5);
         row.capture_p95 = percentile(&mut captures, 0.95);
+        row.capture_p99 = percentile(&mut captures, 0.99);
         row.floor_p50 = percentile(&mut floor, 0.5);
+        row.floor_p95 = percentile(&mut floor, 0.95);
+        row.floor_p99 = percentile(&mut floor, 0.99);
     }
-    for l in live {
-        runtime.block_on(l.client.close()).expect("close");
-    }
+    let contended_rows = if contended == "0" {
+        for l in live {
+            runtime.block_on(l.client.close()).expect("close");
+        }
+        None
+    } else {
+        Some(runtime.block_on(contended_rounds(live)))
+    };
     println!(
         "\n| memories | capture p50 | capture p95 | bare git2 commit p50 (floor) | capture / floor | load_engram p50 (stdio) | ping p50 | load − ping | read floor p50 | (load − ping) / read | in-process load p50 | in-process / read | start → tools/list p50 | .git as left by the writes | .git after gc | text in pack | .git / text as left | after gc |"
     );
@@ -420,6 +526,170 @@ fn main() {
             last.size,
             first.size,
             last.capture_p50 / first.capture_p50
+        );
+    }
+    if let Some(contended) = contended_rows {
+        print_tails(&rows, &contended);
+        print_contended(&contended.iter().collect::<Vec<_>>());
+    }
+}
+
+/// Quiet and contended capture tails side by side, per size (one run).
+fn print_tails(quiet: &[Row], contended: &[ContendedRow]) {
+    println!(
+        "\ncapture tail, quiet and with a busy process pinned beside the server ({CAPTURES} captures each; the floor's tail, a bare git2 commit with no packing, is what the machine alone does):\n\n| memories | run | p50 | p95 | p99 | p95 / p50 | p99 / p50 | floor p50 | floor p95 / p50 | floor p99 / p50 |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for q in quiet {
+        println!(
+            "| {} | quiet | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.2}× | {:.2} ms | {:.2}× | {:.2}× |",
+            q.size,
+            q.capture_p50,
+            q.capture_p95,
+            q.capture_p99,
+            q.capture_p95 / q.capture_p50,
+            q.capture_p99 / q.capture_p50,
+            q.floor_p50,
+            q.floor_p95 / q.floor_p50,
+            q.floor_p99 / q.floor_p50
+        );
+        for c in contended.iter().filter(|c| c.size == q.size) {
+            let t = &c.tail;
+            println!(
+                "| {} | contended | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× | {:.2}× | {:.2} ms | {:.2}× | {:.2}× |",
+                c.size,
+                t.p50,
+                t.p95,
+                t.p99,
+                t.p95 / t.p50,
+                t.p99 / t.p50,
+                t.floor_p50,
+                t.floor_p95 / t.floor_p50,
+                t.floor_p99 / t.floor_p50
+            );
+        }
+    }
+}
+
+/// The load average now (what else runs on this machine), for the record.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "?".to_owned(), |s| s.trim().to_owned())
+}
+
+/// The reduced form: prefill each size, start its server(s), run only the contended rounds.
+fn contended_only() {
+    let sizes: Vec<usize> = std::env::var("ENGRAM_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000]);
+    let bins: Vec<PathBuf> = match std::env::var("ENGRAM_BENCH_BIN") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').map(|b| PathBuf::from(b.trim())).collect(),
+        _ => vec![PathBuf::from(env!("CARGO_BIN_EXE_engram"))],
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let mut live = Vec::new();
+    for &n in &sizes {
+        let source = prefilled(&bins[0], n);
+        for bin in &bins {
+            live.push(runtime.block_on(serve_copy(bin, &source, n)));
+        }
+    }
+    let rows = runtime.block_on(contended_rounds(live));
+    for (i, bin) in bins.iter().enumerate() {
+        if bins.len() > 1 {
+            println!("\nserver {}: {}", i + 1, bin.display());
+        }
+        print_contended(&rows.iter().skip(i).step_by(bins.len()).collect::<Vec<_>>());
+    }
+}
+
+/// A packs directory holding one prefilled pack, its packing done.
+fn prefilled(bin: &Path, size: usize) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let packs = tmp.path().join("packs");
+    init(bin, &packs);
+    eprintln!("size {size}: prefilling…");
+    prefill(&engram_for(&packs), size);
+    engram::store::wait_for_background_packing();
+    tmp
+}
+
+/// A copy of a prefilled packs directory served by `bin` (what `measure` leaves, without
+/// measuring loads).
+async fn serve_copy(bin: &Path, source: &tempfile::TempDir, size: usize) -> Live {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let st =
+        Command::new("cp").arg("-a").arg(source.path().join("packs")).arg(tmp.path()).status().expect("cp");
+    assert!(st.success());
+    let packs = tmp.path().join("packs");
+    let copy: PathBuf = tmp.path().join("floor.git");
+    let st = Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(packs.join("bench"))
+        .arg(&copy)
+        .status()
+        .expect("clone");
+    assert!(st.success());
+    let packs_s = packs.display().to_string();
+    let client = StdioClient::spawn(bin, &["serve", "--packs-dir", &packs_s], &[]).await.expect("spawn");
+    Live { tmp, client, copy, size }
+}
+
+/// One size's captures with a busy process beside them, and what its packing left.
+struct ContendedRow {
+    size: usize,
+    tail: Tail,
+    /// `.git` / working-tree text once the server exited (its packing done).
+    repo_ratio: f64,
+}
+
+/// Runs the capture rounds again with a busy process pinned to the last CPU, then closes
+/// every server (each waits for its packing job) and measures the repository.
+async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
+    eprintln!(
+        "captures with a busy process beside them: {ROUNDS} rounds over every size… (load average: {})",
+        loadavg()
+    );
+    let busy = Busy::start();
+    if busy.is_none() {
+        eprintln!("(could not start the busy process: the rounds run uncontended)");
+    }
+    let times = capture_rounds(&live).await;
+    drop(busy);
+    eprintln!("contended rounds done (load average: {})", loadavg());
+    let mut rows = Vec::new();
+    for (l, (captures, floor)) in live.into_iter().zip(times) {
+        l.client.close().await.expect("close");
+        let pack = l.tmp.path().join("packs/bench");
+        let git = dir_size(&pack.join(".git"));
+        let text = dir_size(&pack) - git;
+        rows.push(ContendedRow {
+            size: l.size,
+            tail: Tail::of(captures, floor),
+            repo_ratio: git as f64 / text as f64,
+        });
+    }
+    rows
+}
+
+fn print_contended(rows: &[&ContendedRow]) {
+    println!(
+        "\ncontended (a busy process pinned to the last CPU):\n\n| memories | capture p50 | p95 | p99 | worst | p95 / p50 | p99 / p50 | floor p50 | .git / text after |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let t = &r.tail;
+        println!(
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} ms | {:.2}× | {:.2}× | {:.2} ms | {:.2}× |",
+            r.size,
+            t.p50,
+            t.p95,
+            t.p99,
+            t.max,
+            t.p95 / t.p50,
+            t.p99 / t.p50,
+            t.floor_p50,
+            r.repo_ratio
         );
     }
 }
