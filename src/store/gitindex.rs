@@ -8,9 +8,12 @@
 //! of rolled segments. Here the encoded entries are kept by path, the few a
 //! write changes are replaced, and the file is encoded anew (version 2, see
 //! `gitformat/index-format.txt`). The model is used only while `.git/index`
-//! still is the file this process wrote (same inode, size and times);
-//! anything else (a `git add` by hand, another process's write) goes through
-//! libgit2 and the model is rebuilt from what it read.
+//! still is the file this process wrote (same inode, size and times, and the
+//! same trailing checksum: file times tick coarsely and engram's writers swap
+//! two inodes back and forth, so another process's index written in the same
+//! tick can carry the same stamp); anything else (a `git add` by hand, another
+//! process's write) goes through libgit2 and the model is rebuilt from what it
+//! read.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,25 +21,45 @@ use std::path::Path;
 
 use git2::IndexEntry;
 
-/// Identity of the index file as written: inode, size, change and modification times.
+/// Identity of the index file as written: inode, size, change and modification
+/// times, and the checksum that ends the file (a hash of all of its content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     ino: u64,
     size: u64,
     ctime: (i64, i64),
     mtime: (i64, i64),
+    checksum: [u8; 20],
+}
+
+/// The last 20 bytes of a file: an index file's SHA-1 checksum of its content.
+fn trailing_checksum(file: &fs::File, size: u64) -> Option<[u8; 20]> {
+    #[cfg(unix)]
+    {
+        let mut out = [0u8; 20];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut out, size.checked_sub(20)?).ok()?;
+        Some(out)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, size);
+        None
+    }
 }
 
 impl Stamp {
     #[cfg(unix)]
     fn of(path: &Path) -> Option<Self> {
-        use std::os::unix::fs::MetadataExt as _;
-        let m = fs::symlink_metadata(path).ok()?;
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+        // Opened without following a link: the index is a regular file or not ours.
+        let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).ok()?;
+        let m = file.metadata().ok()?;
         Some(Self {
             ino: m.ino(),
             size: m.len(),
             ctime: (m.ctime(), m.ctime_nsec()),
             mtime: (m.mtime(), m.mtime_nsec()),
+            checksum: trailing_checksum(&file, m.len())?,
         })
     }
 

@@ -105,6 +105,8 @@ pub(super) struct IndexLock {
     /// True while the lock file is ours (a platform without the swap gives it
     /// up when it renames it into place).
     held: bool,
+    /// True when the lock file holds the index the last [`Self::install`] replaced.
+    previous: bool,
 }
 
 /// The identity of a lock file: a new lock by another command is another file.
@@ -156,7 +158,7 @@ impl IndexLock {
         let mut seen: Option<(Identity, Instant)> = None;
         loop {
             if take(&git_dir, &lock).map_err(|e| io_err("take the git index lock", &lock, e))? {
-                return Ok(Self { git_dir, lock, held: true });
+                return Ok(Self { git_dir, lock, held: true, previous: false });
             }
             if !may_wait {
                 return Err(StoreError::WouldWait { dir: repo.dir.clone() });
@@ -196,12 +198,25 @@ impl IndexLock {
         #[cfg(any(target_os = "linux", target_os = "macos"))]
         if worktree::swap(&self.lock, &index).is_ok() {
             // The old index is now at `index.lock`: still our lock file.
+            self.previous = true;
             return Ok(());
         }
         // No index yet (or no swap here): git's way, which gives the lock up.
         fs::rename(&self.lock, &index).map_err(|e| io_err("rename into place", &index, e))?;
+        self.previous = false;
         self.held = take(&self.git_dir, &self.lock).unwrap_or(false);
         Ok(())
+    }
+
+    /// Puts back the index the last [`Self::install`] replaced (a commit whose
+    /// branch move failed); false when it is not at hand.
+    pub(super) fn put_previous_back(&mut self) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        if self.previous && worktree::swap(&self.lock, &self.git_dir.join("index")).is_ok() {
+            self.previous = false;
+            return true;
+        }
+        false
     }
 
     /// Puts `index`'s entries in place of `.git/index`, keeping the lock.

@@ -259,6 +259,22 @@ impl PackRepo {
         trace.mark("commit-object");
         recover::write_pending(self, old, commit_id, changes)?;
         trace.mark("pending");
+        // The new index goes in before the branch moves: a person's `git commit` reads the
+        // index before it takes git's lock, so one that sees the new HEAD must also see the
+        // new index, or its commit would drop this write's changes. (The files follow the
+        // move; their stat data goes into the index with them.)
+        let staged_early = match kind {
+            Kind::Tool { defer_index: true } => false,
+            Kind::WorkingTree { .. } => {
+                self.stage_paths(changes.paths(), lock)?;
+                true
+            }
+            _ => {
+                self.stage_committed(changes, &blobs, lock)?;
+                true
+            }
+        };
+        trace.mark("index");
         let moved = match old {
             Some(expected) => {
                 let log = format!("engram: {}", truncate_chars(&message.subject, 60));
@@ -272,6 +288,11 @@ impl PackRepo {
             None => self.move_branch(old, commit_id, &message.subject)?,
         };
         if !moved {
+            if staged_early {
+                // Back to the index of the commit that stays (else the next write restages).
+                lock.put_previous_back();
+                *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            }
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
         }
@@ -286,11 +307,9 @@ impl PackRepo {
                 *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 scoped_write::sync_working_tree_deferred(self, changes, lock)?;
             }
-            Kind::WorkingTree { .. } => {
-                // The files are already there: only the git index follows. (The caller holds
-                // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
-                self.stage_paths(changes.paths(), lock)?;
-            }
+            // The files were already there and the index is staged (above). (The caller holds
+            // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
+            Kind::WorkingTree { .. } => {}
             _ => {
                 let written = self.write_working_tree(&root, changes, &blobs, false, lock)?;
                 let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
@@ -381,26 +400,62 @@ impl PackRepo {
                 }
             }
         }
-        if self.update_known_index(lock, &added, &removed) {
-            return Ok(written);
+        self.install_entries(lock, &added, &removed)?;
+        Ok(written)
+    }
+
+    /// Puts the committed contents of `changes` into the git index before the
+    /// branch moves (see [`Self::publish`]): entries without stat data, which
+    /// git and libgit2 take as "look at the file" until the write that follows
+    /// the move fills them in.
+    fn stage_committed(
+        &self,
+        changes: &Changes,
+        blobs: &BTreeMap<&str, Oid>,
+        lock: &mut IndexLock,
+    ) -> Result<()> {
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        for (path, content) in &changes.files {
+            match (content, blobs.get(path.as_str())) {
+                (Some(_), Some(id)) => added.push((path.as_str(), Some(unstatted_entry(path, *id)))),
+                (Some(_), None) => {}
+                (None, _) => removed.push(path.as_str()),
+            }
         }
+        self.install_entries(lock, &added, &removed)
+    }
+
+    /// Puts `added` (an entry, or `None`: libgit2 hashes the file) and removes
+    /// `removed` in the git index, through git's index lock `lock`.
+    fn install_entries(
+        &self,
+        lock: &mut IndexLock,
+        added: &[(&str, Option<git2::IndexEntry>)],
+        removed: &[&str],
+    ) -> Result<()> {
+        if self.update_known_index(lock, added, removed) {
+            return Ok(());
+        }
+        let git_dir = self.git_dir();
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        // Re-read only when another process changed it (libgit2 compares the file's stamp).
-        index.read(false).map_err(|e| git_err("reading the index", &self.dir, e))?;
-        for (path, entry) in &added {
+        // Read afresh: libgit2's check of the file's stamp can miss another process's
+        // index written in the same tick of the file clock (see `gitindex`).
+        index.read(true).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        for (path, entry) in added {
             match entry {
                 Some(entry) => index.add(entry),
                 None => index.add_path(Path::new(path)),
             }
             .map_err(|e| git_err("updating the index", &self.dir, e))?;
         }
-        for path in &removed {
+        for path in removed {
             let _ = index.remove_path(Path::new(path));
         }
         lock.install_index(&index, &self.dir)?;
         *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) =
             gitindex::KnownIndex::of(&index, &git_dir.join("index"));
-        Ok(written)
+        Ok(())
     }
 
     /// Updates the git index from the model this process keeps of it (see
@@ -639,6 +694,24 @@ impl PackRepo {
             .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
             .filter_map(|s| s.path().ok().map(str::to_owned))
             .collect())
+    }
+}
+
+/// The index entry of a committed file not yet written: no stat data.
+fn unstatted_entry(path: &str, id: Oid) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: u32::from(git2::FileMode::Blob),
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
     }
 }
 
