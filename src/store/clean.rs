@@ -286,7 +286,9 @@ const STALE_INDEX_DEPTH: usize = 1_000;
 /// index and the working tree lack too (a reset removed what later writes
 /// added) count as well. Committing any of that as a hand edit would undo an
 /// acknowledged write; these paths are put back to HEAD instead
-/// (`recover::put_back`).
+/// (`recover::put_back`). Only what engram's tools wrote is put back: a path a
+/// person changed since that older state (their own commit, or hand edits
+/// engram committed for them) is theirs, and stays a hand edit.
 ///
 /// A file deliberately staged at an older version (`git checkout HEAD~2 --
 /// file` without committing) looks the same and is put back too: its version
@@ -321,33 +323,54 @@ pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> 
     if older.is_empty() {
         return Ok(Vec::new());
     }
-    let mut found = vec![false; older.len()];
-    // The first earlier commit holding every older version at once.
-    let mut common: Option<git2::Tree<'_>> = None;
-    let mut commit = head.parent(0).ok();
+    // Every path with the state the git command left: an older version, or absent.
+    let wanted: Vec<(&str, Option<Oid>)> =
+        older.iter().map(|(p, id)| (*p, Some(*id))).chain(gone.iter().map(|p| (*p, None))).collect();
+    let entry = |t: &git2::Tree<'_>, p: &str| t.get_path(Path::new(p)).ok().map(|e| e.id());
+    // A path a person changed (their own commit, or hand edits engram committed) since
+    // the state it is in is theirs to keep: only engram's writes are put back.
+    let mut theirs = vec![false; wanted.len()];
+    let mut found = vec![false; wanted.len()];
+    // Whether the first earlier commit that holds every older version at once lacks each gone path.
+    let mut common: Option<Vec<bool>> = None;
+    let mut newer = head;
+    let mut newer_ids: Vec<Option<Oid>> = wanted.iter().map(|(p, _)| entry(&tree, p)).collect();
     for _ in 0..STALE_INDEX_DEPTH {
-        let Some(c) = commit else { break };
+        let Ok(c) = newer.parent(0) else { break };
         let Ok(t) = c.tree() else { break };
-        let mut all = true;
-        for (i, (path, id)) in older.iter().enumerate() {
-            let here = t.get_path(Path::new(path)).is_ok_and(|e| e.id() == *id);
-            found[i] |= here;
-            all &= here;
+        let by_engram = made_by_a_tool(&newer);
+        let ids: Vec<Option<Oid>> = wanted.iter().map(|(p, _)| entry(&t, p)).collect();
+        for (i, id) in ids.iter().enumerate() {
+            theirs[i] |= !by_engram && *id != newer_ids[i];
+            found[i] |= !theirs[i] && *id == wanted[i].1;
         }
-        if all && common.is_none() {
-            common = Some(t);
+        let here = |i: usize| !theirs[i] && ids[i] == wanted[i].1;
+        if common.is_none() && (0..older.len()).all(here) {
+            common = Some((older.len()..wanted.len()).map(here).collect());
         }
-        if common.is_some() && found.iter().all(|f| *f) {
+        if (common.is_some() && found[..older.len()].iter().all(|f| *f)) || theirs.iter().all(|t| *t) {
             break;
         }
-        commit = c.parent(0).ok();
+        newer = c;
+        newer_ids = ids;
     }
     let mut out: Vec<String> =
         older.iter().zip(&found).filter(|(_, f)| **f).map(|((p, _), _)| (*p).to_owned()).collect();
-    if let Some(common) = common {
-        out.extend(gone.iter().filter(|p| common.get_path(Path::new(p)).is_err()).map(|p| (*p).to_owned()));
+    if let Some(gone_ok) = common {
+        out.extend(gone.iter().zip(gone_ok).filter(|(_, ok)| *ok).map(|(p, _)| (*p).to_owned()));
     }
     Ok(out)
+}
+
+/// True for a commit an engram tool made (not hand edits or an adoption it
+/// committed for a person, not a person's own commit).
+fn made_by_a_tool(commit: &git2::Commit<'_>) -> bool {
+    let message = String::from_utf8_lossy(commit.message_raw_bytes());
+    let key = format!("\n{}: ", super::trailer::TOOL);
+    message.split(key.as_str()).nth(1).is_some_and(|rest| {
+        let tool = rest.lines().next().unwrap_or_default().trim();
+        !tool.is_empty() && tool != "hand-edit" && tool != "adopt"
+    })
 }
 
 /// The directories above a path, `""` (the root) included.
