@@ -446,11 +446,27 @@ impl PackRepo {
     }
 
     fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
-        match self.repo.head() {
-            Ok(h) => h.peel_to_commit().map(Some).map_err(|e| git_err("reading HEAD", &self.dir, e)),
-            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
-            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
+        let mut backoff = index_lock::Backoff::new();
+        for _ in 0..10 {
+            match self.repo.head() {
+                Ok(h) => match h.peel_to_commit() {
+                    Ok(c) => return Ok(Some(c)),
+                    // The branch exists but its target was not found: a person's `git gc`
+                    // (run by `git commit`) packing the refs right now. Look again.
+                    Err(e) if e.code() == ErrorCode::NotFound => backoff.sleep(),
+                    Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
+                },
+                Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => {
+                    return Ok(None);
+                }
+                Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
+            }
         }
+        self.repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map(Some)
+            .map_err(|e| git_err("reading HEAD", &self.dir, e))
     }
 
     fn signature(&self, time: Option<i64>) -> Result<Signature<'static>> {
