@@ -19,7 +19,7 @@
 //! now at `index.lock` becomes the spare again when the lock is released.
 //!
 //! Waiting is bounded: a lock another program holds is waited for with
-//! backoff, a lock file that stays the same file for [`locks::STALE_AFTER`]
+//! backoff, a lock file that stays the same file for [`INDEX_STALE_AFTER`]
 //! is taken as abandoned (git holds its locks for milliseconds; engram's own
 //! writers run under the pack's `flock`, which the waiter holds), and a lock
 //! taken again and again for [`BUSY_BOUND`] ends the write with
@@ -31,10 +31,15 @@ use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{PackRepo, Result, StoreError, io_err, locks, no_wait, worktree};
+use super::{PackRepo, Result, StoreError, io_err, no_wait, worktree};
 
 /// How long a write keeps trying to take a git lock other programs keep taking.
 pub const BUSY_BOUND: Duration = Duration::from_secs(10);
+
+/// How long one index lock file must stay before a writer takes it as
+/// abandoned (a killed writer's; one whose death the pending record shows is
+/// removed at once, see `locks`).
+const INDEX_STALE_AFTER: Duration = BUSY_BOUND;
 
 /// The lock file's name in the git directory.
 const LOCK: &str = "index.lock";
@@ -169,8 +174,11 @@ impl IndexLock {
                     _ => Instant::now(),
                 };
                 seen = Some((id, since));
+                // Not git's usual 2 s (`locks::STALE_AFTER`): a `git commit` on a loaded
+                // machine (its hooks, its automatic gc) can hold the index lock for seconds,
+                // and removing a live lock lets git rename engram's lock file over the index.
                 let stale =
-                    since.elapsed() >= locks::STALE_AFTER || age.is_some_and(|a| a >= locks::STALE_AFTER);
+                    since.elapsed() >= INDEX_STALE_AFTER || age.is_some_and(|a| a >= INDEX_STALE_AFTER);
                 if stale && fs::remove_file(&lock).is_ok() {
                     eprintln!(
                         "engram: removed {} (stale: no git command holds a lock this long)",
@@ -334,7 +342,7 @@ mod tests {
         let refused = no_wait::without_waiting(|| IndexLock::acquire(&repo).map(drop));
         assert!(matches!(refused, Err(StoreError::WouldWait { .. })));
         // An old lock file (a git command killed long ago) is taken as abandoned.
-        let old = SystemTime::now() - locks::STALE_AFTER - Duration::from_secs(1);
+        let old = SystemTime::now() - INDEX_STALE_AFTER - Duration::from_secs(1);
         fs::File::options().write(true).open(git.join(LOCK)).and_then(|f| f.set_modified(old)).expect("age");
         drop(IndexLock::acquire(&repo).expect("stale lock removed"));
         assert!(!held(&git));
