@@ -24,10 +24,7 @@ impl StoreError {
             Self::Git { source, .. } => {
                 source.code() == git2::ErrorCode::Locked
                     || source.class() == git2::ErrorClass::Filesystem
-                    || (source.class() == git2::ErrorClass::Os
-                        && ["read file into stream", "No such file or directory"]
-                            .iter()
-                            .any(|t| source.message().contains(t)))
+                    || os_race(source)
             }
             Self::WouldWait { .. } | Self::Contention { .. } => true,
             _ => false,
@@ -88,9 +85,27 @@ fn io_damage(e: &std::io::Error) -> bool {
     )
 }
 
+/// An OS error libgit2 met because another program removed or swapped a file
+/// while it was read (a folder swapped for a link, a person's checkout): passing.
+fn os_race(e: &git2::Error) -> bool {
+    e.class() == git2::ErrorClass::Os
+        && [
+            "read file into stream",
+            "No such file or directory",
+            "error reading file for hashing",
+            "cannot read symlink",
+        ]
+        .iter()
+        .any(|t| e.message().contains(t))
+}
+
 fn git_damage(e: &git2::Error) -> bool {
     use git2::{ErrorClass as C, ErrorCode as K};
-    if matches!(e.code(), K::Locked | K::Modified | K::Exists | K::Auth | K::Certificate | K::User) {
+    if matches!(
+        e.code(),
+        K::Locked | K::Modified | K::Exists | K::Directory | K::Auth | K::Certificate | K::User
+    ) || os_race(e)
+    {
         return false;
     }
     // A file read while another program rewrote it, the network, a callback.
@@ -122,6 +137,12 @@ mod tests {
         assert!(!locked.may_be_damage() && !locked.is_disk_full());
         let changed = git(K::GenericError, C::Filesystem, "file changed before we could read it");
         assert!(!changed.may_be_damage());
+        // A file removed between git's directory walk and its read (a folder swapped for a link).
+        let vanished = git(K::GenericError, C::Os, "error reading file for hashing: ");
+        assert!(vanished.is_passing() && !vanished.may_be_damage());
+        // A file that became a directory between the walk and the read: a swap, not damage.
+        let swapped = git(K::Directory, C::Odb, "cannot create blob from 'k/race': it is a directory");
+        assert!(!swapped.may_be_damage());
         let full = git(K::GenericError, C::Os, "could not write 'x': No space left on device");
         assert!(full.is_disk_full() && !full.may_be_damage());
         let io = StoreError::Io {
