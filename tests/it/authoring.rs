@@ -100,22 +100,6 @@ pub fn make_demo_pack(env: &TestEnv, name: &str) {
     std::fs::write(dir.join("examples/_index.md"), "## 案例索引\n").expect("e");
 }
 
-/// The reference's 12 example packs, shipped with engram.
-const EXAMPLES: [&str; 12] = [
-    "brand-support",
-    "fitness-coach",
-    "historical-figure",
-    "language-partner",
-    "mock-interviewer",
-    "novel-character",
-    "old-friend",
-    "past-self",
-    "project-context",
-    "sports-nutritionist",
-    "template",
-    "user-persona",
-];
-
 #[tokio::test]
 async fn the_twelve_example_packs_install_by_name_offline_each_with_one_commit() {
     let env = TestEnv::new();
@@ -126,7 +110,7 @@ async fn the_twelve_example_packs_install_by_name_offline_each_with_one_commit()
     let c = StdioClient::spawn_in(&bin(), &["serve", "--packs-dir", &packs], &envs, env.dir.path())
         .await
         .expect("spawn");
-    for name in EXAMPLES {
+    for name in EXAMPLE_PACKS {
         let text = ok(&c, "install_engram", serde_json::json!({"source": name})).await;
         assert!(text.starts_with("安装成功："), "{name}: {text}");
         assert!(text.ends_with(&format!(" (来源: 本地 examples/{name})")), "{name}: {text}");
@@ -140,7 +124,7 @@ async fn the_twelve_example_packs_install_by_name_offline_each_with_one_commit()
     let loaded = ok(&c, "load_engram", serde_json::json!({"name": "old-friend", "query": "近况"})).await;
     assert!(loaded.contains("阿凯"), "{loaded}");
     c.close().await.expect("close");
-    for name in EXAMPLES.iter().filter(|n| **n != "template") {
+    for name in EXAMPLE_PACKS.iter().filter(|n| **n != "template") {
         let out = env.cli(&["lint", name]);
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stdout));
     }

@@ -197,3 +197,19 @@ pub fn assert_worktree_matches_head(dir: &Path) {
     let diff = run(&["diff", "--cached", "--name-status", "HEAD"]);
     assert!(diff.trim().is_empty(), "working tree differs from HEAD in {}:\n{diff}", dir.display());
 }
+
+/// The reference's 12 example packs, shipped with engram (`templates/examples/`).
+pub const EXAMPLE_PACKS: [&str; 12] = [
+    "brand-support",
+    "fitness-coach",
+    "historical-figure",
+    "language-partner",
+    "mock-interviewer",
+    "novel-character",
+    "old-friend",
+    "past-self",
+    "project-context",
+    "sports-nutritionist",
+    "template",
+    "user-persona",
+];

@@ -8,21 +8,6 @@ use serde_json::json;
 use crate::common::*;
 use crate::concurrency::assert_consistent;
 
-const EXAMPLES: [&str; 12] = [
-    "brand-support",
-    "fitness-coach",
-    "historical-figure",
-    "language-partner",
-    "mock-interviewer",
-    "novel-character",
-    "old-friend",
-    "past-self",
-    "project-context",
-    "sports-nutritionist",
-    "template",
-    "user-persona",
-];
-
 fn meta_of(dir: &std::path::Path) -> serde_json::Map<String, serde_json::Value> {
     serde_json::from_str(&fs::read_to_string(dir.join("meta.json")).expect("meta")).expect("json")
 }
@@ -35,7 +20,7 @@ fn install_examples() -> Option<TestEnv> {
     };
     let env = TestEnv::new();
     let src = env.dir.path().join("src");
-    for name in EXAMPLES {
+    for name in EXAMPLE_PACKS {
         let from = shared.join("engram-packs/examples").join(name);
         copy_tree(&from, &src.join(name));
         let out = env.cli(&["install", &src.join(name).display().to_string()]);
@@ -55,7 +40,7 @@ fn install_examples() -> Option<TestEnv> {
 /// `engram lint <name>` for every example: the reference's results (only `template`, with its
 /// empty name and description, has errors).
 fn assert_lint_like_the_reference(env: &TestEnv) {
-    for name in EXAMPLES {
+    for name in EXAMPLE_PACKS {
         let out = env.cli(&["lint", name]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if name == "template" {
@@ -93,7 +78,7 @@ async fn example_packs_install_list_and_load() {
     );
 
     let c = env.client().await;
-    for name in EXAMPLES {
+    for name in EXAMPLE_PACKS {
         let load = ok(&c, "load_engram", json!({"name": name, "query": "你好"})).await;
         assert!(
             load.starts_with(&format!("# 已加载 Engram: {name}\n\n## 用户关注方向\n你好\n\n## 角色\n")),
