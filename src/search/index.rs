@@ -1,5 +1,6 @@
 //! The in-memory inverted index and its incremental maintenance.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -288,8 +289,70 @@ impl SearchIndex {
     }
 
     /// Id of an existing term.
-    pub(super) fn term_id(&self, text: &str) -> Option<u32> {
+    fn term_id(&self, text: &str) -> Option<u32> {
         self.term_ids.get(text).copied()
+    }
+
+    // Read access for ranking. Ranking (`rank.rs`) reads the index only
+    // through these, so the storage behind them (in memory, or a stored
+    // segment read in place) can change without touching the ranking.
+
+    /// Number of document slots (live or free); slots are `0..slot_count()`.
+    pub(super) fn slot_count(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Token count of each field of a slot (zeros for a free slot).
+    pub(super) fn field_lens(&self, slot: u32) -> Option<[u32; Field::COUNT]> {
+        self.lens.get(slot as usize).copied()
+    }
+
+    /// Sum of the field lengths of all live documents.
+    pub(super) fn total_field_lens(&self) -> [u64; Field::COUNT] {
+        self.total_len
+    }
+
+    /// The postings of a term (live documents only, sorted by slot); `None`
+    /// when no live document has it.
+    pub(super) fn postings(&self, text: &str) -> Option<Cow<'_, [Posting]>> {
+        let term = self.terms.get(self.term_id(text)? as usize)?;
+        (!term.postings.is_empty()).then_some(Cow::Borrowed(term.postings.as_slice()))
+    }
+
+    /// Number of live documents that contain a term.
+    pub(super) fn doc_freq(&self, text: &str) -> usize {
+        self.postings(text).map_or(0, |p| p.len())
+    }
+
+    /// The document in a slot (`None` for a free slot).
+    pub(super) fn doc_at(&self, slot: u32) -> Option<Cow<'_, Document>> {
+        self.stored(slot).map(|s| Cow::Borrowed(&s.doc))
+    }
+
+    /// The id of the document in a slot.
+    pub(super) fn id_at(&self, slot: u32) -> Option<Cow<'_, str>> {
+        self.stored(slot).map(|s| Cow::Borrowed(s.doc.id.as_str()))
+    }
+
+    /// The path of the document in a slot.
+    pub(super) fn path_at(&self, slot: u32) -> Option<Cow<'_, str>> {
+        self.stored(slot).map(|s| Cow::Borrowed(s.doc.path.as_str()))
+    }
+
+    /// The distinct terms of the document in a slot with their per-field frequencies.
+    pub(super) fn doc_terms(&self, slot: u32) -> Vec<(Box<str>, FieldTf)> {
+        let Some(stored) = self.stored(slot) else {
+            return Vec::new();
+        };
+        stored
+            .terms
+            .iter()
+            .filter_map(|&t| {
+                let term = self.terms.get(t as usize)?;
+                let i = term.postings.binary_search_by_key(&slot, |p| p.doc).ok()?;
+                Some((term.text.clone(), term.postings.get(i)?.tf))
+            })
+            .collect()
     }
 
     /// Assembles an index from decoded parts (used by snapshot loading).

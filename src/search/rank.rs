@@ -1,5 +1,6 @@
 //! Query evaluation: BM25F scoring, feedback, grouping, top-k and hits.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -12,10 +13,10 @@ use super::request::{Hit, SearchRequest};
 use super::snippet::make_snippet;
 use super::tokenize::{Tokenizer, is_cjk};
 
-/// A resolved query term: term id and query weight.
-#[derive(Debug, Clone, Copy)]
+/// A resolved query term: its text (a term of the index) and query weight.
+#[derive(Debug, Clone)]
 struct WeightedTerm {
-    id: u32,
+    text: Box<str>,
     weight: f32,
 }
 
@@ -44,11 +45,10 @@ impl SearchIndex {
         let parsed = parse_query(&mut tokenizer, &req.query);
         let mut terms: Vec<WeightedTerm> = parsed
             .iter()
-            .filter_map(|q| {
-                self.term_id(&q.text).map(|id| WeightedTerm {
-                    id,
-                    weight: q.weight,
-                })
+            .filter(|q| self.doc_freq(&q.text) > 0)
+            .map(|q| WeightedTerm {
+                text: q.text.as_str().into(),
+                weight: q.weight,
             })
             .collect();
         if terms.is_empty() {
@@ -75,14 +75,14 @@ impl SearchIndex {
         let snippet_terms: HashMap<String, f32> = parsed
             .iter()
             .filter_map(|q| {
-                let id = self.term_id(&q.text)?;
-                Some((q.text.clone(), q.weight * self.idf(id)))
+                let df = self.doc_freq(&q.text);
+                (df > 0).then(|| (q.text.clone(), q.weight * self.idf(df)))
             })
             .collect();
         ranked
             .into_iter()
             .filter_map(|(score, slot)| {
-                let doc = &self.stored(slot)?.doc;
+                let doc = self.doc_at(slot)?;
                 let mask = scores.mask.get(slot as usize).copied().unwrap_or(0);
                 let fields: Vec<Field> = Field::ALL
                     .into_iter()
@@ -112,13 +112,10 @@ impl SearchIndex {
             .collect()
     }
 
-    /// Inverse document frequency of a term.
-    fn idf(&self, term: u32) -> f32 {
+    /// Inverse document frequency of a term found in `df` documents.
+    fn idf(&self, df: usize) -> f32 {
         let n = self.len() as f32;
-        let df = self
-            .terms
-            .get(term as usize)
-            .map_or(0, |t| t.postings.len()) as f32;
+        let df = df as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
@@ -128,26 +125,29 @@ impl SearchIndex {
         let n_docs = self.len().max(1) as f64;
         let mut c0 = [0f32; Field::COUNT];
         let mut c1 = [0f32; Field::COUNT];
+        let total_len = self.total_field_lens();
         for f in 0..Field::COUNT {
-            let avg = (self.total_len[f] as f64 / n_docs).max(1.0) as f32;
+            let avg = (total_len[f] as f64 / n_docs).max(1.0) as f32;
             c0[f] = 1.0 - p.b[f];
             c1[f] = p.b[f] / avg;
         }
         let mut s = Scores {
-            acc: vec![0.0; self.docs.len()],
-            mask: vec![0; self.docs.len()],
+            acc: vec![0.0; self.slot_count()],
+            mask: vec![0; self.slot_count()],
             touched: Vec::new(),
         };
         for t in terms {
-            let Some(term) = self.terms.get(t.id as usize) else {
+            let Some(postings) = self.postings(&t.text) else {
                 continue;
             };
-            let qw = t.weight * self.idf(t.id);
-            for posting in &term.postings {
+            let qw = t.weight * self.idf(postings.len());
+            for posting in postings.iter() {
                 let d = posting.doc as usize;
-                let (Some(lens), Some(acc), Some(mask)) =
-                    (self.lens.get(d), s.acc.get_mut(d), s.mask.get_mut(d))
-                else {
+                let (Some(lens), Some(acc), Some(mask)) = (
+                    self.field_lens(posting.doc),
+                    s.acc.get_mut(d),
+                    s.mask.get_mut(d),
+                ) else {
                     continue;
                 };
                 let mut tf = 0.0;
@@ -176,17 +176,17 @@ impl SearchIndex {
             .iter()
             .filter_map(|&slot| {
                 let score = *s.acc.get(slot as usize)?;
-                let stored = self.stored(slot)?;
-                (score > 0.0 && (all || filter.matches(&stored.doc))).then_some((score, slot))
+                let passes = all || filter.matches(self.doc_at(slot)?.as_ref());
+                (score > 0.0 && passes).then_some((score, slot))
             })
             .collect()
     }
 
     /// Orders `ranked` best first (ties by id) and keeps the first `k`.
     fn top_k(&self, ranked: &mut Vec<(f32, u32)>, k: usize) {
-        let id = |slot: u32| self.stored(slot).map_or("", |s| s.doc.id.as_str());
+        let id = |slot: u32| self.id_at(slot).unwrap_or_default();
         let cmp = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
-            b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(id(b.1)))
+            b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(&id(b.1)))
         };
         if ranked.len() > k && k > 0 {
             ranked.select_nth_unstable_by(k - 1, cmp);
@@ -210,38 +210,35 @@ impl SearchIndex {
         }
         let n = self.len() as f32;
         let w = &self.params.weights;
-        let mut model: HashMap<u32, f32> = HashMap::new();
+        let mut model: HashMap<Box<str>, f32> = HashMap::new();
         for &(score, slot) in &top {
-            let (Some(stored), Some(lens)) = (self.stored(slot), self.lens.get(slot as usize))
-            else {
+            let Some(lens) = self.field_lens(slot) else {
                 continue;
             };
             let len: f32 = (0..Field::COUNT)
                 .map(|f| w[f] * lens[f] as f32)
                 .sum::<f32>()
                 .max(1.0);
-            for &t in stored.terms.iter() {
-                let Some(term) = self.terms.get(t as usize) else {
-                    continue;
-                };
+            for (text, doc_tf) in self.doc_terms(slot) {
                 // Skip very common terms and single CJK characters.
-                let df = term.postings.len() as f32;
-                if df > n * 0.1 || df < 2.0 || is_single_cjk(&term.text) {
+                if is_single_cjk(&text) {
                     continue;
                 }
-                let Ok(i) = term.postings.binary_search_by_key(&slot, |p| p.doc) else {
+                let df = self.doc_freq(&text);
+                if df as f32 > n * 0.1 || df < 2 {
                     continue;
-                };
+                }
                 let tf: f32 = (0..Field::COUNT)
-                    .map(|f| w[f] * f32::from(term.postings[i].tf[f]))
+                    .map(|f| w[f] * f32::from(doc_tf[f]))
                     .sum();
-                *model.entry(t).or_insert(0.0) += (score / total) * (tf / len) * self.idf(t);
+                let idf = self.idf(df);
+                *model.entry(text).or_insert(0.0) += (score / total) * (tf / len) * idf;
             }
         }
         for q in query {
-            model.remove(&q.id);
+            model.remove(&q.text);
         }
-        let mut cands: Vec<(u32, f32)> = model.into_iter().collect();
+        let mut cands: Vec<(Box<str>, f32)> = model.into_iter().collect();
         cands.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         cands.truncate(fb.terms);
         let mass: f32 = cands.iter().map(|c| c.1).sum();
@@ -251,8 +248,8 @@ impl SearchIndex {
         }
         cands
             .into_iter()
-            .map(|(id, v)| WeightedTerm {
-                id,
+            .map(|(text, v)| WeightedTerm {
+                text,
                 weight: fb.weight * qmass * v / mass,
             })
             .collect()
@@ -261,12 +258,14 @@ impl SearchIndex {
     /// Adds to each hit a share of the best scores of other hits with the same path.
     fn apply_group_boost(&self, ranked: &mut [(f32, u32)], weight: f32) {
         // Best two scores per path.
+        let paths: Vec<Option<Cow<'_, str>>> =
+            ranked.iter().map(|&(_, slot)| self.path_at(slot)).collect();
         let mut best: HashMap<&str, [f32; 2]> = HashMap::new();
-        for &(score, slot) in ranked.iter() {
-            let Some(stored) = self.stored(slot) else {
+        for (&(score, _), path) in ranked.iter().zip(&paths) {
+            let Some(path) = path else {
                 continue;
             };
-            let b = best.entry(stored.doc.path.as_str()).or_insert([0.0; 2]);
+            let b = best.entry(path.as_ref()).or_insert([0.0; 2]);
             if score > b[0] {
                 b[1] = b[0];
                 b[0] = score;
@@ -275,10 +274,10 @@ impl SearchIndex {
             }
         }
         let mut boosts = Vec::with_capacity(ranked.len());
-        for &(score, slot) in ranked.iter() {
-            let boost = self
-                .stored(slot)
-                .and_then(|s| best.get(s.doc.path.as_str()))
+        for (&(score, _), path) in ranked.iter().zip(&paths) {
+            let boost = path
+                .as_deref()
+                .and_then(|p| best.get(p))
                 .map_or(0.0, |b| {
                     // Exclude the document's own score from its group's evidence.
                     if score >= b[0] { b[1] } else { b[0] }
