@@ -240,6 +240,10 @@ struct ServeArgs {
     /// Serve only the tools that read (no commit is ever made)
     #[arg(long)]
     read_only: bool,
+    /// Write a tool trace (memory/tool-trace.md) after each call of the reference's traced
+    /// tools (load, read, write, memory, knowledge): one more commit per call
+    #[arg(long, conflicts_with = "read_only")]
+    auto_trace: bool,
 }
 
 fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -396,6 +400,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolset::parse_list(&args.tools).map_err(anyhow::Error::msg)?;
     let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
     config.store.read_only = args.read_only;
+    config.auto_trace = args.auto_trace;
     let engram = Arc::new(Engram::new(config)?);
     let structured = graph::structured(engram.clone(), &args.structured, &toolsets)?;
     let mut server = EngramServer::with_structured(engram.clone(), &toolsets, structured)

@@ -255,6 +255,12 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<ListTracesParams>,
     ) -> Result<String, String> {
-        self.run("list_tool_traces", &peer, move |e, _| e.list_tool_traces(&p.name, p.limit)).await
+        let traced = self
+            .tracing()
+            .then(|| crate::ops::TracedCall::ListTraces { name: p.name.clone(), limit: p.limit });
+        let answer =
+            self.run("list_tool_traces", &peer, move |e, _| e.list_tool_traces(&p.name, p.limit)).await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 }

@@ -37,10 +37,12 @@ impl EngramServer {
             };
             return Ok(self.refusal(&name, e).into());
         }
-        let server = match self.scoped(identity.as_ref(), Some(&name)) {
+        let mut server = match self.scoped(identity.as_ref(), Some(&name)) {
             Ok(s) => s,
             Err(e) => return Ok(self.refusal(&name, e).into()),
         };
+        // A read-only token's reads commit nothing, not even an automatic trace.
+        server.untraced |= identity.as_ref().is_some_and(|id| id.read_only);
         let response = server.tool_router.call(ToolCallContext::new(&server, request, context)).await?;
         Ok(match response {
             CallToolResponse::Complete(result) => bound_answer(&name, result).into(),

@@ -5,7 +5,7 @@ use rmcp::{Peer, RoleServer, tool, tool_router};
 
 use super::EngramServer;
 use super::params::*;
-use crate::ops::{CaptureRequest, CorrectRequest};
+use crate::ops::{CaptureRequest, CorrectRequest, TracedCall};
 
 #[tool_router(router = engram_tools, vis = "pub(super)")]
 impl EngramServer {
@@ -32,7 +32,10 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<NameParams>,
     ) -> Result<String, String> {
-        self.run("get_engram_info", &peer, move |e, _| e.get_engram_info(&p.name)).await
+        let traced = self.tracing().then(|| TracedCall::GetInfo { name: p.name.clone() });
+        let answer = self.run("get_engram_info", &peer, move |e, _| e.get_engram_info(&p.name)).await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -48,6 +51,8 @@ impl EngramServer {
         // Most loads read a few small files: answered here, they skip the hand-off to a
         // blocking thread, which costs more than the load. A load that must read git (HEAD
         // moved since this process looked, or `as_of`) goes to a blocking thread below.
+        let traced =
+            self.tracing().then(|| TracedCall::Load { name: p.name.clone(), query: p.query.clone() });
         if p.as_of.as_deref().is_none_or(|a| a.trim().is_empty())
             && let Some(answer) = self.engram.load_engram_if_settled(&p.name, &p.query)
         {
@@ -56,15 +61,20 @@ impl EngramServer {
             {
                 hook();
             }
-            return answer.map_err(|e| e.to_string());
+            let answer = answer.map_err(|e| e.to_string());
+            self.trace(traced, &answer, &peer).await;
+            return answer;
         }
-        self.run("load_engram", &peer, move |e, _| {
-            match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-                Some(as_of) => e.load_engram_as_of(&p.name, &p.query, as_of),
-                None => e.load_engram(&p.name, &p.query),
-            }
-        })
-        .await
+        let answer = self
+            .run("load_engram", &peer, move |e, _| {
+                match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+                    Some(as_of) => e.load_engram_as_of(&p.name, &p.query, as_of),
+                    None => e.load_engram(&p.name, &p.query),
+                }
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -76,13 +86,17 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<ReadFileParams>,
     ) -> Result<String, String> {
-        self.run("read_engram_file", &peer, move |e, _| {
-            match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-                Some(as_of) => e.read_engram_file_as_of(&p.name, &p.path, as_of),
-                None => e.read_engram_file(&p.name, &p.path),
-            }
-        })
-        .await
+        let traced = self.tracing().then(|| TracedCall::Read { name: p.name.clone(), path: p.path.clone() });
+        let answer = self
+            .run("read_engram_file", &peer, move |e, _| {
+                match p.as_of.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+                    Some(as_of) => e.read_engram_file_as_of(&p.name, &p.path, as_of),
+                    None => e.read_engram_file(&p.name, &p.path),
+                }
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -93,10 +107,18 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<WriteFileParams>,
     ) -> Result<String, String> {
-        self.run("write_engram_file", &peer, move |e, c| {
-            e.write_engram_file(&p.name, &p.path, &p.content, p.mode.as_deref().unwrap_or("overwrite"), c)
-        })
-        .await
+        let traced = self.tracing().then(|| TracedCall::Write {
+            name: p.name.clone(),
+            path: p.path.clone(),
+            mode: p.mode.clone().unwrap_or_else(|| "overwrite".to_owned()),
+        });
+        let answer = self
+            .run("write_engram_file", &peer, move |e, c| {
+                e.write_engram_file(&p.name, &p.path, &p.content, p.mode.as_deref().unwrap_or("overwrite"), c)
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -118,7 +140,16 @@ impl EngramServer {
             expires: p.expires,
             is_global: p.is_global.unwrap_or(false),
         };
-        self.run_here("capture_memory", &peer, move |e, c| e.capture_memory(&req, c)).await
+        let traced = self.tracing().then(|| TracedCall::Capture {
+            name: req.name.clone(),
+            category: req.category.clone(),
+            memory_type: req.memory_type.clone(),
+            is_global: req.is_global,
+            summary: req.summary.clone(),
+        });
+        let answer = self.run_here("capture_memory", &peer, move |e, c| e.capture_memory(&req, c)).await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -129,10 +160,18 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<ConsolidateParams>,
     ) -> Result<String, String> {
-        self.run("consolidate_memory", &peer, move |e, c| {
-            e.consolidate_memory(&p.name, &p.category, &p.consolidated_content, &p.summary, c)
-        })
-        .await
+        let traced = self.tracing().then(|| TracedCall::Consolidate {
+            name: p.name.clone(),
+            category: p.category.clone(),
+            summary: p.summary.clone(),
+        });
+        let answer = self
+            .run("consolidate_memory", &peer, move |e, c| {
+                e.consolidate_memory(&p.name, &p.category, &p.consolidated_content, &p.summary, c)
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -143,10 +182,18 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<DeleteParams>,
     ) -> Result<String, String> {
-        self.run_here("delete_memory", &peer, move |e, c| {
-            e.delete_memory(&p.name, &p.category, &p.summary, c)
-        })
-        .await
+        let traced = self.tracing().then(|| TracedCall::Delete {
+            name: p.name.clone(),
+            category: p.category.clone(),
+            summary: p.summary.clone(),
+        });
+        let answer = self
+            .run_here("delete_memory", &peer, move |e, c| {
+                e.delete_memory(&p.name, &p.category, &p.summary, c)
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -167,7 +214,16 @@ impl EngramServer {
             tags: p.tags,
             target: None,
         };
-        self.run_here("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await
+        let traced = self.tracing().then(|| TracedCall::Correct {
+            name: req.name.clone(),
+            category: req.category.clone(),
+            memory_type: req.memory_type.clone(),
+            old_summary: req.old_summary.clone(),
+            new_summary: req.new_summary.clone(),
+        });
+        let answer = self.run_here("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(
@@ -178,10 +234,16 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<AddKnowledgeParams>,
     ) -> Result<String, String> {
-        self.run("add_knowledge", &peer, move |e, c| {
-            e.add_knowledge(&p.name, &p.filename, &p.content, &p.summary, c)
-        })
-        .await
+        let traced = self
+            .tracing()
+            .then(|| TracedCall::AddKnowledge { name: p.name.clone(), filename: p.filename.clone() });
+        let answer = self
+            .run("add_knowledge", &peer, move |e, c| {
+                e.add_knowledge(&p.name, &p.filename, &p.content, &p.summary, c)
+            })
+            .await;
+        self.trace(traced, &answer, &peer).await;
+        answer
     }
 
     #[tool(

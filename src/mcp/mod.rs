@@ -142,6 +142,8 @@ pub struct EngramServer {
     toolsets: Vec<Toolset>,
     /// With `--users-file`: each user's own server for the personal, graph and notes tools.
     users: Option<Arc<users::UserScopes>>,
+    /// The caller's token is read-only: its calls write no automatic trace.
+    untraced: bool,
 }
 
 /// Why a tool call failed: the tool's own error, or its task died (a panic).
@@ -227,6 +229,7 @@ impl EngramServer {
             structured,
             toolsets: toolsets.to_vec(),
             users: None,
+            untraced: false,
         }
     }
 
@@ -299,6 +302,31 @@ impl EngramServer {
             Err(e) => Err(Failed::Task(format!("internal error: the tool task failed: {e}"))),
         };
         self.finish(outcome)
+    }
+
+    /// Whether calls write automatic tool traces (`engram serve --auto-trace`).
+    pub(crate) fn tracing(&self) -> bool {
+        self.engram.config().auto_trace && !self.untraced
+    }
+
+    /// Writes the automatic trace of a call that answered `answer` (`call` is `None` when
+    /// tracing is off), on a blocking thread and before the answer goes out, so the next
+    /// call sees it. A trace that cannot be written is skipped: the answer stands.
+    pub(crate) async fn trace(
+        &self,
+        call: Option<crate::ops::TracedCall>,
+        answer: &Result<String, String>,
+        peer: &Peer<RoleServer>,
+    ) {
+        let Some(call) = call else { return };
+        // The trace reads only the start of an answer (a count, an empty file).
+        let head = |a: &String| a.chars().take(40).collect::<String>();
+        let answer = answer.as_ref().map(head).map_err(head);
+        let (engram, client) = (self.engram.clone(), client_name(peer));
+        let _ = tokio::task::spawn_blocking(move || {
+            engram.auto_trace(&call, answer.as_deref().map_err(String::as_str), client)
+        })
+        .await;
     }
 
     /// Runs an Engram tool's work (see [`EngramServer::call`]); the answer is its text or its

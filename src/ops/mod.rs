@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
-pub use authoring::{DraftRequest, FinalizeRequest, TraceRequest, create_engram_assistant};
+pub use authoring::{DraftRequest, FinalizeRequest, TraceRequest, TracedCall, create_engram_assistant};
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
 pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};

@@ -463,3 +463,68 @@ async fn a_large_document_imports_as_chapters_in_one_commit() {
     assert!(joined.is_empty());
     c.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn auto_traces_are_off_by_default_and_with_the_flag_one_commit_per_traced_call() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let dir = env.pack("coach");
+    let load = serde_json::json!({"name": "coach", "query": "膝盖\n疼"});
+    // Off by default: reads commit nothing, writes one commit each.
+    let c = env.client_with(&["--tools", "all"]).await;
+    ok(&c, "load_engram", load.clone()).await;
+    ok(&c, "get_engram_info", serde_json::json!({"name": "coach"})).await;
+    assert_eq!(commit_count(&dir), 1);
+    assert_eq!(ok(&c, "list_tool_traces", serde_json::json!({"name": "coach"})).await, "暂无工具调用轨迹");
+    c.close().await.expect("close");
+
+    let c = env.client_with(&["--tools", "all", "--auto-trace"]).await;
+    let p = c.prompt("engram-system-prompt").await.expect("prompt");
+    assert!(
+        p.contains(
+            "8. engram-server 内部的关键工具（load/read/write/memory/knowledge）会自动写入 tool-trace"
+        ),
+        "{p}"
+    );
+    ok(&c, "load_engram", load).await;
+    assert_eq!(commit_count(&dir), 2, "a traced read is one commit");
+    let last = git(&dir, &["log", "-1", "--format=%B"]);
+    assert!(
+        last.starts_with("capture: tool-trace — load_engram [ok] 加载专家上下文（query: 膝盖 疼）"),
+        "{last}"
+    );
+    assert!(last.contains("Engram-Tool: load_engram"), "{last}");
+    // A write: its own commit, then its trace's.
+    ok(&c, "capture_memory", serde_json::json!({"name": "coach", "content": "早上训练", "category": "preferences", "summary": "早上训练"})).await;
+    assert_eq!(commit_count(&dir), 4);
+    // Not traced: the trace tool itself, listings, a missing pack, lint.
+    ok(
+        &c,
+        "capture_tool_trace",
+        serde_json::json!({"name": "coach", "tool_name": "web", "intent": "查", "result_summary": "好"}),
+    )
+    .await;
+    assert_eq!(commit_count(&dir), 5, "capture_tool_trace writes its own trace only");
+    ok(&c, "list_engrams", serde_json::json!({})).await;
+    err(&c, "get_engram_info", serde_json::json!({"name": "nope"})).await;
+    ok(&c, "lint_engrams", serde_json::json!({"name": "coach"})).await;
+    assert_eq!(commit_count(&dir), 5);
+    // A failed read is traced as an error; the same trace again within 5 s is written once.
+    err(&c, "read_engram_file", serde_json::json!({"name": "coach", "path": "knowledge/none.md"})).await;
+    err(&c, "read_engram_file", serde_json::json!({"name": "coach", "path": "knowledge/none.md"})).await;
+    assert_eq!(commit_count(&dir), 6);
+    let traces = ok(&c, "list_tool_traces", serde_json::json!({"name": "coach"})).await;
+    c.close().await.expect("close");
+    assert!(traces.starts_with("最近工具调用轨迹（4 条）"), "{traces}");
+    assert!(traces.contains("[tool:capture_memory,status:ok,auto,source:mcp,mcp_tool:capture_memory,memory_category:preferences] capture_memory [ok] 记录记忆 [preferences]"), "{traces}");
+    assert!(traces.contains("read_engram_file [error] 读取文件 knowledge/none.md"), "{traces}");
+    let file = env.read("coach", "memory/tool-trace.md");
+    assert!(file.contains("tool: read_engram_file\nintent: 读取文件 knowledge/none.md\nargs: path=knowledge/none.md\nresult: 读取失败：文件不存在 knowledge/none.md\nstatus: error"), "{file}");
+    assert_eq!(commit_count(&dir), 7, "list_tool_traces traces itself after its answer");
+    let out = env.cli(&["lint", "coach"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_fsck(&dir);
+    // --auto-trace writes: it cannot go with --read-only.
+    let out = env.cli(&["serve", "--auto-trace", "--read-only"]);
+    assert!(!out.status.success());
+}

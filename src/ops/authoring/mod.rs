@@ -3,6 +3,7 @@
 //! tool traces (`capture_tool_trace`, `list_tool_traces`), with the Python
 //! server's names, parameters and texts.
 
+mod auto_trace;
 pub(super) mod draft;
 pub(super) mod stats;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 use crate::memlog::FullIndex;
 use crate::ops::{Caller, CaptureRequest, Engram, EngramError, Result};
 
+pub use auto_trace::TracedCall;
 pub use draft::{DraftRequest, FinalizeRequest, create_engram_assistant};
 
 /// The category tool traces are kept in (`memory/tool-trace.md`).
