@@ -6,10 +6,12 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The default API endpoint (overridable with `ENGRAM_ANTHROPIC_BASE_URL`).
+/// The default API endpoint (overridable with `ENGRAM_ANTHROPIC_BASE_URL` or `ANTHROPIC_BASE_URL`).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// The default model (overridable with `ENGRAM_ANTHROPIC_MODEL`).
+/// The default model (overridable with `ENGRAM_ANTHROPIC_MODEL`); `engram build` polishes with it.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// The small model `engram build` extracts with by default.
+pub const DEFAULT_SMALL_MODEL: &str = "claude-haiku-4-5";
 /// The API version header value.
 pub const API_VERSION: &str = "2023-06-01";
 

@@ -172,6 +172,12 @@ pub fn credentials() -> Credentials {
 pub const ENV_ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
 /// Overrides the Anthropic API base URL (tests point it at a local stand-in).
 pub const ENV_ANTHROPIC_BASE_URL: &str = "ENGRAM_ANTHROPIC_BASE_URL";
+/// The Anthropic SDKs' base URL variable, used when `ENGRAM_ANTHROPIC_BASE_URL` is not set.
+pub const ENV_ANTHROPIC_BASE_URL_STANDARD: &str = "ANTHROPIC_BASE_URL";
+/// The small model `engram build` extracts with (same as `--extract-model`).
+pub const ENV_BUILD_EXTRACT_MODEL: &str = "ENGRAM_BUILD_EXTRACT_MODEL";
+/// The large model `engram build` polishes with (same as `--polish-model`).
+pub const ENV_BUILD_POLISH_MODEL: &str = "ENGRAM_BUILD_POLISH_MODEL";
 /// Overrides the model `engram_summarize` asks.
 pub const ENV_ANTHROPIC_MODEL: &str = "ENGRAM_ANTHROPIC_MODEL";
 
@@ -181,10 +187,10 @@ pub fn anthropic() -> crate::llm::AnthropicSettings {
         api_key: std::env::var(ENV_ANTHROPIC_API_KEY).ok().and_then(|k| crate::llm::ApiKey::new(&k)),
         ..Default::default()
     };
-    if let Ok(url) = std::env::var(ENV_ANTHROPIC_BASE_URL)
-        && !url.trim().is_empty()
+    if let Some(url) =
+        non_empty_env(ENV_ANTHROPIC_BASE_URL).or_else(|| non_empty_env(ENV_ANTHROPIC_BASE_URL_STANDARD))
     {
-        s.base_url = url.trim().to_owned();
+        s.base_url = url;
     }
     if let Ok(model) = std::env::var(ENV_ANTHROPIC_MODEL)
         && !model.trim().is_empty()

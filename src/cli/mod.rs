@@ -1,8 +1,9 @@
-//! The command line: `engram serve | list | init | install | lint | log | demo | search | sync | doctor | registry | …`.
+//! The command line: `engram serve | list | init | install | build | lint | log | demo | search | sync | doctor | registry | …`.
 //!
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
+mod build;
 mod demo;
 mod graph;
 mod history;
@@ -147,6 +148,8 @@ enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Build a pack from a folder of documents: knowledge, role/workflow/rules, examples (one commit per stage)
+    Build(build::BuildArgs),
     /// Knowledge documents of a pack
     Knowledge {
         #[command(subcommand)]
@@ -354,6 +357,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             report(res)
         }
+        Some(Command::Build(args)) => build::run(&*engram(&cli, false)?, args),
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
             println!("{}", engram(&cli, false)?.search_engrams(query));
             Ok(ExitCode::SUCCESS)

@@ -22,7 +22,10 @@ use chrono::{DateTime, Utc};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
-pub use authoring::{DraftRequest, FinalizeRequest, TraceRequest, TracedCall, create_engram_assistant};
+pub use authoring::{
+    BuildEvent, BuildModels, BuildReport, BuildRequest, DraftRequest, FinalizeRequest, TraceRequest,
+    TracedCall, create_engram_assistant,
+};
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
 pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};
@@ -403,6 +406,14 @@ impl Engram {
         let repo = Arc::new(Mutex::new(repo));
         repos.insert(dir.to_owned(), repo.clone());
         Ok(repo)
+    }
+
+    /// Drops this process's handle of the repository at `dir` (before the directory is
+    /// renamed: `engram build` moves its staging directory into place).
+    pub(crate) fn forget_repo(&self, dir: &Path) {
+        if let Ok(mut repos) = crate::store::hold(&self.repos, dir) {
+            repos.remove(dir);
+        }
     }
 
     /// Runs `f` with the pack's repository locked for this process (adopting

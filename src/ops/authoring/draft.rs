@@ -195,6 +195,45 @@ fn items(draft: &Map<String, Value>, key: &str) -> Result<Vec<Map<String, Value>
     }
 }
 
+/// An example (case) file: front matter (`id`, `title`, `uses`, `tags`, `updated_at`) and
+/// the four sections of the reference's drafts. Drafts and `engram build` write them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExampleText {
+    pub id: String,
+    pub title: String,
+    /// Pack-relative knowledge files the case uses.
+    pub uses: Vec<String>,
+    pub tags: Vec<String>,
+    pub problem: String,
+    pub assessment: String,
+    pub plan: String,
+    pub review: String,
+}
+
+impl ExampleText {
+    /// The file's text.
+    pub fn render(&self, today: &str) -> String {
+        let list = |xs: &[String]| xs.iter().map(|x| format!("  - {x}\n")).collect::<String>();
+        format!(
+            "---\nid: {}\ntitle: {}\nuses:\n{}tags:\n{}updated_at: {today}\n---\n\n# {}\n\n## 背景\n{}\n\n## 评估过程\n{}\n\n## 最终方案\n{}\n\n## 结果复盘\n{}\n",
+            self.id,
+            self.title,
+            list(&self.uses),
+            list(&self.tags),
+            self.title,
+            self.problem,
+            self.assessment,
+            self.plan,
+            self.review,
+        )
+    }
+
+    /// Its lines in `examples/_index.md`.
+    pub fn index_line(&self, path: &str, summary: &str) -> String {
+        format!("- `{path}` - {summary}\n  uses: {}\n", self.uses.join(", "))
+    }
+}
+
 /// The files of a draft (path → content) and the `meta.json` it gets, for pack `name`.
 fn materialize(draft: &Map<String, Value>, name: &str, today: &str) -> Result<Vec<(String, String)>> {
     let knowledge = items(draft, "knowledge")?;
@@ -266,20 +305,18 @@ fn materialize(draft: &Map<String, Value>, name: &str, today: &str) -> Result<Ve
             Some(Value::Array(t)) => t.iter().map(|v| text(Some(v))).collect(),
             _ => vec![name.to_owned(), "example".into(), "auto-generated".into()],
         };
-        let title = or("title", format!("案例{n}"));
-        let list = |xs: &[String]| xs.iter().map(|x| format!("  - {x}\n")).collect::<String>();
-        let content = format!(
-            "---\nid: {}\ntitle: {title}\nuses:\n{}tags:\n{}updated_at: {today}\n---\n\n# {title}\n\n## 背景\n{}\n\n## 评估过程\n{}\n\n## 最终方案\n{}\n\n## 结果复盘\n{}\n",
-            or("id", format!("example_{name}_{n}")),
-            list(&uses),
-            list(&tags),
-            or("problem", "待补充背景".into()),
-            or("assessment", "待补充评估过程".into()),
-            or("plan", "待补充执行方案".into()),
-            or("review", "待补充结果复盘".into()),
-        );
-        ex_index.push_str(&format!("- `{path}` - {summary}\n  uses: {}\n", uses.join(", ")));
-        files.push((path, content));
+        let example = ExampleText {
+            id: or("id", format!("example_{name}_{n}")),
+            title: or("title", format!("案例{n}")),
+            uses,
+            tags,
+            problem: or("problem", "待补充背景".into()),
+            assessment: or("assessment", "待补充评估过程".into()),
+            plan: or("plan", "待补充执行方案".into()),
+            review: or("review", "待补充结果复盘".into()),
+        };
+        ex_index.push_str(&example.index_line(&path, &summary));
+        files.push((path, example.render(today)));
     }
     files.push(("examples/_index.md".to_owned(), ex_index));
     Ok(files)

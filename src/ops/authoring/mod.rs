@@ -4,6 +4,8 @@
 //! server's names, parameters and texts.
 
 mod auto_trace;
+mod build;
+mod build_extract;
 pub(super) mod draft;
 pub(super) mod stats;
 
@@ -13,6 +15,7 @@ use crate::memlog::FullIndex;
 use crate::ops::{Caller, CaptureRequest, Engram, EngramError, Result};
 
 pub use auto_trace::TracedCall;
+pub use build::{BuildEvent, BuildModels, BuildReport, BuildRequest};
 pub use draft::{DraftRequest, FinalizeRequest, create_engram_assistant};
 
 /// The category tool traces are kept in (`memory/tool-trace.md`).

@@ -9,7 +9,7 @@ use crate::store::PackRepo;
 use crate::templates;
 
 /// Prefix of the directory an install clones into before renaming it into place.
-const INSTALL_STAGING: &str = ".engram-install-";
+pub(crate) const INSTALL_STAGING: &str = ".engram-install-";
 
 /// A staging directory left in the packs directory by an install or a pack
 /// creation that did not finish (`.engram-install-<pid>-<name>`,
