@@ -409,6 +409,36 @@ pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Change
     Ok(())
 }
 
+/// The rank the next entry of `category` stamped `ts` will have among the index entries of that
+/// category and time (what its id is made from, `ops::memory_id`): the full index head, then its
+/// segments newest first until one holds an older entry (entries are appended in time order,
+/// so a capture reads the head alone unless its minute spans a roll).
+pub fn next_entry_rank(snap: &Snapshot<'_>, category: &str, ts: &str) -> Result<usize, StoreError> {
+    let scan = |text: &str| -> (usize, bool) {
+        let (mut same, mut older) = (0, false);
+        for e in text.lines().filter(|l| is_entry_line(l)).filter_map(parse_index_line) {
+            if e.ts.as_str() < ts {
+                older = true;
+            } else if e.ts == ts && e.category == category {
+                same += 1;
+            }
+        }
+        (same, older)
+    };
+    let (mut rank, mut done) = scan(&snap.read_text(FULL_INDEX)?.unwrap_or_default());
+    if !done {
+        for path in segment_paths(snap, FULL_INDEX_SEGMENTS)?.iter().rev() {
+            let (same, older) = scan(&snap.read_text(path)?.unwrap_or_default());
+            rank += same;
+            done = older;
+            if done {
+                break;
+            }
+        }
+    }
+    Ok(rank)
+}
+
 /// A category file's text as it is, line endings included (`Snapshot::read_text`
 /// turns CRLF into LF, which would rewrite every line of a file saved on Windows).
 fn read_category_file(snap: &Snapshot<'_>, path: &str) -> Result<Option<String>, StoreError> {

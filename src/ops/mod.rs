@@ -33,11 +33,12 @@ pub use packs::registry::{Registry, RegistryEntry, render_entry as render_regist
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
-pub use engram::memory_items::{MemoryItem, MemoryList, MemoryTarget, WriteOutcome, memory_id};
+pub use engram::memory_items::{MemoryItem, MemoryList, MemoryTarget, PastItem, WriteOutcome, memory_id};
 pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
 pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
 pub use notes::{
-    Category, DEFAULT_CATEGORY, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote, Stored, slug,
+    Category, DEFAULT_CATEGORY, DEFAULT_IMPORTANCE, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote,
+    Stored, slug,
 };
 pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
 pub use packs::sync_worker::SyncWorker;
@@ -390,7 +391,8 @@ impl Engram {
         Packs::with_resolved_packs_dir(self.packs_root.clone(), self.config.project_root.clone())
     }
 
-    fn now(&self) -> DateTime<Utc> {
+    /// The current time of this engram's clock (a fixed one in tests).
+    pub fn now(&self) -> DateTime<Utc> {
         self.config.clock.now()
     }
 

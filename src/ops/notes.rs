@@ -486,6 +486,39 @@ impl Notes<'_> {
         Ok((cat, created, commit))
     }
 
+    /// Deletes an empty category (its description; the default category stays). Refused while
+    /// it holds notes, or when its folder holds other files. Answers the commit.
+    pub fn delete_category(&self, name: &str, caller: &Caller) -> Result<Option<String>> {
+        let name = check_category_name(name)?;
+        let refuse = |reason: String| NotesError::from(EngramError::Invalid { field: "category", reason });
+        if name == DEFAULT_CATEGORY {
+            return Err(refuse(format!("{DEFAULT_CATEGORY:?} is the default category; it always exists")));
+        }
+        let (commit, ()) = self.write(caller, |set| {
+            if !set.has_category(&name) {
+                return Err(NotesError::UnknownCategory { category: name.clone(), known: set.category_names() });
+            }
+            let held = set.notes.iter().filter(|n| n.category == name).count();
+            if held > 0 {
+                return Err(refuse(format!(
+                    "{name:?} holds {held} notes; forget or move them first (只能删除空分类 / only an empty category can be deleted)"
+                )));
+            }
+            if set.dirs.contains(&name) {
+                return Err(refuse(format!(
+                    "the folder {NOTES_DIR}/{name}/ holds other files; remove them by hand first"
+                )));
+            }
+            let mut next =
+                NoteSet { descriptions: set.descriptions.clone(), dirs: Vec::new(), notes: Vec::new() };
+            next.descriptions.remove(&name);
+            let mut changes = Changes::default();
+            changes.put(CATEGORIES_FILE, next.render_categories()?);
+            Ok(Some((changes, format!("category: delete {name}"), ())))
+        })?;
+        Ok(commit)
+    }
+
     /// `store`: creates a note, or updates the note of exactly the same title in
     /// the category. A title that differs from an existing one only in case or
     /// look-alike characters is refused, naming that note.

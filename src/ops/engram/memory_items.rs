@@ -60,6 +60,27 @@ pub struct MemoryList {
     pub items: Vec<MemoryItem>,
 }
 
+/// A memory entry that is no longer live: archived by `consolidate_memory`
+/// (`memory/<category>-archive.md`) or moved out by the expiry pass (`<category>-expired.md`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PastItem {
+    /// The category it belonged to.
+    pub category: String,
+    /// `archived` or `expired`.
+    pub kind: &'static str,
+    /// `YYYY-MM-DD HH:MM`, when its block has a meta line.
+    pub ts: Option<String>,
+    /// Memory type, when its block has a meta line.
+    #[serde(rename = "type")]
+    pub memory_type: Option<String>,
+    /// Expiry date, if any.
+    pub expires: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The entry's text.
+    pub content: String,
+}
+
 /// Which entry a correction or deletion is about, by id, and what the writer saw.
 #[derive(Debug, Clone)]
 pub struct MemoryTarget {
@@ -217,6 +238,53 @@ impl Engram {
             Ok(MemoryList { items: items_of(&snap)?, commit: Some(commit) })
         })?;
         Ok(list.unwrap_or_default())
+    }
+
+    /// A pack's archived and expired entries at `at` (HEAD when `None`), file by file in name
+    /// order, oldest block first within a file.
+    pub fn past_memory_items(&self, name: &str, at: Option<&str>) -> Result<Vec<PastItem>> {
+        let pack = self.resolve(name)?;
+        let items = self.with_existing_repo(&pack.dir, |repo| {
+            let Some(head) = repo.current_head()? else { return Ok(Vec::new()) };
+            let commit = match at {
+                Some(rev) => repo.resolve_commit(rev)?,
+                None => head,
+            };
+            let snap = repo.snapshot_at(&commit)?;
+            let mut names = snap.list("memory")?;
+            names.sort();
+            let mut out = Vec::new();
+            for file in names {
+                let (category, kind) = if let Some(c) = file.strip_suffix("-archive.md") {
+                    (c, "archived")
+                } else if let Some(c) = file.strip_suffix("-expired.md") {
+                    (c, "expired")
+                } else {
+                    continue;
+                };
+                let Some(text) = snap.read_text(&format!("memory/{file}"))? else { continue };
+                for b in crate::memory::parse_blocks(&text) {
+                    let content = b.content().trim();
+                    // A consolidation's archive heading (`# 归档于 …`) alone is not an entry.
+                    if content.is_empty()
+                        || (b.meta.is_none() && content.starts_with("# ") && !content.contains('\n'))
+                    {
+                        continue;
+                    }
+                    out.push(PastItem {
+                        category: category.to_owned(),
+                        kind,
+                        ts: b.meta.as_ref().map(|m| m.ts.clone()),
+                        memory_type: b.meta.as_ref().map(|m| m.memory_type.clone()),
+                        expires: b.meta.as_ref().and_then(|m| m.expires.clone()),
+                        tags: b.meta.as_ref().map(|m| m.tags.clone()).unwrap_or_default(),
+                        content: content.to_owned(),
+                    });
+                }
+            }
+            Ok(out)
+        })?;
+        Ok(items.unwrap_or_default())
     }
 
     /// The full id of a pack's HEAD (`None`: no commit yet).

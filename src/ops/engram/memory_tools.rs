@@ -338,12 +338,13 @@ impl Engram {
         let repo = self.repo(&root)?;
         let repo = crate::store::hold(&repo, &root)?;
         self.expire_before_write(&repo, &root, caller)?;
-        let (commit, duplicate_of) = repo.write(|snap| {
+        let (commit, (duplicate_of, rank)) = repo.write(|snap| {
             if let Some(earlier) =
                 snap.recent_commit_with_trailer(trailer::DEDUP, &key, now.timestamp() - throttle)?
             {
-                return Ok::<_, EngramError>(Edit::Nothing(Some(earlier)));
+                return Ok::<_, EngramError>(Edit::Nothing((Some(earlier), None)));
             }
+            let rank = crate::memlog::next_entry_rank(snap, &category, &meta.ts)?;
             let mut changes = Changes::for_memory();
             crate::memlog::append_entry(snap, &category, &meta, &req.content, &mut changes)?;
             if !is_global && !snap.exists("memory/_onboarded") {
@@ -352,7 +353,7 @@ impl Engram {
             let mut message = msg.clone();
             note_hot_regenerated(&mut message, crate::memlog::hot_index_hand_edited(snap)?);
             crate::memlog::append_index_line(snap, entry.render(), &mut changes)?;
-            Ok(Edit::Commit { changes, message, value: None })
+            Ok(Edit::Commit { changes, message, value: (None, Some(rank)) })
         })?;
         let scope = if req.is_global { "[全局] " } else { "" };
         let type_label = if memory_type == "general" { String::new() } else { format!("[{memory_type}] ") };
@@ -362,7 +363,9 @@ impl Engram {
             (Some(c), _) => {
                 let previous = c.previous_head.as_deref().unwrap_or_default();
                 self.note_expiry_after_write(&root, previous, &c.id, expires.as_deref());
-                Ok(WriteOutcome::new(format!("{text}\ncommit: {}", c.short), Some(&c)))
+                let mut out = WriteOutcome::new(format!("{text}\ncommit: {}", c.short), Some(&c));
+                out.id = rank.map(|n| super::memory_items::memory_id(&category, &meta.ts, n));
+                Ok(out)
             }
             (None, Some(earlier)) => Ok(WriteOutcome {
                 text: format!(
