@@ -23,6 +23,11 @@ pub struct UiArgs {
     /// The token instead of a random one (required with a --host other than loopback)
     #[arg(long, env = crate::settings::ENV_AUTH_TOKEN, hide_env_values = true)]
     auth_token: Option<String>,
+    /// The pack of the notes toolset (the /notes page)
+    #[arg(long, default_value = crate::ops::DEFAULT_NOTES_PACK)]
+    notes_pack: String,
+    #[command(flatten)]
+    structured: super::graph::StructuredArgs,
 }
 
 /// Runs `engram ui` until SIGINT/SIGTERM.
@@ -35,7 +40,9 @@ pub fn run(engram: Arc<Engram>, args: &UiArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let open = !args.no_open;
-    runtime.block_on(crate::ui::serve_until_signal(engram, opts, |l| {
+    let stores =
+        crate::ui::Stores { notes_pack: args.notes_pack.clone(), structured: args.structured.config() };
+    runtime.block_on(crate::ui::serve_until_signal(engram, opts, stores, |l: &crate::ui::Listening| {
         let url = l.url();
         println!("engram ui: {url}");
         eprintln!("engram: serving the web page; open the address above (it carries this launch's token). Ctrl-C stops it.");

@@ -2,8 +2,8 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/packs` | `[{name, description, memories, head, categories}]` |
-//! | `GET /api/packs/<pack>/memories?q=&category=&type=&limit=&offset=` | `{commit, total, offset, limit, items}` newest first |
+//! | `GET /api/packs` | `[{name, description, memories, head, categories, types, knowledge, examples, sync, lint}]` |
+//! | `GET /api/packs/<pack>/memories?q=&category=&type=&tags=&time_range=&from=&to=&old=&limit=&offset=` | `{commit, total, offset, limit, items, duplicates, past}` newest first (best first with `q`) |
 //! | `POST /api/packs/<pack>/memories` `{category, summary, content, type?, tags?, expires?}` | 201 `{id, commit, text}` |
 //! | `PATCH /api/packs/<pack>/memories/<id>` `{base, summary, content, type?, tags?}` | `{id, commit, text}`, 409 `{current}` |
 //! | `DELETE /api/packs/<pack>/memories/<id>` `{base}` (or `?base=`) | `{commit, text}`, 409 `{current}` |
@@ -23,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::filter::Filter;
 use super::{Failure, UiState, blocking};
 use crate::ops::{CaptureRequest, CorrectRequest, EngramError, HistoryFilter, MemoryItem, MemoryTarget};
 
@@ -75,47 +76,6 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
         .map_err(|e| Failure::bad_request(format!("the body is not the expected JSON: {e}")))
 }
 
-/// Which memories a list shows.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Filter {
-    /// Words every shown memory contains (summary, text, tags, category; case-insensitive).
-    pub q: Option<String>,
-    /// Only this category.
-    pub category: Option<String>,
-    /// Only this type.
-    pub memory_type: Option<String>,
-}
-
-impl Filter {
-    /// The filter of a query string (`q`, `category`, `type`).
-    pub(crate) fn from_pairs(pairs: &[(String, String)]) -> Self {
-        Self {
-            q: param(pairs, "q").map(str::to_owned),
-            category: param(pairs, "category").map(str::to_owned),
-            memory_type: param(pairs, "type").map(str::to_owned),
-        }
-    }
-
-    /// The items that pass, newest first.
-    pub(crate) fn apply<'a>(&self, items: &'a [MemoryItem]) -> Vec<&'a MemoryItem> {
-        let words: Vec<String> =
-            self.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
-        items
-            .iter()
-            .rev()
-            .filter(|i| self.category.as_deref().is_none_or(|c| i.category == c))
-            .filter(|i| self.memory_type.as_deref().is_none_or(|t| i.memory_type == t))
-            .filter(|i| {
-                words.is_empty() || {
-                    let hay = format!("{}\n{}\n{}\n{}", i.summary, i.content, i.tags.join(" "), i.category)
-                        .to_lowercase();
-                    words.iter().all(|w| hay.contains(w.as_str()))
-                }
-            })
-            .collect()
-    }
-}
-
 /// `GET /api/packs`.
 pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response, Failure> {
     let list = blocking(move || pack_overview(&state)).await?;
@@ -126,15 +86,23 @@ pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response,
 pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
     for p in state.engram.packs().list() {
-        let (head, items) = state.memories(&p.name, None)?;
-        let categories: serde_json::Map<String, Value> =
-            super::by_category(&items).into_iter().map(|(c, n)| (c, json!(n))).collect();
+        let (head, listing) = state.memories(&p.name, None)?;
+        let count = |by: Vec<(String, usize)>| -> serde_json::Map<String, Value> {
+            by.into_iter().map(|(c, n)| (c, json!(n))).collect()
+        };
+        let meta_count = |k: &str| p.meta.get(k).and_then(Value::as_i64).unwrap_or(0);
         out.push(json!({
             "name": p.name,
             "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
-            "memories": items.len(),
+            "memories": listing.items.len(),
             "head": head,
-            "categories": categories,
+            "categories": count(super::by_category(&listing.items)),
+            "types": count(super::by_field(&listing.items, |i| &i.memory_type)),
+            "knowledge": meta_count("knowledge_count"),
+            "examples": meta_count("examples_count"),
+            "sync": super::packs::sync_state(state, &p.name),
+            "lint": super::packs::lint_counts(state, &p.name, head.as_deref())
+                .map(|(e, w)| json!({"errors": e, "warnings": w})),
         }));
     }
     Ok(out)
@@ -151,10 +119,15 @@ pub(crate) async fn list(
     let offset = number(&pairs, "offset", 0)?;
     let filter = Filter::from_pairs(&pairs);
     let v = blocking(move || {
-        let (commit, items) = state.memories(&pack, None)?;
-        let shown = filter.apply(&items);
-        let page: Vec<&MemoryItem> = shown.iter().skip(offset).take(limit).copied().collect();
-        Ok(json!({"commit": commit, "total": shown.len(), "offset": offset, "limit": limit, "items": page}))
+        let (commit, listing) = state.memories(&pack, None)?;
+        let shown = filter.apply(&state, &pack, commit.as_deref(), &listing)?;
+        let page: Vec<&MemoryItem> = shown.items.iter().skip(offset).take(limit).copied().collect();
+        let duplicates: serde_json::Map<String, Value> =
+            page.iter().filter_map(|m| Some((m.id.clone(), json!(listing.duplicate_of(m)?.id)))).collect();
+        Ok(json!({
+            "commit": commit, "total": shown.items.len(), "offset": offset, "limit": limit, "items": page,
+            "duplicates": duplicates, "capped": shown.capped, "past": shown.past,
+        }))
     })
     .await?;
     Ok(json_response(StatusCode::OK, &v))
@@ -180,12 +153,20 @@ pub(crate) fn add_request(
     req: &CaptureRequest,
 ) -> Result<crate::ops::WriteOutcome, Failure> {
     let mut out = state.engram.capture_memory_item(req, &UiState::caller("capture_memory"))?;
-    if let Some(commit) = out.commit.clone() {
-        let (_, items) = state.memories(&req.name, Some(&commit))?;
+    // Capture names the new entry's id when the index head tells its rank (nearly always);
+    // otherwise (and for a duplicate) it is looked up in the list of the commit.
+    if out.id.is_none()
+        && let Some(commit) = out.commit.clone()
+    {
+        let (_, listing) = state.memories(&req.name, Some(&commit))?;
         let category = req.category.trim();
         let summary = crate::memory::single_line(&req.summary);
-        out.id =
-            items.iter().rev().find(|i| i.category == category && i.summary == summary).map(|i| i.id.clone());
+        out.id = listing
+            .items
+            .iter()
+            .rev()
+            .find(|i| i.category == category && i.summary == summary)
+            .map(|i| i.id.clone());
     }
     Ok(out)
 }
@@ -239,11 +220,11 @@ pub(crate) fn target_at(
         ));
     };
     let (_, at_base) = state.memories(pack, Some(base))?;
-    match at_base.iter().find(|i| i.id == id) {
+    match at_base.items.iter().find(|i| i.id == id) {
         Some(item) => Ok(MemoryTarget { id: id.to_owned(), expected: Some(item.clone()) }),
         None => {
             let (_, now) = state.memories(pack, None)?;
-            let current = now.iter().find(|i| i.id == id).cloned().map(Box::new);
+            let current = now.items.iter().find(|i| i.id == id).cloned().map(Box::new);
             Err(EngramError::Stale { id: id.to_owned(), current }.into())
         }
     }
@@ -332,19 +313,19 @@ pub(crate) async fn delete(
 pub(crate) fn history_entries(state: &UiState, pack: &str, limit: usize) -> Result<Vec<Value>, Failure> {
     let filter = HistoryFilter { limit, ..HistoryFilter::default() };
     let commits = state.engram.history(pack, &filter)?;
-    Ok(commits
-        .iter()
-        .map(|c| {
-            json!({
-                "id": c.id,
-                "time": c.time,
-                "subject": c.subject,
-                "tool": c.trailer(crate::store::trailer::TOOL),
-                "client": c.trailer(crate::store::trailer::CLIENT),
-                "changes": crate::ops::describe_commit(c),
-            })
-        })
-        .collect())
+    Ok(commits.iter().map(history_entry).collect())
+}
+
+/// One commit as the API and the history page show it.
+pub(crate) fn history_entry(c: &crate::store::CommitInfo) -> Value {
+    json!({
+        "id": c.id,
+        "time": c.time,
+        "subject": c.subject,
+        "tool": c.trailer(crate::store::trailer::TOOL),
+        "client": c.trailer(crate::store::trailer::CLIENT),
+        "changes": crate::ops::describe_commit(c),
+    })
 }
 
 /// `GET /api/packs/<pack>/history`.

@@ -15,6 +15,11 @@
 //!
 //! - `api.rs` — the JSON API under `/api/`;
 //! - `pages.rs` — the server-rendered pages and their form posts;
+//! - `memory.rs` — `/p/<pack>/memory`: the list, its filters and forms; `filter.rs` — what a
+//!   list shows (the search engine for text), likely duplicates, archived/expired entries;
+//! - `diff.rs` — word-level diffs of prose on the history page;
+//! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`;
+//! - `packs.rs` — create and install packs (with progress), edit a pack's files;
 //! - `actions.rs` — "undo the last n" and the `/sync` page;
 //! - `html.rs` — escaping, the page frame, the interface texts (Chinese and English);
 //! - `assets/` — the stylesheet and script, embedded in the binary.
@@ -22,8 +27,14 @@
 mod actions;
 mod api;
 mod auth;
+mod diff;
+mod filter;
 mod html;
+mod memory;
+mod notes;
+mod packs;
 mod pages;
+mod personal;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -34,7 +45,8 @@ use axum::routing::{get, post};
 
 use crate::mcp::http::{HttpError, HttpOptions, check_options};
 use crate::mcp::http_conn::{self, ConnLimits};
-use crate::ops::{Caller, Engram, EngramError, MemoryItem};
+use crate::ops::{Caller, Engram, EngramError, MemoryItem, Personal, StructuredConfig, UserGraph};
+use filter::Listing;
 
 /// The client name every commit made from the page records (`Engram-Client`).
 pub const CLIENT: &str = "web-ui";
@@ -77,7 +89,26 @@ impl Listening {
 const LIST_CACHE: usize = 8;
 
 /// Memory lists by (pack, commit), oldest use first.
-type ListCache = Vec<((String, String), Arc<Vec<MemoryItem>>)>;
+type ListCache = Vec<((String, String), Arc<Listing>)>;
+
+/// Where the notes, graph and personal pages read and write (the tools' `--notes-pack`,
+/// `--graph-pack` and `--user`).
+#[derive(Debug, Clone)]
+pub struct Stores {
+    /// The notes toolset's pack.
+    pub notes_pack: String,
+    /// The graph and personal toolsets' pack and user.
+    pub structured: StructuredConfig,
+}
+
+impl Default for Stores {
+    fn default() -> Self {
+        Self {
+            notes_pack: crate::ops::DEFAULT_NOTES_PACK.to_owned(),
+            structured: StructuredConfig::default(),
+        }
+    }
+}
 
 /// What every handler shares.
 pub(crate) struct UiState {
@@ -86,6 +117,12 @@ pub(crate) struct UiState {
     lists: Mutex<ListCache>,
     /// Token checks and cookie name.
     guard: auth::Guard,
+    /// The notes toolset's pack.
+    notes_pack: String,
+    /// The graph of the graph/personal toolsets' user (an error when it cannot be opened).
+    graph: Result<Arc<UserGraph>, String>,
+    /// Installs started from the page, with their progress.
+    jobs: packs::Jobs,
 }
 
 impl UiState {
@@ -95,23 +132,19 @@ impl UiState {
     }
 
     /// A pack's memories at `at` (HEAD when `None`), oldest first, and the commit they are from.
-    fn memories(
-        &self,
-        pack: &str,
-        at: Option<&str>,
-    ) -> Result<(Option<String>, Arc<Vec<MemoryItem>>), EngramError> {
+    fn memories(&self, pack: &str, at: Option<&str>) -> Result<(Option<String>, Arc<Listing>), EngramError> {
         let commit = match at {
             Some(rev) => Some(rev.to_owned()),
             None => self.engram.head_commit(pack)?,
         };
-        let Some(commit) = commit else { return Ok((None, Arc::new(Vec::new()))) };
+        let Some(commit) = commit else { return Ok((None, Arc::new(Listing::empty()))) };
         let key = (pack.to_owned(), commit.clone());
         if let Some((_, items)) = self.lock_lists().iter().find(|(k, _)| *k == key) {
             return Ok((Some(commit), items.clone()));
         }
         let list = self.engram.memory_items(pack, Some(&commit))?;
         let commit = list.commit.unwrap_or(commit);
-        let items = Arc::new(list.items);
+        let items = Arc::new(Listing::new(list.items));
         let mut lists = self.lock_lists();
         lists.retain(|(k, _)| k.0 != pack || k.1 != commit);
         if lists.len() >= LIST_CACHE {
@@ -124,13 +157,28 @@ impl UiState {
     fn lock_lists(&self) -> std::sync::MutexGuard<'_, ListCache> {
         self.lists.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// The personal toolset over the page's user.
+    fn personal(&self) -> Result<Personal, Failure> {
+        Ok(Personal::new(self.user_graph()?))
+    }
+
+    /// The graph of the page's user.
+    fn user_graph(&self) -> Result<Arc<UserGraph>, Failure> {
+        self.graph.clone().map_err(|e| Failure::Status(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e))
+    }
 }
 
 /// Counts of a pack's memories by category.
 fn by_category(items: &[MemoryItem]) -> Vec<(String, usize)> {
+    by_field(items, |i| &i.category)
+}
+
+/// Counts of a pack's memories by one field.
+fn by_field(items: &[MemoryItem], field: impl Fn(&MemoryItem) -> &str) -> Vec<(String, usize)> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for i in items {
-        *counts.entry(i.category.as_str()).or_default() += 1;
+        *counts.entry(field(i)).or_default() += 1;
     }
     let mut v: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
     v.sort();
@@ -151,9 +199,21 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/", get(pages::home))
         .route("/assets/{name}", get(pages::asset))
         .route("/p/{pack}", get(pages::pack))
-        .route("/p/{pack}/memory", get(pages::memory).post(pages::memory_add))
-        .route("/p/{pack}/memory/{id}/edit", post(pages::memory_edit))
-        .route("/p/{pack}/memory/{id}/delete", post(pages::memory_delete))
+        .route("/p/{pack}/memory", get(memory::memory).post(memory::memory_add))
+        .route("/p/{pack}/memory/{id}/edit", post(memory::memory_edit))
+        .route("/p/{pack}/memory/{id}/delete", post(memory::memory_delete))
+        .route("/p/{pack}/consolidate", post(memory::consolidate))
+        .route("/p/{pack}/file", get(packs::file_page).post(packs::file_save))
+        .route("/packs/init", post(packs::init))
+        .route("/packs/install", post(packs::install))
+        .route("/jobs/{id}", get(packs::job_page))
+        .route("/notes", get(notes::page_get))
+        .route("/notes/category", post(notes::category))
+        .route("/notes/category/delete", post(notes::category_delete))
+        .route("/notes/note", post(notes::store))
+        .route("/notes/note/delete", post(notes::forget))
+        .route("/personal", get(personal::personal_page))
+        .route("/graph", get(personal::graph_page))
         .route("/p/{pack}/history", get(pages::history))
         .route("/p/{pack}/revert", post(pages::revert))
         .route("/p/{pack}/undo", post(actions::undo))
@@ -169,10 +229,22 @@ fn router(state: Arc<UiState>) -> Router {
 }
 
 /// Binds `opts.addr` and serves the page until `shutdown` completes. `on_listening` gets the
-/// address and token once the socket is bound.
+/// address and token once the socket is bound. Notes, graph and personal records are the
+/// default ones ([`Stores::default`]).
 pub async fn serve(
     engram: Arc<Engram>,
     opts: UiOptions,
+    on_listening: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), HttpError> {
+    serve_with(engram, opts, Stores::default(), on_listening, shutdown).await
+}
+
+/// [`serve`] with the notes, graph and personal records in `stores`.
+pub async fn serve_with(
+    engram: Arc<Engram>,
+    opts: UiOptions,
+    stores: Stores,
     on_listening: impl FnOnce(&Listening),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), HttpError> {
@@ -187,8 +259,15 @@ pub async fn serve(
         .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let local = listener.local_addr().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let listening = Listening { addr: local, token: token.clone() };
-    let state =
-        Arc::new(UiState { engram, lists: Mutex::new(Vec::new()), guard: auth::Guard::new(token, local) });
+    let graph = UserGraph::new(engram.clone(), stores.structured).map(Arc::new).map_err(|e| e.to_string());
+    let state = Arc::new(UiState {
+        engram,
+        lists: Mutex::new(Vec::new()),
+        guard: auth::Guard::new(token, local),
+        notes_pack: stores.notes_pack,
+        graph,
+        jobs: packs::Jobs::default(),
+    });
     on_listening(&listening);
     let limits = ConnLimits {
         header_timeout: crate::mcp::http::DEFAULT_HEADER_TIMEOUT,
@@ -203,9 +282,10 @@ pub async fn serve(
 pub async fn serve_until_signal(
     engram: Arc<Engram>,
     opts: UiOptions,
+    stores: Stores,
     on_listening: impl FnOnce(&Listening),
 ) -> Result<(), HttpError> {
-    serve(engram, opts, on_listening, crate::mcp::http::shutdown_signal()).await
+    serve_with(engram, opts, stores, on_listening, crate::mcp::http::shutdown_signal()).await
 }
 
 /// Why a request failed: an operation's error, or a status with a message.

@@ -18,13 +18,11 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::api::{Correction, Filter, query_pairs};
+use super::api::query_pairs;
 use super::html::{LANG_COOKIE, Lang, esc, page, url};
 use super::{Failure, UiState, blocking};
-use crate::ops::{CaptureRequest, EngramError, MemoryItem};
+use crate::ops::HistoryFilter;
 
-/// Memories on one page of the list.
-const PAGE_SIZE: usize = 50;
 /// Commits on one page of the history.
 const HISTORY_PAGE: usize = 30;
 
@@ -42,9 +40,10 @@ pub(crate) async fn asset(Path(name): Path<String>) -> Response {
 }
 
 /// What a page handler knows about the request.
+#[derive(Clone)]
 pub(crate) struct Ctx {
     pub(crate) lang: Lang,
-    pairs: Vec<(String, String)>,
+    pub(crate) pairs: Vec<(String, String)>,
     /// The language was chosen with the switch: keep it in a cookie.
     set_lang: bool,
 }
@@ -86,11 +85,13 @@ impl Ctx {
     }
 }
 
-fn see_other(to: &str) -> Response {
+/// A 303 to `to`.
+pub(crate) fn see_other(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response()
 }
 
-fn short(id: &str) -> &str {
+/// The short form of a commit id.
+pub(crate) fn short(id: &str) -> &str {
     id.get(..7).unwrap_or(id)
 }
 
@@ -107,36 +108,58 @@ pub(crate) async fn home(
         Err(f) => return cx.failure(&f, "/"),
     };
     let mut body = format!("<h1>{}</h1>\n", l.t("packs"));
+    if let Some(done) = cx.get("done") {
+        body.push_str(&format!("<p role=\"status\" id=\"status\">{} · {}</p>", l.t("done"), esc(done)));
+    }
     if packs.is_empty() {
         body.push_str(&format!("<p>{}</p>", esc(l.t("no_packs"))));
     } else {
-        body.push_str(&format!(
-            "<table class=\"packs\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
-            l.t("pack"),
-            l.t("memories"),
-            l.t("categories"),
-            l.t("last_commit")
-        ));
+        let th: String = ["pack", "memories", "categories", "types", "files", "sync", "lint", "last_commit"]
+            .iter()
+            .map(|k| format!("<th scope=\"col\">{}</th>", l.t(k)))
+            .collect();
+        body.push_str(&format!("<table class=\"packs\"><thead><tr>{th}</tr></thead><tbody>\n"));
         for p in &packs {
             let name = p["name"].as_str().unwrap_or_default();
-            let cats: Vec<String> = p["categories"]
-                .as_object()
-                .map(|m| m.iter().map(|(c, n)| format!("{} ({n})", esc(c))).collect())
-                .unwrap_or_default();
+            let counts = |key: &str| -> String {
+                p[key]
+                    .as_object()
+                    .map(|m| {
+                        m.iter().map(|(c, n)| format!("{} ({n})", esc(c))).collect::<Vec<_>>().join(", ")
+                    })
+                    .unwrap_or_default()
+            };
             let head = p["head"].as_str().map(short).unwrap_or("—");
             let desc = p["description"].as_str().unwrap_or_default();
+            let lint = match (p["lint"]["errors"].as_u64(), p["lint"]["warnings"].as_u64()) {
+                (Some(0), Some(0)) => format!("<span class=\"badge ok\">{}</span>", l.t("lint_ok")),
+                (Some(e), Some(w)) => format!(
+                    "<span class=\"badge{}\">{e} {} · {w} {}</span>",
+                    if e > 0 { " expired" } else { "" },
+                    l.t("errors"),
+                    l.t("warnings")
+                ),
+                _ => "—".to_owned(),
+            };
             body.push_str(&format!(
-                "<tr><td><a href=\"/p/{u}\">{n}</a><div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                "<tr><td><a href=\"/p/{u}\">{n}</a><div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td>{types}</td><td>{k} {lk} · {e} {le}</td><td>{sync}</td><td>{lint}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
                 u = url(name),
                 n = esc(name),
                 d = esc(desc),
                 c = p["memories"],
-                cats = cats.join(", "),
+                cats = counts("categories"),
+                types = counts("types"),
+                k = p["knowledge"],
+                lk = l.t("knowledge"),
+                e = p["examples"],
+                le = l.t("examples"),
+                sync = esc(p["sync"].as_str().unwrap_or(l.t("no_remote_short"))),
                 h = esc(head),
             ));
         }
         body.push_str("</tbody></table>");
     }
+    body.push_str(&super::packs::home_forms(l));
     cx.html(StatusCode::OK, page(l, l.t("packs"), None, "/", &body))
 }
 
@@ -152,20 +175,22 @@ pub(crate) async fn pack(
     let n = name.clone();
     let read = blocking(move || {
         let pack = state.engram.resolve(&n)?;
-        let (head, items) = state.memories(&n, None)?;
-        let files: Vec<(&'static str, Option<String>)> = ["role.md", "workflow.md", "rules.md"]
-            .into_iter()
-            .map(|f| (f, state.engram.read_engram_file(&n, f).ok()))
-            .collect();
+        let (head, listing) = state.memories(&n, None)?;
+        let editable = super::packs::editable_files(&state, &n)?;
+        let files: Vec<(&'static str, Option<String>)> =
+            ["role.md", "workflow.md", "rules.md", "knowledge/_index.md", "examples/_index.md"]
+                .into_iter()
+                .map(|f| (f, state.engram.read_engram_file(&n, f).ok()))
+                .collect();
         let desc = crate::pack::read_meta(&pack.dir)
             .ok()
             .and_then(|m| m.get("description").and_then(|d| d.as_str().map(str::to_owned)))
             .unwrap_or_default();
-        Ok((head, super::by_category(&items), files, desc))
+        Ok((head, super::by_category(&listing.items), files, desc, editable))
     })
     .await;
     let here = format!("/p/{}", url(&name));
-    let (head, cats, files, desc) = match read {
+    let (head, cats, files, desc, editable) = match read {
         Ok(r) => r,
         Err(f) => return cx.failure(&f, "/"),
     };
@@ -190,321 +215,105 @@ pub(crate) async fn pack(
         let title = match file {
             "role.md" => l.t("role"),
             "workflow.md" => l.t("workflow"),
-            _ => l.t("rules"),
+            "rules.md" => l.t("rules"),
+            "knowledge/_index.md" => l.t("knowledge"),
+            _ => l.t("examples"),
         };
         if let Some(t) = text {
             body.push_str(&format!(
-                "<section><h2>{title}</h2><div class=\"text\">{}</div></section>\n",
+                "<section><h2>{title} <a class=\"edit-file\" href=\"{here}/file?path={}\">{}</a></h2><div class=\"text\">{}</div></section>\n",
+                url(file),
+                l.t("edit_file"),
                 esc(&t)
             ));
         }
     }
+    body.push_str(&format!("<section id=\"files\"><h2>{}</h2><ul>", l.t("files")));
+    for f in &editable {
+        body.push_str(&format!(
+            "<li><a href=\"{here}/file?path={}\"><code>{}</code></a></li>",
+            url(f),
+            esc(f)
+        ));
+    }
+    body.push_str("</ul></section>\n");
     cx.html(StatusCode::OK, page(l, &name, Some(&name), &here, &body))
 }
 
-/// One memory: its text and the forms to correct and delete it.
-/// One memory: its text and, when `base` is given (the commit the page shows is HEAD), the
-/// forms to correct and delete it.
-fn memory_html(
-    l: Lang,
-    pack: &str,
-    base: Option<&str>,
-    m: &MemoryItem,
-    draft: Option<(&str, &str)>,
-) -> String {
-    let u = url(pack);
-    let id = esc(&m.id);
-    let tags = if m.tags.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " <span class=\"tags\">{}</span>",
-            m.tags.iter().map(|t| format!("#{}", esc(t))).collect::<Vec<_>>().join(" ")
-        )
-    };
-    let expires = m
-        .expires
-        .as_deref()
-        .map(|e| format!(" <span class=\"muted\">{} {}</span>", l.t("expires"), esc(e)))
-        .unwrap_or_default();
-    let (summary, content) = draft.unwrap_or((&m.summary, &m.content));
-    let shown = format!(
-        "<article class=\"memory\" id=\"m-{id}\" data-id=\"{id}\">\
-<div class=\"meta\"><time>{ts}</time> · <span class=\"cat\">{cat}</span> · <span class=\"type\">{ty}</span>{tags}{expires}</div>\
-<h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>",
-        ts = esc(&m.ts),
-        cat = esc(&m.category),
-        ty = esc(&m.memory_type),
-        sum = esc(&m.summary),
-        text = esc(&m.content),
-    );
-    let Some(base) = base else { return format!("{shown}</article>\n") };
-    format!(
-        "{shown}<details{open}><summary>{edit}</summary>\
-<form method=\"post\" action=\"/p/{u}/memory/{id}/edit\" class=\"edit\">\
-<input type=\"hidden\" name=\"base\" value=\"{base}\">\
-<label for=\"s-{id}\">{ls}</label><input id=\"s-{id}\" name=\"summary\" value=\"{fs}\" required>\
-<label for=\"c-{id}\">{lc}</label><textarea id=\"c-{id}\" name=\"content\" rows=\"4\" required>{fc}</textarea>\
-<button type=\"submit\" class=\"save\">{save}</button></form></details>\
-<form method=\"post\" action=\"/p/{u}/memory/{id}/delete\" class=\"delete\">\
-<input type=\"hidden\" name=\"base\" value=\"{base}\">\
-<button type=\"submit\" class=\"danger\" aria-label=\"{del}: {sum}\">{del}</button></form></article>\n",
-        sum = esc(&m.summary),
-        open = if draft.is_some() { " open" } else { "" },
-        edit = l.t("edit"),
-        base = esc(base),
-        ls = l.t("summary"),
-        lc = l.t("content"),
-        fs = esc(summary),
-        fc = esc(content),
-        save = l.t("save"),
-        del = l.t("delete"),
-    )
-}
-
-/// `GET /p/<pack>/memory`.
-pub(crate) async fn memory(
-    State(state): State<Arc<UiState>>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    RawQuery(q): RawQuery,
-) -> Response {
-    let cx = Ctx::new(&headers, q.as_deref());
-    let n = name.clone();
-    let at = cx.get("at").map(str::to_owned);
-    let read = blocking(move || Ok(state.memories(&n, at.as_deref())?)).await;
-    let (head, items) = match read {
-        Ok(r) => r,
-        Err(f) => return cx.failure(&f, "/"),
-    };
-    let body = memory_list(&cx, &name, head.as_deref().unwrap_or_default(), &items, cx.get("at").is_none());
-    let here = format!("/p/{}/memory", url(&name));
-    cx.html(StatusCode::OK, page(cx.lang, cx.lang.t("memories"), Some(&name), &here, &body))
-}
-
-/// The memory list; `editable` when it shows HEAD (else a read-only view of a past commit).
-fn memory_list(cx: &Ctx, name: &str, head: &str, items: &[MemoryItem], editable: bool) -> String {
-    let l = cx.lang;
-    let u = url(name);
-    let filter = Filter::from_pairs(&cx.pairs);
-    let shown = filter.apply(items);
-    let pages = shown.len().div_ceil(PAGE_SIZE).max(1);
-    let page_no = cx.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, pages);
-    let mut body = format!("<h1>{} · {}</h1>\n", esc(name), l.t("memories"));
-    if let Some(done) = cx.get("done") {
-        body.push_str(&format!(
-            "<p role=\"status\" id=\"status\">{} · {} <code>{}</code></p>",
-            l.t("done"),
-            l.t("commit"),
-            esc(done)
-        ));
-    }
-    let mut cats: Vec<&str> = items.iter().map(|i| i.category.as_str()).collect();
-    cats.sort_unstable();
-    cats.dedup();
-    let mut types: Vec<&str> = items.iter().map(|i| i.memory_type.as_str()).collect();
-    types.sort_unstable();
-    types.dedup();
-    let options = |all: &[&str], chosen: Option<&str>| -> String {
-        let mut s = format!("<option value=\"\">{}</option>", l.t("all"));
-        for v in all {
-            let sel = if chosen == Some(*v) { " selected" } else { "" };
-            s.push_str(&format!("<option value=\"{v}\"{sel}>{v}</option>", v = esc(v)));
-        }
-        s
-    };
-    body.push_str(&format!(
-        "<form method=\"get\" class=\"filter\" role=\"search\">\
-<label for=\"q\">{ls}</label><input id=\"q\" name=\"q\" type=\"search\" value=\"{q}\">\
-<label for=\"category\">{lc}</label><select id=\"category\" name=\"category\">{co}</select>\
-<label for=\"type\">{lt}</label><select id=\"type\" name=\"type\">{to}</select>{at}\
-<button type=\"submit\">{lf}</button></form>\n",
-        at = if editable {
-            String::new()
-        } else {
-            format!("<input type=\"hidden\" name=\"at\" value=\"{}\">", esc(head))
-        },
-        ls = l.t("search"),
-        q = esc(filter.q.as_deref().unwrap_or_default()),
-        lc = l.t("category"),
-        co = options(&cats, filter.category.as_deref()),
-        lt = l.t("type"),
-        to = options(&types, filter.memory_type.as_deref()),
-        lf = l.t("filter"),
-    ));
-    if !editable {
-        body.push_str(&format!(
-            "<p role=\"note\" class=\"note\" id=\"as-of\">{} <code>{}</code> — <a href=\"/p/{u}/memory\">{}</a></p>\n",
-            l.t("read_only_view"),
-            esc(short(head)),
-            l.t("to_current")
-        ));
-    }
-    body.push_str(&if !editable { String::new() } else { format!(
-        "<details class=\"add\"><summary>{add}</summary><form method=\"post\" action=\"/p/{u}/memory\" id=\"add\">\
-<label for=\"add-category\">{lc}</label><input id=\"add-category\" name=\"category\" value=\"{cat}\" required>\
-<label for=\"add-summary\">{ls}</label><input id=\"add-summary\" name=\"summary\" required>\
-<label for=\"add-content\">{lt}</label><textarea id=\"add-content\" name=\"content\" rows=\"4\" required></textarea>\
-<label for=\"add-type\">{ly}</label><input id=\"add-type\" name=\"type\" placeholder=\"fact, preference, decision…\">\
-<label for=\"add-tags\">{lg}</label><input id=\"add-tags\" name=\"tags\">\
-<button type=\"submit\">{add}</button></form></details>\n",
-        add = l.t("add"),
-        lc = l.t("category"),
-        cat = esc(filter.category.as_deref().unwrap_or("general")),
-        ls = l.t("summary"),
-        lt = l.t("content"),
-        ly = l.t("type"),
-        lg = l.t("tags"),
-    ) });
-    body.push_str(&format!(
-        "<p class=\"muted\" id=\"count\">{} {} · {} <code>{}</code></p>\n",
-        shown.len(),
-        l.t("shown"),
-        l.t("as_of"),
-        esc(short(head))
-    ));
-    if shown.is_empty() {
-        body.push_str(&format!("<p>{}</p>", l.t("no_memories")));
-    }
-    for m in shown.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE) {
-        body.push_str(&memory_html(l, name, editable.then_some(head), m, None));
-    }
-    if pages > 1 {
-        let link = |p: usize| {
-            let mut pairs: Vec<(String, String)> =
-                cx.pairs.iter().filter(|(k, _)| k != "page" && k != "done" && k != "lang").cloned().collect();
-            pairs.push(("page".into(), p.to_string()));
-            let q: Vec<String> = pairs.iter().map(|(k, v)| format!("{}={}", url(k), url(v))).collect();
-            format!("/p/{u}/memory?{}", q.join("&"))
-        };
-        body.push_str(&format!("<nav aria-label=\"{}\" class=\"pages\">", l.t("page_nav")));
-        if page_no > 1 {
-            body.push_str(&format!(
-                "<a rel=\"prev\" href=\"{}\">{}</a> ",
-                esc(&link(page_no - 1)),
-                l.t("previous")
-            ));
-        }
-        body.push_str(&format!("<span>{page_no} / {pages}</span>"));
-        if page_no < pages {
-            body.push_str(&format!(
-                " <a rel=\"next\" href=\"{}\">{}</a>",
-                esc(&link(page_no + 1)),
-                l.t("next")
-            ));
-        }
-        body.push_str("</nav>");
-    }
-    body
-}
-
 /// The fields of a form post.
-fn form(bytes: &[u8]) -> Vec<(String, String)> {
+pub(crate) fn form(bytes: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(bytes).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
-fn field(f: &[(String, String)], key: &str) -> String {
+/// A form field (empty when missing).
+pub(crate) fn field(f: &[(String, String)], key: &str) -> String {
     f.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
 }
 
-fn optional(f: &[(String, String)], key: &str) -> Option<String> {
+/// A trimmed, non-empty form field.
+pub(crate) fn optional(f: &[(String, String)], key: &str) -> Option<String> {
     Some(field(f, key)).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-/// `POST /p/<pack>/memory`: add.
-pub(crate) async fn memory_add(
-    State(state): State<Arc<UiState>>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Response {
-    let cx = Ctx::new(&headers, None);
-    let f = form(&bytes);
-    let n = name.clone();
-    let out = blocking(move || {
-        let tags =
-            field(&f, "tags").split(',').map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect();
-        let req = CaptureRequest {
-            name: n,
-            category: field(&f, "category"),
-            summary: field(&f, "summary"),
-            content: field(&f, "content"),
-            memory_type: optional(&f, "type"),
-            tags,
-            ..CaptureRequest::default()
-        };
-        super::api::add_request(&state, &req)
-    })
-    .await;
-    let back = format!("/p/{}/memory", url(&name));
-    match out {
-        Ok(o) => see_other(&format!("{back}?done={}", url(o.commit.as_deref().map(short).unwrap_or("-")))),
-        Err(f) => cx.failure(&f, &back),
-    }
-}
-
-/// `POST /p/<pack>/memory/<id>/edit`: correct.
-pub(crate) async fn memory_edit(
-    State(state): State<Arc<UiState>>,
-    Path((name, id)): Path<(String, String)>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Response {
-    let f = form(&bytes);
-    let (summary, content) = (field(&f, "summary"), field(&f, "content"));
-    let c = Correction { summary: summary.clone(), content: content.clone(), memory_type: None, tags: None };
-    let (st, n, i, base) = (state.clone(), name.clone(), id.clone(), optional(&f, "base"));
-    let out = blocking(move || super::api::correct_memory(&st, &n, &i, base.as_deref(), c)).await;
-    written(state, &headers, &name, out, Some((&summary, &content))).await
-}
-
-/// `POST /p/<pack>/memory/<id>/delete`.
-pub(crate) async fn memory_delete(
-    State(state): State<Arc<UiState>>,
-    Path((name, id)): Path<(String, String)>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Response {
-    let f = form(&bytes);
-    let (st, n, base) = (state.clone(), name.clone(), optional(&f, "base"));
-    let out = blocking(move || super::api::delete_memory(&st, &n, &id, base.as_deref())).await;
-    written(state, &headers, &name, out, None).await
-}
-
-/// The answer to a correction or deletion: back to the list, or the 409 page.
-async fn written(
-    state: Arc<UiState>,
-    headers: &HeaderMap,
-    name: &str,
-    out: Result<crate::ops::WriteOutcome, Failure>,
-    draft: Option<(&str, &str)>,
-) -> Response {
-    let cx = Ctx::new(headers, None);
-    let l = cx.lang;
-    let back = format!("/p/{}/memory", url(name));
-    let f = match out {
-        Ok(o) => {
-            return see_other(&format!("{back}?done={}", url(o.commit.as_deref().map(short).unwrap_or("-"))));
+/// The word diffs of a commit's prose files (memory indexes and markers aside).
+fn word_diffs(c: &crate::store::CommitInfo) -> String {
+    let mut out = String::new();
+    for f in &c.files {
+        let p = f.path.as_str();
+        let derived = p.starts_with("memory/_index")
+            || p.starts_with("memory/_log/_index_full/")
+            || p == "memory/_onboarded";
+        if derived || !(p.ends_with(".md") || p.ends_with(".yaml") || p.ends_with(".json")) {
+            continue;
         }
-        Err(f) => f,
-    };
-    let Failure::Engram(EngramError::Stale { current, .. }) = &f else { return cx.failure(&f, &back) };
-    let n = name.to_owned();
-    let head = blocking(move || Ok(state.engram.head_commit(&n)?)).await.ok().flatten().unwrap_or_default();
-    let mut body = format!(
-        "<h1>{}</h1><p role=\"alert\" class=\"error\" id=\"stale\">{}</p>",
-        l.t("stale_title"),
-        l.t("stale_text")
-    );
-    match current {
-        Some(m) => body.push_str(&memory_html(l, name, Some(&head), m, draft)),
-        None => body.push_str(&format!("<p>{}</p>", l.t("stale_gone"))),
+        let (Some(old), Some(new)) = (f.old.as_deref().or(Some("")), f.new.as_deref()) else { continue };
+        if let Some(d) = super::diff::word_diff(old, new) {
+            out.push_str(&format!(
+                "<div class=\"wdiff\" data-path=\"{p}\"><div class=\"muted\"><code>{p}</code></div><div class=\"text\">{d}</div></div>",
+                p = esc(p)
+            ));
+        }
     }
-    body.push_str(&format!("<p><a href=\"{}\">{}</a></p>", esc(&back), l.t("back")));
-    cx.html(StatusCode::CONFLICT, page(l, l.t("stale_title"), Some(name), &back, &body))
+    out
 }
 
-/// `GET /p/<pack>/history`.
+/// The commits, newest first, that added or removed `m`'s entry: its category and time, and the
+/// summary it had then (followed back through corrections, which remove the old summary and add
+/// the new one in one commit).
+fn of_memory(
+    commits: Vec<crate::store::CommitInfo>,
+    m: &crate::ops::MemoryItem,
+) -> Vec<crate::store::CommitInfo> {
+    let stamp = format!(", {})", m.ts);
+    let summaries = |text: &str, sign: &str| -> Vec<String> {
+        let prefix = format!("{sign} [{}] ", m.category);
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str())?.strip_suffix(stamp.as_str()))
+            .filter_map(|rest| rest.rsplit_once(" (").map(|(s, _)| s.to_owned()))
+            .collect()
+    };
+    // A commit names an entry by its summary, or by its text's first line when the index line
+    // did not change with it (a correction of the text alone).
+    let first_line = |t: &str| t.lines().next().unwrap_or_default().to_owned();
+    let mut names = vec![m.summary.clone(), first_line(&m.content)];
+    let mut out = Vec::new();
+    for c in commits {
+        let text = crate::ops::describe_commit(&c);
+        let (added, removed) = (summaries(&text, "+"), summaries(&text, "-"));
+        if added.iter().any(|a| names.contains(a)) {
+            if let [before] = removed.as_slice() {
+                names.push(before.clone());
+            }
+            out.push(c);
+        } else if removed.iter().any(|r| names.contains(r)) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `GET /p/<pack>/history?page=` — or `?memory=<id>`: the commits that added or removed that
+/// memory's entry (its category and time), from its menu on the memory page.
 pub(crate) async fn history(
     State(state): State<Arc<UiState>>,
     Path(name): Path<String>,
@@ -515,21 +324,61 @@ pub(crate) async fn history(
     let l = cx.lang;
     let page_no = cx.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, 16);
     let n = name.clone();
-    let read = blocking(move || super::api::history_entries(&state, &n, page_no * HISTORY_PAGE + 1)).await;
-    let commits = match read {
+    let memory = cx.get("memory").map(str::to_owned);
+    let read = blocking(move || {
+        let (filter, item) = match memory {
+            Some(id) => {
+                let (_, listing) = state.memories(&n, None)?;
+                let Some(item) = listing.items.iter().find(|i| i.id == id).cloned() else {
+                    return Err(Failure::Status(
+                        StatusCode::NOT_FOUND,
+                        format!("no memory {id} in pack {n}"),
+                    ));
+                };
+                let day = item.ts.get(..10).unwrap_or_default().to_owned();
+                let filter = HistoryFilter {
+                    summary: Some(format!(" [{}] ", item.category)),
+                    since: Some(day),
+                    limit: 100,
+                    ..HistoryFilter::default()
+                };
+                (filter, Some(item))
+            }
+            None => (HistoryFilter { limit: page_no * HISTORY_PAGE + 1, ..HistoryFilter::default() }, None),
+        };
+        let mut commits = state.engram.history(&n, &filter)?;
+        if let Some(item) = &item {
+            commits = of_memory(commits, item);
+        }
+        let rows: Vec<(serde_json::Value, String)> =
+            commits.iter().map(|c| (super::api::history_entry(c), word_diffs(c))).collect();
+        Ok((rows, item))
+    })
+    .await;
+    let (rows, item) = match read {
         Ok(c) => c,
-        Err(f) => return cx.failure(&f, "/"),
+        Err(f) => return cx.failure(&f, &format!("/p/{}/memory", url(&name))),
     };
     let u = url(&name);
     let here = format!("/p/{u}/history");
     let mut body = format!("<h1>{} · {}</h1>\n", esc(&name), l.t("history"));
-    body.push_str(&format!(
-        "<form method=\"post\" action=\"/p/{u}/undo\" class=\"undo\"><label for=\"undo-n\">{}: {}</label>\
+    match &item {
+        Some(m) => body.push_str(&format!(
+            "<p role=\"note\" class=\"note\" id=\"memory-history\">{} <strong>{}</strong> ({} · {}) — <a href=\"{here}\">{}</a></p>\n",
+            l.t("memory_history"),
+            esc(&m.summary),
+            esc(&m.category),
+            esc(&m.ts),
+            l.t("all_commits")
+        )),
+        None => body.push_str(&format!(
+            "<form method=\"post\" action=\"/p/{u}/undo\" class=\"undo\"><label for=\"undo-n\">{}: {}</label>\
 <input id=\"undo-n\" name=\"n\" type=\"number\" min=\"1\" max=\"100\" value=\"1\"><button type=\"submit\">{}</button></form>\n",
-        l.t("undo_last"),
-        l.t("how_many"),
-        l.t("undo_last")
-    ));
+            l.t("undo_last"),
+            l.t("how_many"),
+            l.t("undo_last")
+        )),
+    }
     if let Some(done) = cx.get("done") {
         body.push_str(&format!(
             "<p role=\"status\" id=\"status\">{} · {} <code>{}</code></p>",
@@ -538,14 +387,15 @@ pub(crate) async fn history(
             esc(done)
         ));
     }
-    for c in commits.iter().skip((page_no - 1) * HISTORY_PAGE).take(HISTORY_PAGE) {
+    let skip = if item.is_some() { 0 } else { (page_no - 1) * HISTORY_PAGE };
+    for (c, diffs) in rows.iter().skip(skip).take(if item.is_some() { usize::MAX } else { HISTORY_PAGE }) {
         let id = c["id"].as_str().unwrap_or_default();
         let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
             .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
             .unwrap_or_default();
         body.push_str(&format!(
             "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
-<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>\
+<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>{diffs}\
 <a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
 <form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
 <button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
@@ -561,7 +411,7 @@ pub(crate) async fn history(
             va = l.t("view_as_of"),
         ));
     }
-    if commits.len() > page_no * HISTORY_PAGE {
+    if item.is_none() && rows.len() > page_no * HISTORY_PAGE {
         body.push_str(&format!(
             "<nav aria-label=\"{}\" class=\"pages\"><a rel=\"next\" href=\"{here}?page={}\">{}</a></nav>",
             l.t("page_nav"),

@@ -391,3 +391,143 @@ fn history_views_the_pack_as_of_a_commit_and_undoes_the_last_commits() {
     assert_eq!(status, 200);
     assert!(sync.contains("<h2>p</h2>") && sync.contains("没有配置远端"), "{sync}");
 }
+
+#[test]
+fn capture_ids_search_filters_duplicates_and_past_entries() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let add = |category: &str, summary: &str, content: &str, extra: Value| -> String {
+        let mut body = json!({"category": category, "summary": summary, "content": content, "type": "fact"});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(e.clone());
+        }
+        let (status, v) = ui.api("POST", "/api/packs/p/memories", Some(body));
+        assert_eq!(status, 201, "{v}");
+        v["id"].as_str().expect("capture answers the new id").to_owned()
+    };
+    // The clock is fixed, so every entry has the same minute: ids count entries of a category in
+    // that minute, across a roll of the index head (more than 114 lines).
+    let mut made = Vec::new();
+    for i in 0..130 {
+        let category = if i % 2 == 0 { "a" } else { "b" };
+        made.push((add(category, &format!("entry {i}"), &format!("Entry number {i}."), json!({})), i));
+    }
+    let zh = add("prefs", "喜欢绿茶", "用户喜欢下午喝绿茶，不加糖。", json!({"tags": ["drink"]}));
+    let en = add("prefs", "likes green tea", "The user likes green tea.", json!({"tags": ["drink", "tea"]}));
+    let dup = add("prefs", "tea again", "the user LIKES green tea!", json!({}));
+    add("prefs", "old", "An offer valid until 2020.", json!({"expires": "2020-01-01"}));
+    add("prefs", "after", "Written after the expiry.", json!({}));
+
+    let (_, all) = ui.api("GET", "/api/packs/p/memories?limit=200", None);
+    let listed: std::collections::HashMap<String, String> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap().to_owned(), m["summary"].as_str().unwrap().to_owned()))
+        .collect();
+    for (id, i) in &made {
+        assert_eq!(
+            listed.get(id).map(String::as_str),
+            Some(format!("entry {i}").as_str()),
+            "id of entry {i}"
+        );
+    }
+
+    // Text goes through the search engine: Chinese words, English stems, best first.
+    let (_, found) = ui.api("GET", "/api/packs/p/memories?q=%E7%BB%BF%E8%8C%B6", None);
+    assert_eq!(found["items"][0]["id"], zh.as_str(), "{found}");
+    let (_, found) = ui.api("GET", "/api/packs/p/memories?q=liking%20teas", None);
+    let ids: Vec<&str> = found["items"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
+    assert!(ids.contains(&en.as_str()) && !ids.contains(&zh.as_str()), "{found}");
+    let (_, tagged) = ui.api("GET", "/api/packs/p/memories?tags=drink,tea", None);
+    assert_eq!(tagged["total"], 1, "{tagged}");
+    let (_, dated) = ui.api("GET", "/api/packs/p/memories?from=2027-01-01", None);
+    assert_eq!(dated["total"], 0, "{dated}");
+    let (status, bad) = ui.api("GET", "/api/packs/p/memories?time_range=someday", None);
+    assert_eq!(status, 400, "{bad}");
+
+    // Likely duplicates are marked.
+    let (_, prefs) = ui.api("GET", "/api/packs/p/memories?category=prefs", None);
+    assert_eq!(prefs["duplicates"][dup.as_str()], en.as_str(), "{prefs}");
+
+    // The expired entry left the live list; with the toggle it is shown as expired.
+    assert!(!prefs.to_string().contains("valid until 2020"), "{prefs}");
+    let (_, old) = ui.api("GET", "/api/packs/p/memories?category=prefs&old=1", None);
+    assert_eq!(old["past"][0]["kind"], "expired", "{old}");
+    assert_eq!(old["past"][0]["content"], "An offer valid until 2020.");
+
+    // The memory page shows the same, with its menu's history link.
+    let auth = format!("Bearer {}", ui.token);
+    let (status, _, html) =
+        ui.request("GET", "/p/p/memory?category=prefs&old=1", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert!(html.contains("class=\"badge dup\"") && html.contains("valid until 2020"), "{html}");
+    assert!(html.contains(&format!("/p/p/history?memory={en}")), "{html}");
+    let (status, _, hist) =
+        ui.request("GET", &format!("/p/p/history?memory={en}"), &[("Authorization", &auth)], "");
+    assert_eq!(status, 200, "{hist}");
+    assert_eq!(
+        hist.matches("<article class=\"commit\"").count(),
+        1,
+        "only the commit of that memory: {hist}"
+    );
+    assert!(hist.contains("likes green tea"), "{hist}");
+}
+
+#[test]
+fn consolidate_archives_a_category_and_pack_files_save_as_one_commit() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    for (s, c) in [("one", "First thing."), ("two", "Second thing.")] {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "c", "summary": s, "content": c})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let auth = format!("Bearer {}", ui.token);
+    let head = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    let form = |pairs: &[(&str, &str)]| -> String {
+        pairs.iter().map(|(k, v)| format!("{k}={}", v.replace(' ', "+"))).collect::<Vec<_>>().join("&")
+    };
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/x-www-form-urlencoded")];
+    let n = commit_count(&dir);
+    let body =
+        form(&[("base", &head), ("category", "c"), ("summary", "both"), ("content", "First and second.")]);
+    let (status, head_text, _) = ui.request("POST", "/p/p/consolidate", &headers, &body);
+    assert_eq!(status, 303, "{head_text}");
+    assert_eq!(commit_count(&dir), n + 1, "one commit");
+    assert!(last_message(&dir).contains("Engram-Tool: consolidate_memory"));
+    let (_, list) = ui.api("GET", "/api/packs/p/memories?category=c&old=1", None);
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["items"][0]["type"], "consolidated");
+    let archived: Vec<&str> =
+        list["past"].as_array().unwrap().iter().filter_map(|p| p["kind"].as_str()).collect();
+    assert_eq!(archived, ["archived", "archived"], "{list}");
+    // The same form from the old page: the category changed since, nothing is written.
+    let (status, _, _) = ui.request("POST", "/p/p/consolidate", &headers, &body);
+    assert_eq!(status, 409);
+    assert_eq!(commit_count(&dir), n + 1);
+
+    // A pack file: open, save (one commit), and a save from a stale page is refused.
+    let head = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    let (status, _, page) = ui.request("GET", "/p/p/file?path=role.md", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"file-text\""), "{page}");
+    let body = form(&[("path", "role.md"), ("base", &head), ("content", "# Role\nA careful coach.")]);
+    let (status, _, _) = ui.request("POST", "/p/p/file", &headers, &body);
+    assert_eq!(status, 303);
+    assert_eq!(std::fs::read_to_string(dir.join("role.md")).unwrap(), "# Role\nA careful coach.\n");
+    let msg = last_message(&dir);
+    assert!(msg.contains("Engram-Tool: write_engram_file") && msg.contains("Engram-Client: web-ui"), "{msg}");
+    let body = form(&[("path", "role.md"), ("base", &head), ("content", "# Role\nOverwritten.")]);
+    let (status, _, page) = ui.request("POST", "/p/p/file", &headers, &body);
+    assert_eq!(status, 409, "{page}");
+    assert!(page.contains("A careful coach."), "the file as it is now: {page}");
+    assert_eq!(commit_count(&dir), n + 2);
+    assert_fsck(&dir);
+}

@@ -1,0 +1,282 @@
+//! The pages beyond the memory list, in a real browser (headless chromium over WebDriver, see
+//! `webdriver.rs`): `/notes` (a note added there is what the notes tools recall, in its file),
+//! `/personal` and `/graph` (the records the personal and graph tools wrote, searchable), the
+//! memory search (a Chinese memory found by the search engine), word diffs on the history page,
+//! creating and installing a pack from `/`, and editing a pack file.
+//!
+//! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves their screenshots
+//! (`docs/screenshots/`), in English and Chinese.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::*;
+use crate::ui::UiServer;
+use crate::webdriver::{Browser, poll, wait_for};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until the address shows a finished form post (`done=`), answers the page text.
+fn wait_done(b: &Browser) -> String {
+    if poll(WAIT, || b.url().contains("done=").then_some(())).is_none() {
+        panic!("the form post did not finish: {}: {}", b.url(), b.body_text());
+    }
+    b.find("#status");
+    b.body_text()
+}
+
+/// A browser holding the page's cookie.
+fn open(b: &Browser, ui: &UiServer) -> String {
+    b.goto(&ui.url);
+    wait_for(WAIT, "the redirect without the token", || (!b.url().contains("token=")).then_some(()));
+    format!("http://{}", ui.authority)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+#[test]
+fn notes_page_in_a_browser_is_the_notes_tools() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    let ui = UiServer::start(&env);
+    let base = open(&b, &ui);
+    b.goto(&format!("{base}/notes"));
+    assert!(b.body_text().contains("general"), "the default category: {}", b.body_text());
+
+    // A category, then a note in it: one commit each, by web-ui, in the notes tools' files.
+    b.click(&b.find("#new-category > summary"));
+    b.fill(&b.find("#cat-name"), "家务");
+    b.fill(&b.find("#cat-desc"), "家里的安排");
+    b.click(&b.find("#new-category button[type=submit]"));
+    wait_done(&b);
+    let dir = env.pack("personal");
+    let n = commit_count(&dir);
+    b.click(&b.find("details.add > summary"));
+    b.eval_on(&b.find("#note-category"), "arguments[0].value = '家务';");
+    b.fill(&b.find("#note-title"), "倒垃圾");
+    b.eval_on(&b.find("#note-importance"), "arguments[0].value = '4';");
+    b.fill(&b.find("#note-content"), "每周二晚上倒垃圾。");
+    b.click(&b.find("#add-note button[type=submit]"));
+    let text = wait_done(&b);
+    assert!(text.contains("每周二晚上倒垃圾。"), "{text}");
+    assert_eq!(commit_count(&dir), n + 1, "one commit");
+    let msg = git(&dir, &["log", "-1", "--format=%B"]);
+    assert!(msg.contains("Engram-Tool: store") && msg.contains("Engram-Client: web-ui"), "{msg}");
+    let file = std::fs::read_to_string(dir.join("notes/家务/倒垃圾.md")).expect("the note's file");
+    assert!(file.contains("importance: 4") && file.contains("每周二晚上倒垃圾。"), "{file}");
+
+    // The notes tool recalls it.
+    let recalled = runtime().block_on(async {
+        let c = env.client_with(&["--tools", "notes"]).await;
+        call(&c, "recall", json!({"query": "倒垃圾"})).await.text
+    });
+    assert!(recalled.contains("每周二晚上倒垃圾。"), "{recalled}");
+
+    // A category that holds a note cannot be deleted (no button); an empty one can.
+    let row = |name: &str| b.find(&format!("tr[data-category=\"{name}\"]"));
+    assert!(
+        b.eval_on(&row("家务"), "return arguments[0].querySelector('button.danger') === null;")
+            == json!(true)
+    );
+    b.click(&b.find(&format!("#n-{} details.menu > summary", note_id(&b))));
+    b.click(&b.find("article.note button.danger"));
+    wait_done(&b);
+    assert!(!dir.join("notes/家务/倒垃圾.md").exists(), "forget removed the file");
+    b.goto(&format!("{base}/notes"));
+    b.click(&b.find("tr[data-category=\"家务\"] button.danger"));
+    let text = wait_done(&b);
+    assert!(!text.contains("家里的安排"), "{text}");
+    assert!(git(&dir, &["log", "-1", "--format=%s"]).contains("category: delete 家务"));
+    assert_fsck(&dir);
+}
+
+fn note_id(b: &Browser) -> String {
+    let art = b.find("article.note");
+    b.eval_on(&art, "return arguments[0].getAttribute('data-id');").as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn personal_and_graph_pages_in_a_browser_show_the_tools_records() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    runtime().block_on(async {
+        let c = env.client_with(&["--tools", "graph,personal"]).await;
+        ok(&c, "update_profile", json!({"key": "city", "value": "Berlin"})).await;
+        ok(&c, "update_profile", json!({"key": "city", "value": "上海"})).await;
+        ok(&c, "create_entity", json!({"entity_type": "person", "name": "Alice", "attributes": {"role": "manager"}})).await;
+        let bob = ok(&c, "create_entity", json!({"entity_type": "person", "name": "Bob"})).await;
+        let bob_id = serde_json::from_str::<serde_json::Value>(&bob).ok().and_then(|v| v["id"].as_str().map(str::to_owned));
+        if let Some(id) = bob_id {
+            ok(&c, "delete_entity", json!({"entity_id": id})).await;
+        }
+        ok(&c, "add_event", json!({"event_type": "activity", "description": "和 Alice 讨论预算", "related_entity_ids": ["Alice"]})).await;
+        ok(&c, "create_entities", json!({"entities": [{"name": "Engram", "entityType": "project", "observations": ["written in Rust"]}]})).await;
+        ok(&c, "create_relations", json!({"relations": [{"from": "Alice", "to": "Engram", "relationType": "leads"}]})).await;
+    });
+    let ui = UiServer::start(&env);
+    let base = open(&b, &ui);
+    b.goto(&format!("{base}/personal"));
+    let text = b.body_text();
+    assert!(text.contains("上海") && text.contains("Alice") && text.contains("manager"), "{text}");
+    assert!(text.contains("和 Alice 讨论预算"), "the events timeline: {text}");
+    let bob_status =
+        b.find_all("tr[data-entity]").into_iter().find(|r| b.text(r).contains("Bob")).map(|r| b.text(&r));
+    assert!(bob_status.is_some_and(|t| t.contains("inactive")), "the status of a deleted entity");
+    b.click(&b.find("tr[data-key=\"city\"] a"));
+    b.find("#history");
+    let hist = b.text(&b.find("#history"));
+    assert!(hist.contains("Berlin") && hist.contains("上海"), "the key's values over time: {hist}");
+
+    b.goto(&format!("{base}/graph"));
+    let text = b.body_text();
+    assert!(text.contains("Engram") && text.contains("written in Rust") && text.contains("leads"), "{text}");
+    b.fill(&b.find("#f-q"), "Rust");
+    b.click(&b.find("form.filter button[type=submit]"));
+    wait_for(WAIT, "the search", || b.url().contains("q=Rust").then_some(()));
+    let names: Vec<String> = b.find_all("article.entity h3").iter().map(|e| b.text(e)).collect();
+    assert_eq!(names, ["Engram"], "search_nodes finds by observation");
+}
+
+#[test]
+fn memory_search_finds_chinese_and_history_shows_word_diffs_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    for (summary, content) in [
+        ("喜欢绿茶", "用户喜欢下午喝绿茶，不加糖。"),
+        ("walks", "The user walks to work every day."),
+        ("Alice", "Alice leads the mobile team."),
+    ] {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "prefs", "summary": summary, "content": content})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let base = open(&b, &ui);
+    b.goto(&format!("{base}/p/p/memory"));
+    b.fill(&b.find("#q"), "绿茶");
+    b.click(&b.find("form.filter button[type=submit]"));
+    wait_for(WAIT, "the search", || b.url().contains("q=").then_some(()));
+    let shown: Vec<String> = b.find_all("article.memory h3").iter().map(|e| b.text(e)).collect();
+    assert_eq!(shown, ["喜欢绿茶"], "{}", b.body_text());
+
+    // A correction from the memory's menu; the history shows the changed words.
+    b.goto(&format!("{base}/p/p/memory?q=walks"));
+    let art = b.find("article.memory");
+    let id = b.eval_on(&art, "return arguments[0].getAttribute('data-id');").as_str().unwrap().to_owned();
+    b.click(&b.find(&format!("#m-{id} details.menu > summary")));
+    b.fill(&b.find(&format!("#c-{id}")), "The user cycles to work every day.");
+    b.click(&b.find(&format!("#m-{id} button.save")));
+    wait_done(&b);
+    b.goto(&format!("{base}/p/p/history"));
+    let first = b.find("article.commit");
+    let del: Vec<String> =
+        b.find_all("article.commit:first-of-type .wdiff del").iter().map(|e| b.text(e)).collect();
+    let ins: Vec<String> =
+        b.find_all("article.commit:first-of-type .wdiff ins").iter().map(|e| b.text(e)).collect();
+    assert!(del.contains(&"walks".to_owned()) && ins.contains(&"cycles".to_owned()), "{}", b.text(&first));
+
+    // The memory's own history, from its menu.
+    b.goto(&format!("{base}/p/p/memory?q=cycles"));
+    b.click(&b.find(&format!("#m-{id} details.menu > summary")));
+    b.click(&b.find(&format!("#m-{id} a.memory-history")));
+    b.find("#memory-history");
+    assert_eq!(b.find_all("article.commit").len(), 2, "its capture and its correction");
+}
+
+#[test]
+fn home_creates_and_installs_packs_and_a_pack_file_is_edited_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    env.init("src");
+    let ui = UiServer::start(&env);
+    let base = open(&b, &ui);
+    b.click(&b.find("#create > summary"));
+    b.fill(&b.find("#init-name"), "fresh");
+    b.click(&b.find("#create button[type=submit]"));
+    wait_for(WAIT, "the new pack's page", || b.url().contains("/p/fresh").then_some(()));
+    assert!(env.pack("fresh").join("meta.json").is_file());
+
+    // Install a copy of a pack from a path; the progress page follows it to the end.
+    let source = env.dir.path().join("elsewhere").join("copied");
+    copy_tree(&env.pack("src"), &source);
+    std::fs::remove_dir_all(source.join(".git")).ok();
+    b.goto(&base);
+    b.click(&b.find("#install > summary"));
+    b.fill(&b.find("#install-source"), &source.display().to_string());
+    b.click(&b.find("#install button[type=submit]"));
+    wait_for(WAIT, "the install to finish", || {
+        b.find_all("#progress[data-state=done], #progress[data-state=failed]").first().cloned()
+    });
+    let progress = b.find("#progress");
+    let state = b.eval_on(&progress, "return arguments[0].getAttribute('data-state');");
+    assert_eq!(state, "done", "{}", b.body_text());
+    assert!(env.pack("copied").join("meta.json").is_file(), "{}", b.body_text());
+
+    // Open a pack file from the pack page, edit, save: one commit by web-ui.
+    let dir = env.pack("src");
+    let n = commit_count(&dir);
+    b.goto(&format!("{base}/p/src"));
+    b.click(&b.find("a.edit-file[href$=\"role.md\"]"));
+    b.find("#file-text");
+    b.fill(&b.find("#file-text"), "# Role\nA patient tutor.");
+    b.click(&b.find("#file-edit button.save"));
+    wait_done(&b);
+    assert_eq!(std::fs::read_to_string(dir.join("role.md")).unwrap(), "# Role\nA patient tutor.\n");
+    assert_eq!(commit_count(&dir), n + 1);
+    assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Client: web-ui"));
+}
+
+/// Screenshots of the notes, personal and graph pages and a search, in English and Chinese:
+/// `ENGRAM_UI_SCREENSHOTS=$PWD/docs/screenshots cargo test --test it -- browser_pages::screenshots`.
+#[test]
+fn screenshots_of_the_new_pages() {
+    let Some(out) = std::env::var_os("ENGRAM_UI_SCREENSHOTS") else { return };
+    let Some(b) = Browser::start() else { return };
+    let out = std::path::PathBuf::from(out);
+    let env = TestEnv::new();
+    env.init("coach");
+    runtime().block_on(async {
+        let c = env.client_with(&["--tools", "graph,personal,notes"]).await;
+        ok(&c, "create_category", json!({"name": "work", "description": "projects and people"})).await;
+        ok(&c, "store", json!({"category": "work", "title": "Release checklist", "content": "Freeze the code a week before; tag; write the notes.", "importance": 5})).await;
+        ok(&c, "store", json!({"title": "咖啡偏好", "content": "每天早上一杯手冲咖啡，不加糖。", "importance": 3})).await;
+        ok(&c, "update_profile", json!({"key": "city", "value": "Berlin"})).await;
+        ok(&c, "update_profile", json!({"key": "language", "value": "中文 / English"})).await;
+        ok(&c, "create_entity", json!({"entity_type": "person", "name": "Alice", "attributes": {"role": "mobile lead"}})).await;
+        ok(&c, "add_event", json!({"event_type": "activity", "description": "和 Alice 讨论发布日期", "related_entity_ids": ["Alice"]})).await;
+        ok(&c, "create_entities", json!({"entities": [{"name": "engram", "entityType": "project", "observations": ["git-native memory", "written in Rust"]}]})).await;
+        ok(&c, "create_relations", json!({"relations": [{"from": "Alice", "to": "engram", "relationType": "reviews"}]})).await;
+    });
+    let ui = UiServer::start(&env);
+    for (summary, content) in [
+        ("prefers green tea", "The user prefers green tea in the afternoon, no sugar."),
+        ("喜欢早上跑步", "用户喜欢早上六点跑步，每次五公里。"),
+        ("喜欢绿茶", "用户下午喜欢喝绿茶。"),
+    ] {
+        ui.api(
+            "POST",
+            "/api/packs/coach/memories",
+            Some(json!({"category": "preferences", "summary": summary, "content": content})),
+        );
+    }
+    let base = open(&b, &ui);
+    for lang in ["en", "zh"] {
+        for (name, path) in [
+            ("notes", "/notes?".to_owned()),
+            ("personal", "/personal?".to_owned()),
+            ("graph", "/graph?".to_owned()),
+            ("search", "/p/coach/memory?q=%E7%BB%BF%E8%8C%B6&".to_owned()),
+        ] {
+            b.goto(&format!("{base}{path}lang={lang}"));
+            b.find("main");
+            b.screenshot(&out.join(format!("{name}-{lang}.png")));
+        }
+    }
+}
