@@ -23,6 +23,7 @@ pub mod pack;
 pub mod pack_path;
 pub mod pack_root;
 pub mod packsearch;
+pub mod proposal;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
 #[rustfmt::skip]
 pub mod search;

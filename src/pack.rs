@@ -13,6 +13,11 @@ use serde_json::{Map, Value};
 /// Name of the directory holding memory shared by every pack.
 pub const GLOBAL_DIR: &str = "_global";
 
+/// The directory under the packs directory that holds each user's own packs on a team
+/// server (`serve --users-file`): `.users/<user>/<pack>`. Pack names never start with `.`,
+/// so no tool names it.
+pub const USERS_DIR: &str = ".users";
+
 /// Longest pack name, in characters (checked by [`validate_name`]).
 pub const MAX_NAME_CHARS: usize = 128;
 

@@ -11,6 +11,7 @@ mod hook;
 mod ingest;
 mod log;
 mod maint;
+mod review;
 mod search;
 mod searchbench;
 mod sync;
@@ -128,6 +129,9 @@ enum Command {
     Remote(sync::RemoteCommand),
     /// Sync packs with their git remote: fetch, merge (memory-aware), push (never forced)
     Sync(sync::SyncArgs),
+    /// Review proposal branches (serve --propose): list, show, accept, reject
+    #[command(subcommand)]
+    Review(review::ReviewCommand),
     /// Search memories, knowledge and examples (ranked; Chinese and English)
     Search(search::SearchArgs),
     /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
@@ -247,6 +251,10 @@ struct ServeArgs {
     /// tools (load, read, write, memory, knowledge): one more commit per call
     #[arg(long, conflicts_with = "read_only")]
     auto_trace: bool,
+    /// Every tool write lands on the branch proposals/<client> (proposals/<user> with
+    /// --users-file) instead of the pack's branch, for review (`engram review`)
+    #[arg(long)]
+    propose: bool,
 }
 
 fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -323,6 +331,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
         Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),
         Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
+        Some(Command::Review(cmd)) => review::run(&*engram(&cli, false)?, cmd),
         Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
         Some(Command::BenchSearch(args)) => searchbench::run(args),
         Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
@@ -412,6 +421,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.read_only {
         server = server.read_only();
     }
+    server = server.with_propose(args.propose);
     let users = match &args.users_file {
         Some(path) => {
             let file = crate::mcp::users::UsersFile::open(path)?;

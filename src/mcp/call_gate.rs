@@ -37,12 +37,27 @@ impl EngramServer {
             };
             return Ok(self.refusal(&name, e).into());
         }
+        if let Some(id) = &identity
+            && name == "open_ui"
+        {
+            // The page acts on every pack of the server with no user of its own, and would
+            // listen on the server's machine, not the caller's.
+            let e = EngramError::Invalid {
+                field: "tool",
+                reason: format!(
+                    "open_ui is not available on a team server (--users-file): the web page would act for every user, not for {}; run `engram ui` on your own machine",
+                    id.user
+                ),
+            };
+            return Ok(self.refusal(&name, e).into());
+        }
         let mut server = match self.scoped(identity.as_ref(), Some(&name)) {
             Ok(s) => s,
             Err(e) => return Ok(self.refusal(&name, e).into()),
         };
         // A read-only token's reads commit nothing, not even an automatic trace.
         server.untraced |= identity.as_ref().is_some_and(|id| id.read_only);
+        server.user = identity.map(|id| id.user);
         let response = server.tool_router.call(ToolCallContext::new(&server, request, context)).await?;
         Ok(match response {
             CallToolResponse::Complete(result) => bound_answer(&name, result).into(),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+use rmcp::model::{CallToolRequestParams, ClientConfig, GetPromptRequestParams, Implementation};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
@@ -14,7 +14,7 @@ pub type StdioClient = McpClient;
 
 /// A client talking to an `engram serve`: a child over stdio, or a server over HTTP.
 pub struct McpClient {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, ClientConfig>,
     pid: Option<u32>,
 }
 
@@ -34,7 +34,7 @@ impl McpClient {
     /// is cleared except for [`crate::settings::CHILD_INHERITED_ENV`] (`PATH`,
     /// `HOME`), then `envs` is set: the caller's `ENGRAM_*` variables never reach it.
     pub async fn spawn(bin: &Path, args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<Self> {
-        Self::spawn_with(bin, args, envs, None).await
+        Self::spawn_with(bin, args, envs, None, ClientConfig::default()).await
     }
 
     /// Like [`McpClient::spawn`], with the child's working directory set to `cwd`
@@ -45,7 +45,20 @@ impl McpClient {
         envs: &[(&str, &str)],
         cwd: &Path,
     ) -> anyhow::Result<Self> {
-        Self::spawn_with(bin, args, envs, Some(cwd)).await
+        Self::spawn_with(bin, args, envs, Some(cwd), ClientConfig::default()).await
+    }
+
+    /// Like [`McpClient::spawn_in`], introducing itself as the MCP client `name` (what a
+    /// server records in `Engram-Client` and names `--propose` branches after).
+    pub async fn spawn_named(
+        bin: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        cwd: &Path,
+        name: &str,
+    ) -> anyhow::Result<Self> {
+        let info = ClientConfig::new(Default::default(), Implementation::new(name, "1.0"));
+        Self::spawn_with(bin, args, envs, Some(cwd), info).await
     }
 
     async fn spawn_with(
@@ -53,6 +66,7 @@ impl McpClient {
         args: &[&str],
         envs: &[(&str, &str)],
         cwd: Option<&Path>,
+        info: ClientConfig,
     ) -> anyhow::Result<Self> {
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(args).env_clear().envs(crate::settings::child_env());
@@ -65,7 +79,7 @@ impl McpClient {
         let (transport, _stderr) =
             TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn()?;
         let pid = transport.id();
-        let service = ().serve(transport).await?;
+        let service = info.serve(transport).await?;
         Ok(Self { service, pid })
     }
 
@@ -79,7 +93,7 @@ impl McpClient {
             config = config.auth_header(t.to_owned());
         }
         let transport = StreamableHttpClientTransport::from_config(config);
-        let service = ().serve(transport).await?;
+        let service = ClientConfig::default().serve(transport).await?;
         Ok(Self { service, pid: None })
     }
 

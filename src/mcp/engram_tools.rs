@@ -54,7 +54,9 @@ impl EngramServer {
         let traced =
             self.tracing().then(|| TracedCall::Load { name: p.name.clone(), query: p.query.clone() });
         if p.as_of.as_deref().is_none_or(|a| a.trim().is_empty())
-            && let Some(answer) = self.engram.load_engram_if_settled(&p.name, &p.query)
+            && let Some(answer) = crate::store::proposing(Some(self.proposer(&peer)), || {
+                self.engram.load_engram_if_settled(&p.name, &p.query)
+            })
         {
             if answer.is_ok()
                 && let Some(hook) = &self.after_call

@@ -19,6 +19,7 @@ mod notes_tools;
 mod params;
 mod personal_tools;
 mod resources;
+mod review_tools;
 mod search_tools;
 pub mod stdio;
 mod sync_tools;
@@ -67,6 +68,8 @@ pub enum Toolset {
     Ui,
     /// Making and checking packs, the registry, statistics, tool traces (`authoring_tools.rs`).
     Authoring,
+    /// `list_proposals`, `review_proposal`: reviewing proposal branches (`review_tools.rs`).
+    Review,
 }
 
 impl Toolset {
@@ -81,6 +84,7 @@ impl Toolset {
         Self::Personal,
         Self::Ui,
         Self::Authoring,
+        Self::Review,
     ];
 
     /// The name used on the command line.
@@ -95,6 +99,7 @@ impl Toolset {
             Self::Personal => "personal",
             Self::Ui => "ui",
             Self::Authoring => "authoring",
+            Self::Review => "review",
         }
     }
 
@@ -144,6 +149,12 @@ pub struct EngramServer {
     users: Option<Arc<users::UserScopes>>,
     /// The caller's token is read-only: its calls write no automatic trace.
     untraced: bool,
+    /// `--propose`: every tool write lands on the caller's proposal branch (otherwise only in
+    /// packs whose `.git/config` sets `engram.propose`).
+    propose: bool,
+    /// The user of the request's token (`--users-file`), set per request: names its
+    /// proposal branch.
+    user: Option<String>,
 }
 
 /// Why a tool call failed: the tool's own error, or its task died (a panic).
@@ -219,6 +230,7 @@ impl EngramServer {
                 Toolset::Personal => tool_router.merge(Self::personal_tools()),
                 Toolset::Ui => tool_router.merge(Self::ui_tools()),
                 Toolset::Authoring => tool_router.merge(Self::authoring_tools()),
+                Toolset::Review => tool_router.merge(Self::review_tools()),
             }
         }
         Self {
@@ -230,6 +242,27 @@ impl EngramServer {
             toolsets: toolsets.to_vec(),
             users: None,
             untraced: false,
+            propose: false,
+            user: None,
+        }
+    }
+
+    /// `--propose`: tool writes land on `proposals/<client>` (`proposals/<user>` with a users
+    /// file) instead of the pack's branch, for review (`engram review`, the `review` tools).
+    pub fn with_propose(mut self, on: bool) -> Self {
+        self.propose = on;
+        self
+    }
+
+    /// Who proposes in a call from `peer`: the token's user, else the MCP client's name.
+    fn proposer(&self, peer: &Peer<RoleServer>) -> crate::store::Proposer {
+        let name = match &self.user {
+            Some(user) => user.clone(),
+            None => peer.peer_info().map(|i| i.client_info.name.clone()).unwrap_or_default(),
+        };
+        crate::store::Proposer {
+            branch: crate::proposal::ProposalBranch::for_client(&name),
+            always: self.propose,
         }
     }
 
@@ -297,10 +330,13 @@ impl EngramServer {
         E: Send + 'static,
     {
         let caller = Caller { tool, client: client_name(peer) };
-        let outcome = match tokio::task::spawn_blocking(move || f(&caller)).await {
-            Ok(outcome) => outcome.map_err(Failed::Tool),
-            Err(e) => Err(Failed::Task(format!("internal error: the tool task failed: {e}"))),
-        };
+        let proposer = Some(self.proposer(peer));
+        let outcome =
+            match tokio::task::spawn_blocking(move || crate::store::proposing(proposer, || f(&caller))).await
+            {
+                Ok(outcome) => outcome.map_err(Failed::Tool),
+                Err(e) => Err(Failed::Task(format!("internal error: the tool task failed: {e}"))),
+            };
         self.finish(outcome)
     }
 
@@ -370,8 +406,9 @@ impl EngramServer {
         }
         let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
         let engram = &self.engram;
+        let proposer = Some(self.proposer(peer));
         let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::store::without_waiting(|| f(engram, &caller))
+            crate::store::without_waiting(|| crate::store::proposing(proposer, || f(engram, &caller)))
         }));
         match here {
             Ok(Err(EngramError::Store(crate::store::StoreError::WouldWait { .. }))) => {

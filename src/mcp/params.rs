@@ -190,3 +190,15 @@ pub struct UndoParams {
     #[serde(default)]
     pub client: Option<String>,
 }
+
+/// `review_proposal`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReviewParams {
+    /// Engram (pack) name, as listed by list_engrams.
+    pub name: String,
+    /// The proposal branch, `proposals/<name>` (as list_proposals shows it).
+    pub branch: String,
+    /// `show` (the memories added and removed), `accept` (one merge commit into the pack,
+    /// then the branch is deleted) or `reject` (the branch is deleted; the pack is untouched).
+    pub action: String,
+}

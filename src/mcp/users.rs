@@ -25,8 +25,7 @@ use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
 use super::{EngramServer, Structured, Toolset};
 use crate::ops::{Engram, EngramError, StructuredConfig};
 
-/// The directory under the packs directory that holds each user's own packs.
-pub const USERS_DIR: &str = ".users";
+pub use crate::pack::USERS_DIR;
 
 /// Who sent a request: the user of its token.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -207,6 +207,31 @@ impl PackRepo {
     pub fn integrate<T, E>(
         &self,
         theirs: &str,
+        resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
+    ) -> Result<Integrated<T>, E>
+    where
+        E: From<StoreError>,
+    {
+        self.integrate_as(theirs, false, resolve)
+    }
+
+    /// [`PackRepo::integrate`] that never fast-forwards: when HEAD is an ancestor of
+    /// `theirs`, it still makes one merge commit (accepting a proposal, see `proposals.rs`).
+    pub fn integrate_no_ff<T, E>(
+        &self,
+        theirs: &str,
+        resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
+    ) -> Result<Integrated<T>, E>
+    where
+        E: From<StoreError>,
+    {
+        self.integrate_as(theirs, true, resolve)
+    }
+
+    fn integrate_as<T, E>(
+        &self,
+        theirs: &str,
+        no_ff: bool,
         mut resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
     ) -> Result<Integrated<T>, E>
     where
@@ -248,10 +273,11 @@ impl PackRepo {
                 .repo
                 .graph_ahead_behind(ours.id(), theirs.id())
                 .map_err(|e| git_err("comparing histories", dir, e))?;
-            if self
-                .repo
-                .graph_descendant_of(theirs.id(), ours.id())
-                .map_err(|e| git_err("comparing histories", dir, e))?
+            if !no_ff
+                && self
+                    .repo
+                    .graph_descendant_of(theirs.id(), ours.id())
+                    .map_err(|e| git_err("comparing histories", dir, e))?
             {
                 match self.fast_forward(&at, Some(&ours), &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),

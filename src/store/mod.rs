@@ -37,6 +37,7 @@ mod no_wait;
 mod objcache;
 mod open;
 mod packwrite;
+mod proposals;
 mod publish;
 mod purge;
 mod racy_reset;
@@ -74,6 +75,7 @@ pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
 pub use no_wait::{hold, without_waiting};
 pub use open::clone_pack;
+pub use proposals::{PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, Proposer, proposer, proposing};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use remote_auth::Credentials;
 pub use revert::{RevertConflict, RevertPlan, parse_since};
@@ -394,6 +396,8 @@ pub struct PackRepo {
     recent: recent::RecentCommits,
     /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).
     scoped_checked: std::sync::atomic::AtomicBool,
+    /// The pack's `.git/config` sets `engram.propose = true` (read when opened; see [`proposals`]).
+    proposes: bool,
 }
 
 /// True for the modes of a file entry (regular, executable, symbolic link).

@@ -43,6 +43,13 @@ pub(super) enum Kind {
         /// The fetched commit.
         theirs: Oid,
     },
+    /// A tool's write onto a proposal branch (`serve --propose`, see `proposals.rs`): the
+    /// branch `at.branch` is not checked out, so neither the working tree nor the git index
+    /// changes (and no pending record is needed). The commit's parent is `at.id`.
+    Proposal {
+        /// What the proposal ref must still hold: `None` when the write creates it.
+        expected: Option<Oid>,
+    },
 }
 
 impl Kind {
@@ -92,6 +99,9 @@ impl PackRepo {
     where
         E: From<StoreError>,
     {
+        if let Some(branch) = self.proposal_target() {
+            return self.write_proposal(&branch, edit);
+        }
         let mut trace = PhaseTimer::new(self.options.trace_timing);
 
         if self.options.read_only {
@@ -185,7 +195,9 @@ impl PackRepo {
         let head = at.id;
         // A person's `git reset --hard` that read HEAD before the last write moved it has
         // moved the branch back: put it forward again and look anew (see `racy_reset`).
-        if let Some(from) = racy_reset::rolled_back_from(self, at) {
+        if !matches!(kind, Kind::Proposal { .. })
+            && let Some(from) = racy_reset::rolled_back_from(self, at)
+        {
             racy_reset::undo(self, lock, at, from)?;
             return Ok(CommitOutcome::Retry);
         }
@@ -257,6 +269,19 @@ impl PackRepo {
         };
         let old = head;
         trace.mark("commit-object");
+        if let Kind::Proposal { expected } = kind {
+            // Another branch than the checked-out one: the ref moves, nothing else does.
+            let log = format!("engram: {}", truncate_chars(&message.subject, 60));
+            if !self.move_proposal_ref(&at.branch, expected, commit_id, &log, &sig)? {
+                return Ok(CommitOutcome::Retry);
+            }
+            let id = commit_id.to_string();
+            return Ok(CommitOutcome::Committed(Committed {
+                short: short_id(&id),
+                id,
+                previous_head: old.map(|o| o.to_string()),
+            }));
+        }
         recover::write_pending(self, old, commit_id, changes)?;
         trace.mark("pending");
         // The new index goes in before the branch moves: a person's `git commit` reads the
@@ -772,7 +797,8 @@ fn check_paths(root: &PackRoot, changes: &Changes, kind: Kind) -> Result<()> {
         if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
             return Err(StoreError::BadMeta { problem, hand_edit: matches!(kind, Kind::WorkingTree { .. }) });
         }
-        if matches!(kind, Kind::Tool { .. }) && !changes.memory && parsed.is_memory() {
+        if matches!(kind, Kind::Tool { .. } | Kind::Proposal { .. }) && !changes.memory && parsed.is_memory()
+        {
             return Err(bad(
                 path,
                 "memory/ is reserved for the memory tools (capture_memory, correct_memory, …)".into(),

@@ -186,6 +186,9 @@ impl PackRepo {
     where
         E: From<StoreError>,
     {
+        if let Some(branch) = self.proposal_target() {
+            return self.write_proposal(&branch, edit);
+        }
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         // The first scoped write of this handle checks the whole working tree.

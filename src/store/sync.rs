@@ -91,7 +91,7 @@ impl PackRepo {
         Ok(format!("refs/remotes/{remote}/{}", self.branch_name()?))
     }
 
-    fn ref_target(&self, name: &str) -> Result<Option<Oid>> {
+    pub(super) fn ref_target(&self, name: &str) -> Result<Option<Oid>> {
         match self.repo.find_reference(name) {
             Ok(r) => Ok(r.peel_to_commit().ok().map(|c| c.id())),
             Err(e) if e.code() == ErrorCode::NotFound => Ok(None),

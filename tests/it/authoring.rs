@@ -281,7 +281,7 @@ async fn tool_traces_init_lint_stats_and_the_prompt_of_the_authoring_toolset() {
     let c = env.client_with(&["--tools", "all"]).await;
     let tools = c.tool_names().await.expect("tools");
     // The README's figures: `all` is over Cursor's 40 and Windsurf's 50 (choose toolsets there).
-    assert_eq!(tools.len(), 57, "update the README's tool counts: {tools:?}");
+    assert_eq!(tools.len(), 59, "update the README's tool counts: {tools:?}");
     let init = ok(&c, "init_engram", serde_json::json!({"name": "coach", "nested": true})).await;
     assert!(init.starts_with("初始化成功：") && init.ends_with("coach"), "{init}");
     let dir = env.pack("coach");

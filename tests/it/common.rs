@@ -71,6 +71,19 @@ impl TestEnv {
         StdioClient::spawn_in(&bin(), &args, &envs, self.dir.path()).await.expect("spawn engram serve")
     }
 
+    /// A server over stdio whose MCP client introduces itself as `name` (`--propose` branches
+    /// are named after it).
+    pub async fn client_named(&self, name: &str, extra: &[&str]) -> StdioClient {
+        let packs = self.packs.display().to_string();
+        let mut args = vec!["serve", "--packs-dir", packs.as_str()];
+        args.extend_from_slice(extra);
+        let envs = self.envs();
+        let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        StdioClient::spawn_named(&bin(), &args, &envs, self.dir.path(), name)
+            .await
+            .expect("spawn engram serve")
+    }
+
     /// Runs the CLI with `--packs-dir`.
     pub fn cli(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(bin());

@@ -161,3 +161,94 @@ fn a_users_file_others_can_read_is_refused_at_start() {
     let refused = start(&env, &path).err().expect("the server refused to start");
     assert!(refused.contains("line 1") && refused.contains("invalid user id"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_token_cannot_open_the_web_page() {
+    let env = TestEnv::new();
+    let path = users_file(&env, &format!("{ALICE} alice\n"), 0o600);
+    let users = path.display().to_string();
+    let server =
+        HttpServer::start(&env, "127.0.0.1:0", &["--tools", "engram,ui", "--users-file", &users], &[])
+            .expect("serve");
+    let alice = server.client(Some(ALICE)).await;
+    let refused = err(&alice, "open_ui", json!({})).await;
+    assert!(refused.contains("not available on a team server") && refused.contains("alice"), "{refused}");
+    // Nothing listens: the answer names no address.
+    assert!(!refused.contains("http://"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_propose_each_users_writes_land_on_their_own_proposal_branch() {
+    let env = TestEnv::new();
+    env.init("team");
+    let pack = env.pack("team");
+    let before = git(&pack, &["rev-parse", "HEAD"]);
+    let path = users_file(&env, &format!("{ALICE} alice\n{BOB} bob\n"), 0o600);
+    let users = path.display().to_string();
+    let server =
+        HttpServer::start(&env, "127.0.0.1:0", &["--propose", "--users-file", &users], &[]).expect("serve");
+    let alice = server.client(Some(ALICE)).await;
+    let bob = server.client(Some(BOB)).await;
+    let capture = |c: &str| json!({"name": "team", "category": "facts", "content": c, "summary": c});
+    ok(&alice, "capture_memory", capture("Alice-http-proposal")).await;
+    ok(&bob, "capture_memory", capture("Bob-http-proposal")).await;
+    assert_eq!(git(&pack, &["rev-parse", "HEAD"]), before, "the pack's branch did not move");
+    let branches = git(&pack, &["branch", "--list", "--format=%(refname:short)"]);
+    assert!(branches.contains("proposals/alice") && branches.contains("proposals/bob"), "{branches}");
+    let seen = ok(&alice, "load_engram", json!({"name": "team", "query": "x"})).await;
+    assert!(seen.contains("Alice-http-proposal") && !seen.contains("Bob-http"), "{seen}");
+    let alice_log = git(&pack, &["log", "--format=%s", "proposals/alice"]);
+    assert!(alice_log.contains("Alice-http") && !alice_log.contains("Bob-http"), "{alice_log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_own_packs_sync_with_their_own_remotes_only() {
+    let env = TestEnv::new();
+    let path = users_file(&env, &format!("{ALICE} alice\n{BOB} bob\n"), 0o600);
+    let server = start(&env, &path).expect("serve");
+    let alice = server.client(Some(ALICE)).await;
+    let bob = server.client(Some(BOB)).await;
+    ok(&alice, "update_profile", json!({"key": "name", "value": "Alice Synced", "category": "basic_info"}))
+        .await;
+    ok(&bob, "update_profile", json!({"key": "name", "value": "Bob Synced", "category": "basic_info"})).await;
+    // Each user's pack gets a remote of its own (an admin's step, as for any pack).
+    let remotes = env.dir.path().join("remotes");
+    let mut bare = Vec::new();
+    for user in ["alice", "bob"] {
+        let dir = remotes.join(format!("{user}.git"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        git(&dir, &["init", "--bare", "-q"]);
+        let name = format!(".users/{user}/personal");
+        let out = env.cli(&["remote", "add", &name, &dir.display().to_string()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        bare.push(dir);
+    }
+    let out = env.cli(&["sync", "--all"]);
+    let report = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains(".users/alice/personal") && report.contains(".users/bob/personal"), "{report}");
+    let tree = |dir: &Path| git(dir, &["log", "--all", "-p", "--format=%s"]);
+    let (alice_remote, bob_remote) = (tree(&bare[0]), tree(&bare[1]));
+    assert!(alice_remote.contains("Alice Synced") && !alice_remote.contains("Bob"), "{alice_remote}");
+    assert!(bob_remote.contains("Bob Synced") && !bob_remote.contains("Alice"), "{bob_remote}");
+    // Pulled too: a commit another device pushed to Alice's remote reaches her records.
+    let clone = env.dir.path().join("alice-laptop");
+    let cloned = std::process::Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&bare[0])
+        .arg(&clone)
+        .output()
+        .expect("git clone");
+    assert!(cloned.status.success(), "{}", String::from_utf8_lossy(&cloned.stderr));
+    let key = clone.join("users/alice/profile/city.json");
+    std::fs::write(&key, "{\"key\": \"city\", \"value\": \"Lisbon\", \"category\": \"basic_info\", \"updated_at\": \"2026-11-22T10:00:00Z\"}\n").expect("write");
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "laptop: city"]);
+    git(&clone, &["push", "-q", "origin", "HEAD"]);
+    let out = env.cli(&["sync", "--all"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let profile = ok(&alice, "query_profile", json!({})).await;
+    assert!(profile.contains("Lisbon"), "{profile}");
+    let profile = ok(&bob, "query_profile", json!({})).await;
+    assert!(!profile.contains("Lisbon") && !profile.contains("Alice"), "{profile}");
+}

@@ -33,6 +33,7 @@ mod pack_roots;
 mod personal_tools;
 mod portable_names;
 mod publish;
+mod review;
 mod search;
 mod secrets;
 mod security;

@@ -526,20 +526,53 @@ impl Engram {
         let pack = self.resolve(name)?;
         let no_history = || no_commit(as_of, &pack.dir);
         self.with_existing_repo(&pack.dir, |repo| {
-            let snap = repo.snapshot_at(as_of)?;
             let when = repo.commit_info(as_of, false)?.time;
             let today = chrono::DateTime::from_timestamp(when, 0).unwrap_or_default().date_naive();
-            let memory = snap.list("memory")?;
-            let onboarded = memory
-                .iter()
-                .any(|n| n == "_onboarded" || !matches!(n.as_str(), "_index.md" | "_index_full.md" | "_log"));
-            let read = |rel: &str| -> Result<Option<String>> { Ok(snap.read_text(rel)?) };
-            let view = PackView { read: &read, has_memory_dir: snap.exists("memory"), onboarded, today };
-            let text = self.render_load(name, query, &view, "")?;
-            let id: String = snap.head().unwrap_or_default().chars().take(7).collect();
+            let (text, id) = self.render_load_at(repo, name, query, as_of, today, "")?;
             Ok(format!("{text}\n\n(as_of {as_of}: commit {id}, read-only view of the pack as it was)"))
         })?
         .ok_or_else(no_history)
+    }
+
+    /// `load_engram` by a caller that proposes on this pack (`serve --propose`) and has a
+    /// proposal branch: the pack at that branch's tip (the main branch as of its first
+    /// proposal, plus its proposals). `None` otherwise.
+    pub(super) fn load_engram_proposed(&self, name: &str, query: &str) -> Result<Option<String>> {
+        if crate::store::proposer().is_none() {
+            return Ok(None);
+        }
+        let pack = self.resolve(name)?;
+        let Some(tip) = self.proposal_read_target(&pack.dir)? else { return Ok(None) };
+        let today = self.now().date_naive();
+        let global = self.global_memory_for_load(today)?;
+        let shown = self.with_existing_repo(&pack.dir, |repo| {
+            let branch = repo.proposal_target().map(|b| b.to_string()).unwrap_or_default();
+            let (text, id) = self.render_load_at(repo, name, query, &tip, today, &global)?;
+            Ok(format!("{text}\n\n({branch}: commit {id} — this client's proposals, not yet reviewed)"))
+        })?;
+        Ok(shown)
+    }
+
+    /// `load_engram`'s text for the pack at commit `rev`, and the commit's short id.
+    fn render_load_at(
+        &self,
+        repo: &crate::store::PackRepo,
+        name: &str,
+        query: &str,
+        rev: &str,
+        today: chrono::NaiveDate,
+        global_text: &str,
+    ) -> Result<(String, String)> {
+        let snap = repo.snapshot_at(rev)?;
+        let memory = snap.list("memory")?;
+        let onboarded = memory
+            .iter()
+            .any(|n| n == "_onboarded" || !matches!(n.as_str(), "_index.md" | "_index_full.md" | "_log"));
+        let read = |rel: &str| -> Result<Option<String>> { Ok(snap.read_text(rel)?) };
+        let view = PackView { read: &read, has_memory_dir: snap.exists("memory"), onboarded, today };
+        let text = self.render_load(name, query, &view, global_text)?;
+        let id: String = snap.head().unwrap_or_default().chars().take(7).collect();
+        Ok((text, id))
     }
 
     /// `read_engram_file` with `as_of`.

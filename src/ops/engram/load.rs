@@ -529,6 +529,9 @@ impl Engram {
     /// `load_engram`. Never commits: expired entries are hidden (the hot index is shown as
     /// the expiry pass will leave it), and the next memory write moves them.
     pub fn load_engram(&self, name: &str, query: &str) -> Result<String> {
+        if let Some(text) = self.load_engram_proposed(name, query)? {
+            return Ok(text);
+        }
         let text = self.load_with(name, query, &|root| self.hot_index_of(root).map(Some))?;
         Ok(text.unwrap_or_default())
     }
@@ -538,7 +541,10 @@ impl Engram {
     /// [`Engram::load_engram`] must run. Reads a few small files and nothing else, so a server
     /// may answer on its own thread instead of handing the call to a blocking one.
     pub fn load_engram_if_settled(&self, name: &str, query: &str) -> Option<Result<String>> {
-        self.load_with(name, query, &|root| Ok(self.hot_index_if_known(root))).transpose()
+        self.load_with(name, query, &|root| {
+            Ok(if self.proposes_at(root.path()) { None } else { self.hot_index_if_known(root) })
+        })
+        .transpose()
     }
 
     /// `load_engram` with the hot index of a memory root given: `hot(root)` answers `None`
@@ -563,19 +569,7 @@ impl Engram {
             HotIndex::File
         };
         let today = self.now().date_naive();
-        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
-        let global = PackRoot::open(&global).ok().filter(|g| g.is_dir(&fixed("memory")));
-        let global_text = match global {
-            Some(global) => {
-                let Some(global_hot) = hot(&global)? else { return Ok(None) };
-                let text = match global_hot {
-                    HotIndex::File => read_pack_text(&global, HOT_INDEX)?.unwrap_or_default(),
-                    HotIndex::Pending(text) => text.as_ref().clone(),
-                };
-                active_lines(&text, today).0
-            }
-            None => String::new(),
-        };
+        let Some(global_text) = self.global_memory_text(hot, today)? else { return Ok(None) };
         let read = |rel: &str| match (&pack_hot, rel == HOT_INDEX) {
             (HotIndex::Pending(text), true) => Ok(Some(text.as_ref().clone())),
             _ => read_pack_text(&root, rel),
@@ -590,6 +584,30 @@ impl Engram {
             ));
         }
         Ok(Some(text))
+    }
+
+    /// The global memory a load shows (its hot index without expired lines; empty without
+    /// one); `None` when `hot` gives up.
+    fn global_memory_text(
+        &self,
+        hot: &dyn Fn(&PackRoot) -> Result<Option<HotIndex>>,
+        today: NaiveDate,
+    ) -> Result<Option<String>> {
+        let global = self.config.packs_dir.join(crate::pack::GLOBAL_DIR);
+        let Some(global) = PackRoot::open(&global).ok().filter(|g| g.is_dir(&fixed("memory"))) else {
+            return Ok(Some(String::new()));
+        };
+        let Some(global_hot) = hot(&global)? else { return Ok(None) };
+        let text = match global_hot {
+            HotIndex::File => read_pack_text(&global, HOT_INDEX)?.unwrap_or_default(),
+            HotIndex::Pending(text) => text.as_ref().clone(),
+        };
+        Ok(Some(active_lines(&text, today).0))
+    }
+
+    /// The global memory a load shows today (see [`Engram::load_engram`]).
+    pub(super) fn global_memory_for_load(&self, today: NaiveDate) -> Result<String> {
+        Ok(self.global_memory_text(&|root| self.hot_index_of(root).map(Some), today)?.unwrap_or_default())
     }
 
     /// Renders `load_engram`'s text from a view of the pack (working tree or a past commit).
@@ -702,6 +720,9 @@ impl Engram {
             other => other,
         })?;
         let pack = self.resolve(name)?;
+        if let Some(tip) = self.proposal_read_target(&pack.dir)? {
+            return self.read_engram_file_as_of(name, path, &tip);
+        }
         let unreadable =
             |e: std::io::Error| EngramError::Unreadable { path: path.to_owned(), reason: e.to_string() };
         let root = PackRoot::open(&pack.dir).map_err(unreadable)?;

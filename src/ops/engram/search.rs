@@ -172,7 +172,8 @@ impl Engram {
         for (name, dir) in &targets {
             let found = self.with_existing_repo(dir, |repo| {
                 let commit = match (as_of, as_of_day) {
-                    (None, _) => None,
+                    // A proposing caller searches its proposal branch (`serve --propose`).
+                    (None, _) => repo.read_target()?,
                     (Some(_), Some((_, end))) => match repo.commit_before(end)? {
                         Some(c) => Some(c),
                         None => return Ok(Vec::new()),

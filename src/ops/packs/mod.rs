@@ -6,5 +6,6 @@ pub(super) mod doctor;
 pub(super) mod install;
 pub(super) mod own_pack;
 pub(super) mod registry;
+pub(super) mod review;
 pub(super) mod sync;
 pub(super) mod sync_worker;

@@ -27,6 +27,7 @@ use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR};
 use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
 use crate::memory::{is_entry_line, parse_blocks};
 use crate::ops::{Caller, Engram, EngramError, Result};
+use crate::pack::USERS_DIR;
 use crate::store::{
     ChangeKind, Changes, Credentials, Integrated, Integration, MergeView, PackRepo, PushOutcome, RemoteInfo,
     Side, Snapshot, StoreError, trailer,
@@ -126,6 +127,9 @@ pub struct SyncReport {
     pub memory_conflicts: Vec<memmerge::MemoryConflict>,
     /// Other files changed on both sides.
     pub file_conflicts: Vec<FileConflict>,
+    /// Proposal branches (`serve --propose`) pushed under their own name, never forced:
+    /// each branch and whether the remote took it.
+    pub proposals: Vec<(String, std::result::Result<(), String>)>,
 }
 
 impl SyncReport {
@@ -168,6 +172,12 @@ impl SyncReport {
             Outgoing::Skipped => "skipped".to_owned(),
         };
         s.push_str(&format!("- push: {outgoing}\n"));
+        for (branch, pushed) in &self.proposals {
+            match pushed {
+                Ok(()) => s.push_str(&format!("- proposal {branch}: pushed\n")),
+                Err(e) => s.push_str(&format!("- proposal {branch}: NOT pushed ({e})\n")),
+            }
+        }
         if !self.memory_conflicts.is_empty() {
             s.push_str(&format!(
                 "- memory conflicts: {} (both versions kept; see {CONFLICTS_FILE})\n",
@@ -224,7 +234,7 @@ fn conflict_path(path: &str, host: &str, taken: &dyn Fn(&str) -> bool) -> String
     format!("{dir}{stem}.conflict-{host}-{}{ext}", std::process::id())
 }
 
-fn load_memory(snap: &Snapshot<'_>) -> std::result::Result<MemorySide, StoreError> {
+pub(super) fn load_memory(snap: &Snapshot<'_>) -> std::result::Result<MemorySide, StoreError> {
     let mut names: Vec<String> = snap
         .list("memory")?
         .into_iter()
@@ -274,21 +284,23 @@ fn segments_of(
 
 /// Decisions of one merge, handed back through the store.
 #[derive(Debug, Default, Clone)]
-struct MergeNotes {
-    memory_conflicts: Vec<memmerge::MemoryConflict>,
-    file_conflicts: Vec<FileConflict>,
-    memories: usize,
-    commits: usize,
+pub(super) struct MergeNotes {
+    pub(super) memory_conflicts: Vec<memmerge::MemoryConflict>,
+    pub(super) file_conflicts: Vec<FileConflict>,
+    pub(super) memories: usize,
+    pub(super) commits: usize,
 }
 
-struct MergeContext<'a> {
-    host: &'a str,
-    remote: &'a str,
-    now: DateTime<Utc>,
-    caller: &'a Caller,
+/// Who merges what: names in conflict files and in the merge commit.
+pub(super) struct MergeContext<'a> {
+    pub(super) host: &'a str,
+    pub(super) remote: &'a str,
+    pub(super) now: DateTime<Utc>,
+    pub(super) caller: &'a Caller,
 }
 
-fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<MergeNotes>> {
+/// The content of a merge commit (see the module docs).
+pub(super) fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Integration<MergeNotes>> {
     let mut changes = Changes::default();
     let mut notes = MergeNotes { commits: view.incoming_commits, ..MergeNotes::default() };
     let mut memory_touched = false;
@@ -470,12 +482,12 @@ impl Engram {
 
     /// `engram remote add`: sets the URL of a pack's remote (default `origin`).
     pub fn remote_add(&self, name: &str, url: &str, remote: Option<&str>) -> Result<String> {
-        let pack = self.resolve(name)?;
+        let pack_dir = self.sync_dir(name)?;
         let remote = remote.unwrap_or(DEFAULT_REMOTE);
         if url.trim().is_empty() {
             return Err(EngramError::Invalid { field: "url", reason: "must not be empty".into() });
         }
-        let existed = self.sync_repo(&pack.dir)?.set_remote(remote, url.trim())?;
+        let existed = self.sync_repo(&pack_dir)?.set_remote(remote, url.trim())?;
         Ok(if existed {
             format!("已更新远端 (remote updated): {name} {remote} → {url}")
         } else {
@@ -485,9 +497,9 @@ impl Engram {
 
     /// `engram remote remove`.
     pub fn remote_remove(&self, name: &str, remote: Option<&str>) -> Result<String> {
-        let pack = self.resolve(name)?;
+        let pack_dir = self.sync_dir(name)?;
         let remote = remote.unwrap_or(DEFAULT_REMOTE);
-        if self.sync_repo_to_read(name, &pack.dir)?.remove_remote(remote)? {
+        if self.sync_repo_to_read(name, &pack_dir)?.remove_remote(remote)? {
             Ok(format!("已删除远端 (remote removed): {name} {remote}"))
         } else {
             Err(EngramError::Sync(format!("{name} has no remote named {remote:?}")))
@@ -496,8 +508,8 @@ impl Engram {
 
     /// `engram remote list`.
     pub fn remote_list(&self, name: &str) -> Result<Vec<RemoteInfo>> {
-        let pack = self.resolve(name)?;
-        Ok(self.sync_repo_to_read(name, &pack.dir)?.remotes()?)
+        let pack_dir = self.sync_dir(name)?;
+        Ok(self.sync_repo_to_read(name, &pack_dir)?.remotes()?)
     }
 
     fn pick_remote(&self, name: &str, repo: &PackRepo) -> Result<RemoteInfo> {
@@ -517,18 +529,68 @@ impl Engram {
 
     /// True when the pack has a remote.
     pub fn has_remote(&self, name: &str) -> bool {
-        self.resolve(name)
+        self.sync_dir(name)
             .ok()
-            .filter(|p| PackRepo::is_repository(&p.dir))
-            .and_then(|p| self.sync_repo_to_read(name, &p.dir).ok())
+            .filter(|dir| PackRepo::is_repository(dir))
+            .and_then(|dir| self.sync_repo_to_read(name, &dir).ok())
             .and_then(|r| r.remotes().ok())
             .is_some_and(|r| !r.is_empty())
     }
 
+    /// The directory of a pack to sync: a pack by name, or a user's own pack of a team
+    /// server named `.users/<user>/<pack>` (as `engram sync` lists them).
+    fn sync_dir(&self, name: &str) -> Result<std::path::PathBuf> {
+        let Some(rest) = name.strip_prefix(&format!("{USERS_DIR}/")) else {
+            return Ok(self.resolve(name)?.dir);
+        };
+        let bad = |reason: String| EngramError::Invalid { field: "name", reason };
+        let (user, pack) =
+            rest.split_once('/').ok_or_else(|| bad(format!("{name}: expected {USERS_DIR}/<user>/<pack>")))?;
+        crate::ops::validate_user(user).map_err(bad)?;
+        crate::pack_path::PackPath::check_component(pack).map_err(|e| bad(format!("{name}: {e}")))?;
+        let dir = self.config.packs_dir.join(USERS_DIR).join(user).join(pack);
+        if !PackRepo::is_repository(&dir) {
+            return Err(EngramError::NoRemote { name: name.to_owned() });
+        }
+        Ok(dir)
+    }
+
+    /// Each user's own packs on a team server that are repositories, as
+    /// `.users/<user>/<pack>`: synced with their own remotes like any pack (no user's pack
+    /// ever goes to another's remote: each is a repository of its own).
+    fn user_packs(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let base = self.config.packs_dir.join(USERS_DIR);
+        let Ok(users) = std::fs::read_dir(&base) else { return out };
+        for user in users.flatten() {
+            let Ok(user_name) = user.file_name().into_string() else { continue };
+            if crate::ops::validate_user(&user_name).is_err() {
+                continue;
+            }
+            let Ok(packs) = std::fs::read_dir(user.path()) else { continue };
+            for pack in packs.flatten() {
+                let Ok(pack_name) = pack.file_name().into_string() else { continue };
+                if !pack_name.starts_with('.') && PackRepo::is_repository(&pack.path()) {
+                    out.push(format!("{USERS_DIR}/{user_name}/{pack_name}"));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Every pack `engram sync` and the background sync consider: the packs, then the
+    /// users' own packs.
+    fn packs_to_sync(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.packs().list().into_iter().map(|p| p.name).collect();
+        names.extend(self.user_packs());
+        names
+    }
+
     /// `engram sync <pack>`: fetch, integrate, push.
     pub fn sync_pack(&self, name: &str, caller: &Caller) -> Result<SyncReport> {
-        let pack = self.resolve(name)?;
-        let repo = self.sync_repo_to_read(name, &pack.dir)?;
+        let dir = self.sync_dir(name)?;
+        let repo = self.sync_repo_to_read(name, &dir)?;
         let remote = self.pick_remote(name, &repo)?;
         let result = self.sync_with(name, &repo, &remote, caller);
         let record = match &result {
@@ -573,6 +635,7 @@ impl Engram {
             outgoing: Outgoing::Skipped,
             memory_conflicts: Vec::new(),
             file_conflicts: Vec::new(),
+            proposals: Vec::new(),
         };
         let fetched = repo.fetch(&remote.name, creds)?;
         let remote_has_branch = fetched.is_some();
@@ -620,18 +683,28 @@ impl Engram {
                 Err(e) => Outgoing::Failed(e.to_string()),
             }
         };
+        // Proposals travel too, so a forge can show them as pull requests (or another
+        // device review them); a branch the remote has moved elsewhere is refused, not forced.
+        for branch in repo.proposals_to_push(&remote.name)? {
+            let name = branch.ref_name();
+            let pushed = match repo.push_ref(&remote.name, &name, &name, creds) {
+                Ok(PushOutcome::Pushed) => Ok(()),
+                Ok(PushOutcome::Rejected(m)) => Err(m),
+                Err(e) => Err(e.to_string()),
+            };
+            report.proposals.push((branch.to_string(), pushed));
+        }
         Ok(report)
     }
 
     /// Syncs every pack that has a remote; packs without one are skipped.
     pub fn sync_all(&self, caller: &Caller) -> Vec<(String, Result<SyncReport>)> {
-        self.packs()
-            .list()
+        self.packs_to_sync()
             .into_iter()
-            .filter(|p| self.has_remote(&p.name))
-            .map(|p| {
-                let r = self.sync_pack(&p.name, caller);
-                (p.name, r)
+            .filter(|name| self.has_remote(name))
+            .map(|name| {
+                let r = self.sync_pack(&name, caller);
+                (name, r)
             })
             .collect()
     }
@@ -639,16 +712,17 @@ impl Engram {
     /// Packs with a remote whose branch has commits the remote has not seen (no network).
     pub fn packs_to_push(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for p in self.packs().list() {
-            let Ok(pack) = self.resolve(&p.name) else { continue };
-            if !PackRepo::is_repository(&pack.dir) {
+        for name in self.packs_to_sync() {
+            let Ok(dir) = self.sync_dir(&name) else { continue };
+            if !PackRepo::is_repository(&dir) {
                 continue;
             }
-            let Ok(repo) = self.sync_repo_to_read(&p.name, &pack.dir) else { continue };
-            let Ok(remote) = self.pick_remote(&p.name, &repo) else { continue };
+            let Ok(repo) = self.sync_repo_to_read(&name, &dir) else { continue };
+            let Ok(remote) = self.pick_remote(&name, &repo) else { continue };
+            let proposals = repo.proposals_to_push(&remote.name).map(|p| p.len()).unwrap_or(0);
             match repo.ahead_behind(&remote.name) {
-                Ok(Some((0, _))) => {}
-                Ok(_) => out.push(p.name),
+                Ok(Some((0, _))) if proposals == 0 => {}
+                Ok(_) => out.push(name),
                 Err(_) => {}
             }
         }
@@ -657,8 +731,8 @@ impl Engram {
 
     /// `sync_status(name)`: remote, ahead/behind (as of the last fetch), last sync, conflicts. No network.
     pub fn sync_status(&self, name: &str) -> Result<String> {
-        let pack = self.resolve(name)?;
-        let repo = self.sync_repo_to_read(name, &pack.dir)?;
+        let pack_dir = self.sync_dir(name)?;
+        let repo = self.sync_repo_to_read(name, &pack_dir)?;
         let remote = self.pick_remote(name, &repo)?;
         let mut s =
             format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
@@ -682,7 +756,7 @@ impl Engram {
             }
             None => s.push_str("- last sync: never\n"),
         }
-        let root = crate::ops::engram::load::open_root(&pack.dir)?;
+        let root = crate::ops::engram::load::open_root(&pack_dir)?;
         let open = crate::ops::engram::load::read_pack_text(&root, CONFLICTS_FILE)?
             .map(|t| memmerge::count_conflicts(&t))
             .unwrap_or(0);

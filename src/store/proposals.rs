@@ -1,0 +1,370 @@
+//! Review before merge: tool writes that land on a proposal branch instead of the pack's
+//! checked-out branch (`engram serve --propose`, or `engram.propose = true` in the pack's
+//! `.git/config`), and what a reviewer does with them (list, show, accept, reject).
+//!
+//! Which branch a write goes to is decided per call, not per process: the MCP server runs
+//! every tool call inside [`proposing`] with the caller's [`Proposer`] (one thread-local,
+//! like [`super::without_waiting`]), and [`PackRepo::write`] / [`PackRepo::write_scoped`]
+//! send the commit to [`PackRepo::write_proposal`] when it applies to the pack. The commit
+//! is still made by the one publish path ([`PackRepo::publish`], `Kind::Proposal`: secret
+//! guard and path checks first), one commit per write; only the ref that moves differs, and
+//! the working tree and the git index (which belong to the checked-out branch) stay as they
+//! are. A proposal branch starts at the checked-out branch's commit of its first write.
+//!
+//! Accepting merges the branch into the checked-out branch with the memory-aware merge of
+//! sync ([`PackRepo::integrate_no_ff`]: always one merge commit), then deletes the branch;
+//! rejecting deletes it.
+
+use std::cell::RefCell;
+
+use git2::{ErrorCode, Oid, Signature};
+
+use crate::proposal::ProposalBranch;
+
+use super::index_lock::{IndexLock, Retries};
+use super::merge::{Integrated, Integration, MergeView};
+use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
+use super::{
+    BranchHead, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, housekeeping, no_wait,
+    recover, refswap,
+};
+
+/// Who proposes: the branch a caller's writes land on, and whether on every pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposer {
+    /// The caller's proposal branch.
+    pub branch: ProposalBranch,
+    /// Every pack (`serve --propose`); otherwise only packs whose `.git/config` sets
+    /// `engram.propose = true`.
+    pub always: bool,
+}
+
+thread_local! {
+    static PROPOSER: RefCell<Option<Proposer>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread with writes (and the reads that follow them) going to
+/// `proposer`'s branch where it applies; `None` runs `f` as usual.
+pub fn proposing<T>(proposer: Option<Proposer>, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<Proposer>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            PROPOSER.with(|p| *p.borrow_mut() = previous);
+        }
+    }
+    let _reset = Reset(PROPOSER.with(|p| p.replace(proposer)));
+    f()
+}
+
+/// The proposer of this thread's call, if it runs inside [`proposing`].
+pub fn proposer() -> Option<Proposer> {
+    PROPOSER.with(|p| p.borrow().clone())
+}
+
+/// The git config key of the per-pack setting.
+pub const PROPOSE_CONFIG_KEY: &str = "engram.propose";
+
+/// A proposal branch of a pack, as `engram review list` shows it.
+#[derive(Debug, Clone)]
+pub struct ProposalInfo {
+    /// The branch.
+    pub branch: ProposalBranch,
+    /// Its commit.
+    pub tip: String,
+    /// Commits on it that the checked-out branch lacks.
+    pub ahead: usize,
+    /// Commits on the checked-out branch since the proposal started.
+    pub behind: usize,
+    /// Time of its newest commit (seconds since the epoch).
+    pub time: i64,
+    /// Subject of its newest commit.
+    pub subject: String,
+}
+
+/// What a proposal changes: the tree it started from (its merge base with the checked-out
+/// branch) and its tip, and its own commits, newest first (short id, subject).
+pub struct ProposalSides<'r> {
+    /// The merge base with the checked-out branch.
+    pub base: Snapshot<'r>,
+    /// The proposal's tip.
+    pub tip: Snapshot<'r>,
+    /// Its commits the checked-out branch lacks, newest first.
+    pub commits: Vec<(String, String)>,
+    /// The files it adds (`A`), changes (`M`) or deletes (`D`), by path.
+    pub files: Vec<(char, String)>,
+}
+
+impl PackRepo {
+    /// Whether the pack's `.git/config` asks for proposals (`engram.propose = true`).
+    pub(super) fn config_proposes(repo: &git2::Repository) -> bool {
+        repo.config()
+            .and_then(|mut c| c.snapshot())
+            .and_then(|c| c.get_bool(PROPOSE_CONFIG_KEY))
+            .unwrap_or(false)
+    }
+
+    /// Sets or clears the per-pack setting (`engram review enable|disable`): takes effect for
+    /// servers that open the pack afterwards.
+    pub fn set_proposes(&self, on: bool) -> Result<()> {
+        let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
+        cfg.set_bool(PROPOSE_CONFIG_KEY, on).map_err(|e| git_err("writing config", &self.dir, e))
+    }
+
+    /// The proposal branch this thread's writes to this pack land on, if any.
+    pub fn proposal_target(&self) -> Option<ProposalBranch> {
+        PROPOSER.with(|p| p.borrow().clone()).filter(|p| p.always || self.proposes).map(|p| p.branch)
+    }
+
+    /// The commit this thread's loads and searches of the pack read instead of the working
+    /// tree: the tip of its proposal branch, when it proposes on this pack and has one.
+    pub fn read_target(&self) -> Result<Option<String>> {
+        match self.proposal_target() {
+            Some(branch) => Ok(self.ref_target(&branch.ref_name())?.map(|o| o.to_string())),
+            None => Ok(None),
+        }
+    }
+
+    /// [`PackRepo::write`] onto `branch`: the edit runs on the branch's tip (the checked-out
+    /// branch's commit when the branch does not exist yet) and its changes become one commit
+    /// on the branch, through [`PackRepo::publish`]. Hand edits of the working tree are
+    /// left for the next write to the checked-out branch.
+    pub(super) fn write_proposal<T, E>(
+        &self,
+        branch: &ProposalBranch,
+        mut edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
+    ) -> Result<(Option<Committed>, T), E>
+    where
+        E: From<StoreError>,
+    {
+        if self.options.read_only {
+            return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
+        }
+        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
+            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
+        }
+        let _lock = self.lock()?;
+        recover::finish_pending(self)?;
+        let name = branch.ref_name();
+        let mut retries = Retries::new();
+        loop {
+            let tip = self.ref_target(&name)?;
+            let parent = match tip {
+                Some(tip) => Some(tip),
+                None => self.head_oid()?,
+            };
+            let at = BranchHead { branch: name.clone(), id: parent };
+            let snapshot = self.snapshot_of(parent)?;
+            let (changes, message, value) = match edit(&snapshot)? {
+                Edit::Commit { changes, message, value } => (changes, message, value),
+                Edit::Nothing(value) => return Ok((None, value)),
+            };
+            if changes.is_empty() {
+                return Ok((None, value));
+            }
+            let proposal = Proposal {
+                at: &at,
+                base: snapshot.tree,
+                changes: &changes,
+                message: &message,
+                kind: Kind::Proposal { expected: tip },
+            };
+            // Not needed for the files (none change), but `publish` runs under it like every commit.
+            let mut index_lock = IndexLock::acquire(self)?;
+            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(committed) => {
+                    drop(index_lock);
+                    housekeeping::after_write(self);
+                    return Ok((Some(committed), value));
+                }
+                CommitOutcome::Unchanged => return Ok((None, value)),
+                CommitOutcome::Retry => {
+                    drop(index_lock);
+                    retries.again(&self.dir)?;
+                }
+            }
+        }
+    }
+
+    /// Moves (or creates, `expected` = `None`) a proposal ref by compare-and-swap: false
+    /// when it no longer holds `expected` (the caller looks again).
+    pub(super) fn move_proposal_ref(
+        &self,
+        name: &str,
+        expected: Option<Oid>,
+        new: Oid,
+        log: &str,
+        sig: &Signature<'_>,
+    ) -> Result<bool> {
+        let res = match expected {
+            Some(old) => match refswap::swap_branch(self, name, old, new, log, sig) {
+                refswap::Swap::Moved => return Ok(true),
+                refswap::Swap::Raced => return Ok(false),
+                refswap::Swap::NotHere => self.repo.reference_matching(name, new, true, old, log).map(|_| ()),
+            },
+            None => self.repo.reference(name, new, false, log).map(|_| ()),
+        };
+        match res {
+            Ok(()) => Ok(true),
+            Err(e) if matches!(e.code(), ErrorCode::Exists | ErrorCode::Modified | ErrorCode::Locked) => {
+                Ok(false)
+            }
+            Err(e) => Err(git_err("moving a proposal branch", &self.dir, e)),
+        }
+    }
+
+    /// The proposal branches of the pack, by name.
+    pub fn proposals(&self) -> Result<Vec<ProposalInfo>> {
+        let dir = &self.dir;
+        let head = self.head_oid()?;
+        let refs = self
+            .repo
+            .references_glob(&format!("refs/heads/{}*", crate::proposal::PREFIX))
+            .map_err(|e| git_err("listing proposal branches", dir, e))?;
+        let mut out = Vec::new();
+        for r in refs {
+            let r = r.map_err(|e| git_err("listing proposal branches", dir, e))?;
+            let (Ok(name), Some(tip)) = (r.name(), r.target()) else { continue };
+            // A branch a person made by hand with a name engram would not give is left out.
+            let Ok(branch) = ProposalBranch::parse(name) else { continue };
+            let commit = self.repo.find_commit(tip).map_err(|e| git_err("reading a proposal", dir, e))?;
+            let (ahead, behind) = match head {
+                Some(head) => self
+                    .repo
+                    .graph_ahead_behind(tip, head)
+                    .map_err(|e| git_err("comparing histories", dir, e))?,
+                None => (0, 0),
+            };
+            out.push(ProposalInfo {
+                branch,
+                tip: tip.to_string(),
+                ahead,
+                behind,
+                time: commit.time().seconds(),
+                subject: commit.summary().ok().flatten().unwrap_or_default().to_owned(),
+            });
+        }
+        out.sort_by(|a, b| a.branch.cmp(&b.branch));
+        Ok(out)
+    }
+
+    /// The proposal branches `remote` has not got as they are here (as of the last push or
+    /// fetch: the remote-tracking refs `refs/remotes/<remote>/proposals/…`).
+    pub fn proposals_to_push(&self, remote: &str) -> Result<Vec<ProposalBranch>> {
+        let mut out = Vec::new();
+        for p in self.proposals()? {
+            let tracking = format!("refs/remotes/{remote}/{}", p.branch.branch());
+            if self.ref_target(&tracking)?.map(|o| o.to_string()).as_deref() != Some(p.tip.as_str()) {
+                out.push(p.branch);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` on what `branch` changes (see [`ProposalSides`]); `None` when the branch does
+    /// not exist.
+    pub fn with_proposal<T>(
+        &self,
+        branch: &ProposalBranch,
+        f: impl FnOnce(&ProposalSides<'_>) -> T,
+    ) -> Result<Option<T>> {
+        let dir = &self.dir;
+        let Some(tip) = self.ref_target(&branch.ref_name())? else { return Ok(None) };
+        let base = match self.head_oid()? {
+            Some(head) => match self.repo.merge_base(head, tip) {
+                Ok(id) => Some(id),
+                Err(e) if e.code() == ErrorCode::NotFound => None,
+                Err(e) => return Err(git_err("finding the merge base", dir, e)),
+            },
+            None => None,
+        };
+        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
+        walk.push(tip).map_err(|e| git_err("walking history", dir, e))?;
+        if let Some(base) = base {
+            walk.hide(base).map_err(|e| git_err("walking history", dir, e))?;
+        }
+        let mut commits = Vec::new();
+        for id in walk.take(1000) {
+            let id = id.map_err(|e| git_err("walking history", dir, e))?;
+            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
+            commits.push((
+                super::short_id(&id.to_string()),
+                c.summary().ok().flatten().unwrap_or_default().to_owned(),
+            ));
+        }
+        let tree_of = |id: Option<Oid>| -> Result<Option<git2::Tree<'_>>> {
+            id.map(|id| self.repo.find_commit(id).and_then(|c| c.tree()))
+                .transpose()
+                .map_err(|e| git_err("reading a tree", dir, e))
+        };
+        let (base_tree, tip_tree) = (tree_of(base)?, tree_of(Some(tip))?);
+        let diff = self
+            .repo
+            .diff_tree_to_tree(base_tree.as_ref(), tip_tree.as_ref(), None)
+            .map_err(|e| git_err("comparing trees", dir, e))?;
+        let mut files = Vec::new();
+        for delta in diff.deltas() {
+            let (mark, file) = match delta.status() {
+                git2::Delta::Added => ('A', delta.new_file()),
+                git2::Delta::Deleted => ('D', delta.old_file()),
+                _ => ('M', delta.new_file()),
+            };
+            if let Some(path) = file.path().and_then(|p| p.to_str()) {
+                files.push((mark, path.to_owned()));
+            }
+        }
+        let sides = ProposalSides {
+            base: self.snapshot_of(base)?,
+            tip: self.snapshot_of(Some(tip))?,
+            commits,
+            files,
+        };
+        Ok(Some(f(&sides)))
+    }
+
+    /// Accepts `branch`: merges it into the checked-out branch as one merge commit whose
+    /// content `resolve` decides (sync's memory-aware merge), then deletes the branch. `None`
+    /// when the branch does not exist. An [`Integrated::Unresolvable`] merge keeps the branch.
+    pub fn accept_proposal<T, E>(
+        &self,
+        branch: &ProposalBranch,
+        resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
+    ) -> Result<Option<Integrated<T>>, E>
+    where
+        E: From<StoreError>,
+    {
+        let name = branch.ref_name();
+        let Some(tip) = self.ref_target(&name)? else { return Ok(None) };
+        let outcome = self.integrate_no_ff(&tip.to_string(), resolve)?;
+        if !matches!(outcome, Integrated::Unresolvable { .. }) {
+            self.delete_proposal_at(branch, Some(tip))?;
+        }
+        Ok(Some(outcome))
+    }
+
+    /// Rejects `branch`: deletes it; the checked-out branch is untouched. False when it did
+    /// not exist.
+    pub fn reject_proposal(&self, branch: &ProposalBranch) -> Result<bool> {
+        self.delete_proposal_at(branch, None)
+    }
+
+    /// Deletes the proposal ref under the pack's write lock (no proposal write runs
+    /// meanwhile) — only while it still points at `at`, when given (a write that came after
+    /// the accepted commit keeps the branch).
+    fn delete_proposal_at(&self, branch: &ProposalBranch, at: Option<Oid>) -> Result<bool> {
+        if self.options.read_only {
+            return Err(StoreError::ReadOnly { dir: self.dir.clone() });
+        }
+        let _lock = self.lock()?;
+        let mut r = match self.repo.find_reference(&branch.ref_name()) {
+            Ok(r) => r,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(false),
+            Err(e) => return Err(git_err("reading a proposal branch", &self.dir, e)),
+        };
+        if at.is_some_and(|at| r.target() != Some(at)) {
+            return Ok(false);
+        }
+        r.delete().map_err(|e| git_err("deleting a proposal branch", &self.dir, e))?;
+        Ok(true)
+    }
+}
