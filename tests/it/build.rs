@@ -146,6 +146,20 @@ fn build_refuses_a_missing_or_empty_folder_and_an_existing_name_unless_forced() 
     assert_eq!(commit_count(&env.pack("coach")), 3, "a new pack, its own history");
     let bad = env.cli(&["build", "../x", "--from", docs]);
     assert!(!bad.status.success());
+    // A document holding a credential: the publish path's guard refuses the stage, nothing is left.
+    let secret = env.dir.path().join("secret");
+    std::fs::create_dir_all(&secret).expect("mkdir");
+    std::fs::write(
+        secret.join("keys.md"),
+        "# Keys\n\naws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9a8b7c6d\n",
+    )
+    .expect("write");
+    let out = env.cli(&["build", "keys", "--from", secret.to_str().expect("utf8")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("at stage knowledge") && stderr.contains("[REDACTED]"), "{stderr}");
+    assert!(!stderr.contains("wJalrXUtnFEMI"), "the secret is masked: {stderr}");
+    assert!(!env.pack("keys").exists());
     no_staging_left(&env.packs);
 }
 
