@@ -21,6 +21,9 @@ pub struct BenchArgs {
     /// Memories in the speed benchmark
     #[arg(long, default_value_t = 100_000)]
     memories: usize,
+    /// Speed benchmark: write its pack into this packs directory (as `speed`) and keep it
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
 }
 
 /// `../shared/bench/locomo10.json` beside the checkout this binary was built from.
@@ -54,7 +57,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if all || args.which == "speed" {
-        println!("{}", speed::run(args.memories)?);
+        // This binary, to time `engram search` as new processes.
+        let bin = std::env::current_exe().ok();
+        println!("{}", speed::run(args.memories, bin.as_deref(), args.keep.as_deref())?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,8 @@
 
 pub mod extract;
 pub mod persist;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,7 +23,6 @@ use crate::search::{Document, Hit, SearchIndex, SearchRequest};
 use crate::store::{PackRepo, StoreError};
 
 use extract::{is_head_file, is_searchable, is_summary_source, summary_key, summary_lines};
-use persist::SummaryFiles;
 
 /// After this many changed files applied since the last save, the index is
 /// saved again (saving a large index costs more than replaying a short diff).
@@ -30,19 +31,78 @@ const SAVE_AFTER_CHANGED_FILES: usize = 256;
 /// Where a summary line sits: (file rank: segment number, head last; line).
 type SummaryPos = (u32, u32);
 
+/// Values per key, over the stored join tables: a key changed since the
+/// index was loaded has its value here (`None`: removed); any other key is
+/// read from the stored tables when first needed.
+#[derive(Clone, Debug)]
+struct Layer<V>(HashMap<String, Option<V>>);
+
+impl<V> Default for Layer<V> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<V: Clone + Default> Layer<V> {
+    /// The value of `key` (`load` reads the stored one).
+    fn get(&self, key: &str, load: impl FnOnce(&str) -> Option<V>) -> Option<V> {
+        match self.0.get(key) {
+            Some(v) => v.clone(),
+            None => load(key),
+        }
+    }
+
+    /// The value of `key`, brought into the layer to be changed.
+    fn get_mut(&mut self, key: &str, load: impl FnOnce(&str) -> Option<V>) -> Option<&mut V> {
+        if !self.0.contains_key(key) {
+            let v = load(key);
+            self.0.insert(key.to_owned(), v);
+        }
+        self.0.get_mut(key)?.as_mut()
+    }
+
+    /// The value of `key` (a default one if absent), to be changed.
+    fn entry(&mut self, key: &str, load: impl FnOnce(&str) -> Option<V>) -> &mut V {
+        if !self.0.contains_key(key) {
+            let v = load(key);
+            self.0.insert(key.to_owned(), v);
+        }
+        self.0.entry(key.to_owned()).or_default().get_or_insert_with(V::default)
+    }
+
+    /// Removes `key`, returning its value.
+    fn take(&mut self, key: &str, load: impl FnOnce(&str) -> Option<V>) -> Option<V> {
+        match self.0.insert(key.to_owned(), None) {
+            Some(v) => v,
+            None => load(key),
+        }
+    }
+
+    fn set(&mut self, key: String, v: V) {
+        self.0.insert(key, Some(v));
+    }
+}
+
 /// The search index of one pack at one commit.
+///
+/// A loaded index reads the stored file in place ([`persist`]): the
+/// engine's segment and the join tables stay on disk (their small tables in
+/// memory), and what changed since is kept in memory until the next save.
 #[derive(Clone, Default)]
 pub struct PackIndex {
     pack: String,
     commit: Option<String>,
     index: SearchIndex,
-    summary_files: SummaryFiles,
+    /// The stored join tables under the layers below.
+    joins: Option<Arc<persist::Joins>>,
+    /// Index file path → its (join key, summary) lines.
+    summary_files: Layer<Vec<(String, String)>>,
     /// Join key → summaries in index order (derived from `summary_files`).
-    summaries: HashMap<String, Vec<(SummaryPos, String)>>,
+    summaries: Layer<Vec<(SummaryPos, String)>>,
     /// File path → ids of its documents (derived from the documents).
-    file_docs: HashMap<String, Vec<String>>,
+    file_docs: Layer<Vec<String>>,
     /// Join key → ids of the memory documents with that key (derived).
-    key_docs: HashMap<String, Vec<String>>,
+    key_docs: Layer<Vec<String>>,
     /// Changed files applied since the index was last saved (or loaded).
     unsaved: usize,
 }
@@ -84,6 +144,27 @@ fn doc_order(id: &str) -> (bool, &str, u32) {
     (is_head_file(path), path, n.parse().unwrap_or(0))
 }
 
+/// Readers of the stored join tables and documents, for [`Layer`] misses.
+#[derive(Clone)]
+struct Stored(Option<Arc<persist::Joins>>);
+
+impl Stored {
+    fn summary_file(&self, path: &str) -> Option<Vec<(String, String)>> {
+        let j = self.0.as_ref()?;
+        j.find_file(path).map(|i| j.file_lines(i))
+    }
+
+    fn summaries(&self, key: &str) -> Option<Vec<(SummaryPos, String)>> {
+        let j = self.0.as_ref()?;
+        j.find_key(key).map(|i| j.summaries(i)).filter(|s| !s.is_empty())
+    }
+
+    fn key_docs(&self, key: &str) -> Option<Vec<String>> {
+        let j = self.0.as_ref()?;
+        j.find_key(key).map(|i| j.key_docs(i)).filter(|s| !s.is_empty())
+    }
+}
+
 impl PackIndex {
     /// An empty index for a pack.
     pub fn empty(pack: &str) -> Self {
@@ -106,13 +187,19 @@ impl PackIndex {
     }
 
     /// The document stored under an id.
-    pub fn document(&self, id: &str) -> Option<&Document> {
+    pub fn document(&self, id: &str) -> Option<std::borrow::Cow<'_, Document>> {
         self.index.get(id)
     }
 
     /// Runs a search request.
     pub fn search(&self, req: &SearchRequest) -> Vec<Hit> {
         self.index.search_with(req)
+    }
+
+    /// Whether the stored file under the index could not be read since it
+    /// was opened (the index must be rebuilt).
+    pub fn is_damaged(&self) -> bool {
+        self.index.is_damaged()
     }
 
     /// Builds the index of `commit` from its files.
@@ -155,46 +242,48 @@ impl PackIndex {
         Ok(n)
     }
 
-    /// Rebuilds the derived maps after loading from disk.
+    /// An index reading a stored file in place.
     fn from_stored(pack: &str, stored: persist::Stored) -> Self {
-        let mut this = Self {
+        Self {
             pack: pack.to_owned(),
             commit: Some(stored.commit),
             index: stored.index,
-            summary_files: SummaryFiles::new(),
+            joins: Some(Arc::new(stored.joins)),
             ..Self::default()
-        };
-        for (path, lines) in stored.summary_files {
-            this.add_summaries(&path, lines, &mut HashSet::new());
         }
-        for doc in this.index.documents() {
-            this.file_docs.entry(doc.path.clone()).or_default().push(doc.id.clone());
-            if let Some(k) = summary_key(doc) {
-                this.key_docs.entry(k).or_default().push(doc.id.clone());
-            }
-        }
-        this
+    }
+
+    fn stored(&self) -> Stored {
+        Stored(self.joins.clone())
+    }
+
+    /// The ids of the documents of a file (stored ones: `<path>#<n>`).
+    fn stored_file_docs(index: &SearchIndex, path: &str) -> Option<Vec<String>> {
+        let ids = index.stored_ids_with_prefix(&format!("{path}#"));
+        (!ids.is_empty()).then_some(ids)
     }
 
     fn add_summaries(&mut self, path: &str, lines: Vec<(String, String)>, affected: &mut HashSet<String>) {
         let rank = summary_rank(path);
+        let stored = self.stored();
         for (i, (k, s)) in lines.iter().enumerate() {
-            let list = self.summaries.entry(k.clone()).or_default();
+            let list = self.summaries.entry(k, |k| stored.summaries(k));
             list.push(((rank, i as u32), s.clone()));
             list.sort_by_key(|e| e.0);
             affected.insert(k.clone());
         }
-        self.summary_files.insert(path.to_owned(), lines);
+        self.summary_files.set(path.to_owned(), lines);
     }
 
     fn remove_summaries(&mut self, path: &str, affected: &mut HashSet<String>) {
-        let Some(old) = self.summary_files.remove(path) else { return };
+        let stored = self.stored();
+        let Some(old) = self.summary_files.take(path, |p| stored.summary_file(p)) else { return };
         let rank = summary_rank(path);
         for (k, _) in old {
-            if let Some(list) = self.summaries.get_mut(&k) {
+            if let Some(list) = self.summaries.get_mut(&k, |k| stored.summaries(k)) {
                 list.retain(|e| e.0.0 != rank);
                 if list.is_empty() {
-                    self.summaries.remove(&k);
+                    self.summaries.take(&k, |_| None);
                 }
             }
             affected.insert(k);
@@ -202,16 +291,18 @@ impl PackIndex {
     }
 
     fn unlink_key(&mut self, key: &str, id: &str) {
-        if let Some(ids) = self.key_docs.get_mut(key) {
+        let stored = self.stored();
+        if let Some(ids) = self.key_docs.get_mut(key, |k| stored.key_docs(k)) {
             ids.retain(|x| x != id);
             if ids.is_empty() {
-                self.key_docs.remove(key);
+                self.key_docs.take(key, |_| None);
             }
         }
     }
 
     /// Applies new contents (`None`: deleted) of searchable paths.
     fn apply(&mut self, files: Vec<(String, Option<Vec<u8>>)>) {
+        let stored = self.stored();
         let mut affected: HashSet<String> = HashSet::new();
         let mut pending: HashMap<String, Document> = HashMap::new();
         for (path, content) in files {
@@ -225,11 +316,13 @@ impl PackIndex {
             }
             let docs = text.map(|t| extract::documents(&self.pack, &path, &t)).unwrap_or_default();
             let new_ids: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-            for id in self.file_docs.remove(&path).unwrap_or_default() {
+            let index = &self.index;
+            let old_ids = self.file_docs.take(&path, |p| Self::stored_file_docs(index, p));
+            for id in old_ids.unwrap_or_default() {
                 if new_ids.contains(id.as_str()) {
                     continue;
                 }
-                if let Some(k) = self.index.get(&id).and_then(summary_key) {
+                if let Some(k) = self.index.get(&id).and_then(|d| summary_key(&d)) {
                     self.unlink_key(&k, &id);
                     affected.insert(k);
                 }
@@ -237,14 +330,14 @@ impl PackIndex {
             }
             let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
             for doc in docs {
-                let old_key = self.index.get(&doc.id).and_then(summary_key);
+                let old_key = self.index.get(&doc.id).and_then(|d| summary_key(&d));
                 match summary_key(&doc) {
                     Some(k) => {
                         if let Some(old) = old_key.filter(|o| *o != k) {
                             self.unlink_key(&old, &doc.id);
                             affected.insert(old);
                         }
-                        let list = self.key_docs.entry(k.clone()).or_default();
+                        let list = self.key_docs.entry(&k, |k| stored.key_docs(k));
                         if !list.contains(&doc.id) {
                             list.push(doc.id.clone());
                         }
@@ -261,20 +354,23 @@ impl PackIndex {
                 }
             }
             if !ids.is_empty() {
-                self.file_docs.insert(path, ids);
+                self.file_docs.set(path, ids);
             }
         }
         // Join memory entries with their summaries (the k-th entry of a key
         // gets the k-th index line of that key).
         for key in affected {
-            let Some(ids) = self.key_docs.get(&key) else { continue };
-            let mut ids = ids.clone();
+            let Some(mut ids) = self.key_docs.get(&key, |k| stored.key_docs(k)) else { continue };
             ids.sort_by(|a, b| doc_order(a).cmp(&doc_order(b)));
-            let sums: Vec<String> =
-                self.summaries.get(&key).map(|s| s.iter().map(|e| e.1.clone()).collect()).unwrap_or_default();
+            let sums: Vec<String> = self
+                .summaries
+                .get(&key, |k| stored.summaries(k))
+                .map(|s| s.into_iter().map(|e| e.1).collect())
+                .unwrap_or_default();
             for (i, id) in ids.iter().enumerate() {
                 let title = sums.get(i).or(sums.last()).cloned().unwrap_or_default();
-                let Some(mut doc) = pending.remove(id).or_else(|| self.index.get(id).cloned()) else {
+                let Some(mut doc) = pending.remove(id).or_else(|| self.index.get(id).map(|d| d.into_owned()))
+                else {
                     continue;
                 };
                 doc.title = title;
@@ -288,22 +384,64 @@ impl PackIndex {
 
     /// Upserts a document unless the index already holds the same one.
     fn put(&mut self, doc: Document) {
-        if self.index.get(&doc.id) != Some(&doc) {
+        if self.index.get(&doc.id).as_deref() != Some(&doc) {
             // Fails only past 2^32 documents or terms; such a document is left out.
             let _ = self.index.upsert(doc);
         }
     }
 
-    /// Saves the index to `.git/engram/` when enough changed since the last save.
+    /// The join tables as they are now, sorted, for a save.
+    fn encode(&self) -> Option<Vec<u8>> {
+        let commit = self.commit.as_deref()?;
+        let stored = self.stored();
+        let mut keys: Vec<&str> =
+            self.summaries.0.keys().chain(self.key_docs.0.keys()).map(String::as_str).collect();
+        let mut files: Vec<&str> = self.summary_files.0.keys().map(String::as_str).collect();
+        if let Some(j) = &self.joins {
+            keys.extend((0..j.n_keys()).map(|i| j.key_at(i)));
+            files.extend((0..j.n_files()).map(|i| j.file_at(i)));
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        files.sort_unstable();
+        files.dedup();
+        let mut key_rows = Vec::with_capacity(keys.len());
+        for k in keys {
+            let ids = self.key_docs.get(k, |k| stored.key_docs(k)).unwrap_or_default();
+            let sums = self.summaries.get(k, |k| stored.summaries(k)).unwrap_or_default();
+            if !ids.is_empty() || !sums.is_empty() {
+                key_rows.push((k, ids, sums));
+            }
+        }
+        let mut file_rows = Vec::with_capacity(files.len());
+        for f in files {
+            if let Some(lines) = self.summary_files.get(f, |f| stored.summary_file(f)) {
+                file_rows.push((f, lines));
+            }
+        }
+        let keys: Vec<persist::KeyRow<'_>> =
+            key_rows.iter().map(|(k, ids, sums)| (*k, ids.as_slice(), sums.as_slice())).collect();
+        let files: Vec<(&str, &[(String, String)])> =
+            file_rows.iter().map(|(f, l)| (*f, l.as_slice())).collect();
+        persist::encode(commit, &keys, &files, summary_rank, &self.index)
+    }
+
+    /// Saves the index to `.git/engram/` when enough changed since the last
+    /// save, and then reads it in place from the saved file (what changed is
+    /// no longer held in memory).
     fn maybe_save(&mut self, derived_dir: &Path) {
         if self.unsaved < SAVE_AFTER_CHANGED_FILES {
             return;
         }
-        if let Some(commit) = &self.commit {
-            let bytes = persist::encode(commit, &self.summary_files, &self.index);
-            if persist::save(derived_dir, &bytes).is_ok() {
-                self.unsaved = 0;
-            }
+        let Some(bytes) = self.encode() else { return };
+        if persist::save(derived_dir, &bytes).is_err() {
+            return;
+        }
+        drop(bytes);
+        self.unsaved = 0;
+        if let Some(stored) = persist::load(derived_dir).filter(|s| Some(s.commit.as_str()) == self.commit())
+        {
+            *self = Self::from_stored(&self.pack, stored);
         }
     }
 }
@@ -348,13 +486,15 @@ impl SearchCache {
     }
 
     /// Brings the pack's index to `at` (HEAD is re-read from disk) and runs
-    /// `f` on it. A stored index that cannot be read or updated is rebuilt.
+    /// `f` on it. A stored index that cannot be read or updated is rebuilt;
+    /// so is one whose file turns out damaged while `f` reads it (then `f`
+    /// runs again on the rebuilt index).
     pub fn with_index<T>(
         &self,
         repo: &PackRepo,
         pack: &str,
         at: At<'_>,
-        f: impl FnOnce(&PackIndex, Refresh) -> T,
+        mut f: impl FnMut(&PackIndex, Refresh) -> T,
     ) -> Result<T, StoreError> {
         let slot = self.slot(repo.dir());
         let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
@@ -363,27 +503,44 @@ impl SearchCache {
             return Ok(f(&PackIndex::empty(pack), Refresh::Current));
         };
         let derived = repo.derived_dir();
-        let refresh = ensure_at(&mut slot.head, repo, pack, &head, &derived)?;
-        if let Some(index) = slot.head.as_mut() {
-            index.maybe_save(&derived);
-        }
-        match at {
-            At::Commit(c) if c != head => {
-                if slot.as_of.as_ref().and_then(PackIndex::commit) != Some(c) {
-                    // Start from the HEAD index and walk the diff to the old commit.
-                    slot.as_of = slot.head.clone();
-                }
-                let refresh = ensure_at(&mut slot.as_of, repo, pack, c, &derived)?;
-                match slot.as_of.as_ref() {
-                    Some(index) => Ok(f(index, refresh)),
-                    None => Ok(f(&PackIndex::empty(pack), refresh)),
-                }
+        let mut retried = false;
+        loop {
+            let refresh = ensure_at(&mut slot.head, repo, pack, &head, &derived)?;
+            if let Some(index) = slot.head.as_mut() {
+                index.maybe_save(&derived);
             }
-            _ => match slot.head.as_ref() {
-                Some(index) => Ok(f(index, refresh)),
-                None => Ok(f(&PackIndex::empty(pack), refresh)),
-            },
+            let (out, damaged) = match at {
+                At::Commit(c) if c != head => {
+                    if slot.as_of.as_ref().and_then(PackIndex::commit) != Some(c) {
+                        // Start from the HEAD index and walk the diff to the old commit.
+                        slot.as_of = slot.head.clone();
+                    }
+                    let refresh = ensure_at(&mut slot.as_of, repo, pack, c, &derived)?;
+                    run(slot.as_of.as_ref(), pack, refresh, &mut f)
+                }
+                _ => run(slot.head.as_ref(), pack, refresh, &mut f),
+            };
+            if !damaged || retried {
+                return Ok(out);
+            }
+            // The stored file could not be read since it was opened: rebuild it from git.
+            retried = true;
+            let _ = std::fs::remove_file(persist::path_in(&derived));
+            slot.head = None;
+            slot.as_of = None;
         }
+    }
+}
+
+fn run<T>(
+    index: Option<&PackIndex>,
+    pack: &str,
+    refresh: Refresh,
+    f: &mut impl FnMut(&PackIndex, Refresh) -> T,
+) -> (T, bool) {
+    match index {
+        Some(index) => (f(index, refresh), index.is_damaged()),
+        None => (f(&PackIndex::empty(pack), refresh), false),
     }
 }
 
@@ -401,13 +558,13 @@ fn ensure_at(
             return Ok(Refresh::Current);
         }
         match index.update_to(repo, commit) {
-            Ok(n) => return Ok(Refresh::Incremental(n)),
-            Err(_) => *cached = None,
+            Ok(n) if !index.is_damaged() => return Ok(Refresh::Incremental(n)),
+            _ => *cached = None,
         }
     }
     if let Some(stored) = persist::load(derived) {
         let mut index = PackIndex::from_stored(pack, stored);
-        if index.update_to(repo, commit).is_ok() {
+        if index.update_to(repo, commit).is_ok() && !index.is_damaged() {
             *cached = Some(index);
             return Ok(Refresh::Loaded);
         }

@@ -3,11 +3,14 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use super::dates::doc_date_terms;
 use super::doc::{Document, Field};
 use super::error::SearchError;
+use super::error::SnapshotError;
 use super::params::Bm25Params;
+use super::segment::{Segment, SegmentSource};
 use super::tokenize::Tokenizer;
 
 /// Freed slots are reclaimed (by renumbering) once there are at least this
@@ -45,9 +48,22 @@ pub(super) struct Stored {
 ///
 /// Updates are incremental: [`SearchIndex::upsert`] and [`SearchIndex::remove`]
 /// touch only the posting lists of the document's own terms.
+///
+/// An index opened from a stored segment ([`SearchIndex::open_segment`])
+/// reads the segment in place and keeps its changes in memory: a removed or
+/// replaced document of the segment is marked dead, and new documents go to
+/// an in-memory part whose slots follow the segment's. Cloning shares the
+/// segment.
 #[derive(Clone)]
 pub struct SearchIndex {
     pub(super) params: Bm25Params,
+    /// The stored segment under the in-memory part, if any.
+    pub(super) base: Option<Arc<Segment>>,
+    /// Dead slots of the segment (one bit each).
+    dead: Vec<u64>,
+    n_dead: usize,
+    /// How many dead documents hold each segment term (by term index).
+    dead_df: HashMap<u32, u32>,
     pub(super) term_ids: HashMap<Box<str>, u32>,
     pub(super) terms: Vec<Term>,
     /// Document slots; `None` marks a free slot.
@@ -71,7 +87,8 @@ impl Default for SearchIndex {
 impl fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SearchIndex")
-            .field("docs", &self.ids.len())
+            .field("docs", &self.len())
+            .field("stored", &self.base.as_ref().map(|b| b.n_slots()))
             .field("terms", &self.term_ids.len())
             .field("params", &self.params)
             .finish_non_exhaustive()
@@ -88,6 +105,10 @@ impl SearchIndex {
     pub fn with_params(params: Bm25Params) -> Self {
         Self {
             params,
+            base: None,
+            dead: Vec::new(),
+            n_dead: 0,
+            dead_df: HashMap::new(),
             term_ids: HashMap::new(),
             terms: Vec::new(),
             docs: Vec::new(),
@@ -119,25 +140,106 @@ impl SearchIndex {
         self.params = params;
     }
 
+    /// Opens a stored segment written by [`SearchIndex::to_snapshot`]: only
+    /// its small tables are read now; posting lists and documents are read
+    /// when a search needs them. With `verify`, every byte is checked against
+    /// the checksum first (skip it only when the caller checked the bytes).
+    pub fn open_segment(source: SegmentSource, verify: bool) -> Result<Self, SnapshotError> {
+        let seg = Segment::open(source, verify)?;
+        let mut index = Self::new();
+        index.total_len = seg.total_len();
+        index.dead = vec![0; (seg.n_slots() as usize).div_ceil(64)];
+        index.base = Some(Arc::new(seg));
+        Ok(index)
+    }
+
+    /// Whether a stored segment under the index could not be read after it
+    /// was opened (the file was cut short or damaged since): results may be
+    /// incomplete, and the owner should rebuild the index.
+    pub fn is_damaged(&self) -> bool {
+        self.base.as_ref().is_some_and(|b| b.failed())
+    }
+
+    /// Number of documents of the stored segment and of the in-memory part
+    /// (live or dead): how much the in-memory part has grown.
+    pub fn stored_and_changed(&self) -> (usize, usize) {
+        (self.base_slots() as usize, self.ids.len() + self.n_dead)
+    }
+
     /// Number of documents in the index.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.base_slots() as usize - self.n_dead + self.ids.len()
     }
 
     /// Whether the index holds no document.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
 
     /// The document stored under `id`.
-    pub fn get(&self, id: &str) -> Option<&Document> {
-        let slot = *self.ids.get(id)?;
-        self.stored(slot).map(|s| &s.doc)
+    pub fn get(&self, id: &str) -> Option<Cow<'_, Document>> {
+        if let Some(&slot) = self.ids.get(id) {
+            return self.stored(slot).map(|s| Cow::Borrowed(&s.doc));
+        }
+        let base = self.base.as_ref()?;
+        let slot = base.find_id(id)?;
+        if self.is_dead(slot) {
+            return None;
+        }
+        base.doc(slot).map(Cow::Owned)
     }
 
-    /// Iterates over all documents (in slot order).
-    pub fn documents(&self) -> impl Iterator<Item = &Document> {
-        self.docs.iter().flatten().map(|s| &s.doc)
+    /// Iterates over all documents (the stored segment's in id order, then
+    /// the in-memory ones in slot order). Documents of a stored segment are
+    /// read one by one.
+    pub fn documents(&self) -> impl Iterator<Item = Cow<'_, Document>> {
+        let base = self.base.as_deref();
+        (0..self.base_slots())
+            .filter(|&s| !self.is_dead(s))
+            .filter_map(move |s| base?.doc(s).map(Cow::Owned))
+            .chain(self.docs.iter().flatten().map(|s| Cow::Borrowed(&s.doc)))
+    }
+
+    /// Ids of the stored segment's documents (live or dead) made of `prefix`
+    /// and digits (`<path>#<n>` for `prefix` = `<path>#`).
+    pub fn stored_ids_with_prefix(&self, prefix: &str) -> Vec<String> {
+        let Some(base) = self.base.as_ref() else {
+            return Vec::new();
+        };
+        base.id_prefix_range(prefix)
+            .filter_map(|s| base.id(s))
+            .filter(|id| id.get(prefix.len()..).is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn base_slots(&self) -> u32 {
+        self.base.as_ref().map_or(0, |b| b.n_slots())
+    }
+
+    pub(super) fn is_dead(&self, slot: u32) -> bool {
+        self.dead.get(slot as usize / 64).is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    /// Marks a live document of the segment dead.
+    fn kill_base(&mut self, slot: u32) {
+        let Some(base) = self.base.clone() else { return };
+        let Some(w) = self.dead.get_mut(slot as usize / 64) else { return };
+        *w |= 1 << (slot % 64);
+        self.n_dead += 1;
+        if let Some(l) = base.lens(slot) {
+            for (total, len) in self.total_len.iter_mut().zip(l) {
+                *total = total.saturating_sub(u64::from(len));
+            }
+        }
+        // Its terms lose a document (document frequencies stay exact).
+        if let Some(doc) = base.doc(slot) {
+            for (text, _) in analyze(&mut self.tokenizer, &doc).1 {
+                if let Some(t) = base.find_term(&text) {
+                    *self.dead_df.entry(t).or_insert(0) += 1;
+                }
+            }
+        }
     }
 
     pub(super) fn stored(&self, slot: u32) -> Option<&Stored> {
@@ -173,10 +275,7 @@ impl SearchIndex {
         self.lens.push([0; Field::COUNT]);
 
         self.scratch.clear();
-        let mut lens = [0u32; Field::COUNT];
-        for field in Field::ALL {
-            let text = doc.field_text(field);
-            let fi = field.index();
+        let lens = {
             let Self {
                 tokenizer,
                 term_ids,
@@ -184,23 +283,12 @@ impl SearchIndex {
                 scratch,
                 ..
             } = self;
-            tokenizer.tokenize(&text, |t| {
-                lens[fi] = lens[fi].saturating_add(1);
-                let id = intern(term_ids, terms, t.text);
+            for_each_term(tokenizer, &doc, |fi, text| {
+                let id = intern(term_ids, terms, text);
                 let tf = scratch.entry(id).or_insert([0; Field::COUNT]);
                 tf[fi] = tf[fi].saturating_add(1);
-            });
-        }
-
-        if let Some(time) = doc.time {
-            let fi = Field::Time.index();
-            for term in doc_date_terms(time) {
-                lens[fi] += 1;
-                let id = intern(&mut self.term_ids, &mut self.terms, &term);
-                let tf = self.scratch.entry(id).or_insert([0; Field::COUNT]);
-                tf[fi] = tf[fi].saturating_add(1);
-            }
-        }
+            })
+        };
 
         let mut entries: Vec<(u32, FieldTf)> = self.scratch.drain().collect();
         entries.sort_unstable_by_key(|e| e.0);
@@ -228,7 +316,14 @@ impl SearchIndex {
     /// Removes the document `id`. Returns whether it was present.
     pub fn remove(&mut self, id: &str) -> bool {
         let Some(slot) = self.ids.remove(id) else {
-            return false;
+            let Some(slot) = self.base.as_ref().and_then(|b| b.find_id(id)) else {
+                return false;
+            };
+            if self.is_dead(slot) {
+                return false;
+            }
+            self.kill_base(slot);
+            return true;
         };
         let Some(stored) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
             return true;
@@ -297,14 +392,24 @@ impl SearchIndex {
     // through these, so the storage behind them (in memory, or a stored
     // segment read in place) can change without touching the ranking.
 
-    /// Number of document slots (live or free); slots are `0..slot_count()`.
+    /// Number of document slots (live or free); slots are `0..slot_count()`:
+    /// the stored segment's first, then the in-memory part's.
     pub(super) fn slot_count(&self) -> usize {
-        self.docs.len()
+        self.base_slots() as usize + self.docs.len()
+    }
+
+    /// Where a slot is: `Ok(segment slot)` or `Err(in-memory slot)`.
+    fn locate(&self, slot: u32) -> Result<u32, u32> {
+        let b = self.base_slots();
+        if slot < b { Ok(slot) } else { Err(slot - b) }
     }
 
     /// Token count of each field of a slot (zeros for a free slot).
     pub(super) fn field_lens(&self, slot: u32) -> Option<[u32; Field::COUNT]> {
-        self.lens.get(slot as usize).copied()
+        match self.locate(slot) {
+            Ok(s) => self.base.as_ref()?.lens(s),
+            Err(s) => self.lens.get(s as usize).copied(),
+        }
     }
 
     /// Sum of the field lengths of all live documents.
@@ -315,33 +420,77 @@ impl SearchIndex {
     /// The postings of a term (live documents only, sorted by slot); `None`
     /// when no live document has it.
     pub(super) fn postings(&self, text: &str) -> Option<Cow<'_, [Posting]>> {
-        let term = self.terms.get(self.term_id(text)? as usize)?;
-        (!term.postings.is_empty()).then_some(Cow::Borrowed(term.postings.as_slice()))
+        let mem = self
+            .term_id(text)
+            .and_then(|id| self.terms.get(id as usize))
+            .map_or(&[][..], |t| t.postings.as_slice());
+        let Some(base) = self.base.as_ref() else {
+            return (!mem.is_empty()).then_some(Cow::Borrowed(mem));
+        };
+        let mut out = Vec::new();
+        if let Some(t) = base.find_term(text) {
+            base.postings(t, &mut out);
+            if self.n_dead > 0 {
+                out.retain(|p| !self.is_dead(p.doc));
+            }
+        }
+        let shift = base.n_slots();
+        out.extend(mem.iter().map(|p| Posting { doc: p.doc + shift, tf: p.tf }));
+        (!out.is_empty()).then_some(Cow::Owned(out))
     }
 
     /// Number of live documents that contain a term.
     pub(super) fn doc_freq(&self, text: &str) -> usize {
-        self.postings(text).map_or(0, |p| p.len())
+        let mem = self
+            .term_id(text)
+            .and_then(|id| self.terms.get(id as usize))
+            .map_or(0, |t| t.postings.len());
+        let stored = self.base.as_ref().and_then(|b| {
+            let t = b.find_term(text)?;
+            let dead = self.dead_df.get(&t).copied().unwrap_or(0);
+            Some(b.term_df(t).saturating_sub(dead) as usize)
+        });
+        mem + stored.unwrap_or(0)
     }
 
-    /// The document in a slot (`None` for a free slot).
+    /// The document in a slot (`None` for a free or dead slot).
     pub(super) fn doc_at(&self, slot: u32) -> Option<Cow<'_, Document>> {
-        self.stored(slot).map(|s| Cow::Borrowed(&s.doc))
+        match self.locate(slot) {
+            Ok(s) if !self.is_dead(s) => self.base.as_ref()?.doc(s).map(Cow::Owned),
+            Ok(_) => None,
+            Err(s) => self.stored(s).map(|s| Cow::Borrowed(&s.doc)),
+        }
     }
 
     /// The id of the document in a slot.
     pub(super) fn id_at(&self, slot: u32) -> Option<Cow<'_, str>> {
-        self.stored(slot).map(|s| Cow::Borrowed(s.doc.id.as_str()))
+        match self.locate(slot) {
+            Ok(s) if !self.is_dead(s) => self.base.as_ref()?.id(s).map(Cow::Borrowed),
+            Ok(_) => None,
+            Err(s) => self.stored(s).map(|s| Cow::Borrowed(s.doc.id.as_str())),
+        }
     }
 
     /// The path of the document in a slot.
     pub(super) fn path_at(&self, slot: u32) -> Option<Cow<'_, str>> {
-        self.stored(slot).map(|s| Cow::Borrowed(s.doc.path.as_str()))
+        match self.locate(slot) {
+            Ok(_) => self.doc_at(slot).map(|d| Cow::Owned(d.into_owned().path)),
+            Err(s) => self.stored(s).map(|s| Cow::Borrowed(s.doc.path.as_str())),
+        }
     }
 
     /// The distinct terms of the document in a slot with their per-field frequencies.
     pub(super) fn doc_terms(&self, slot: u32) -> Vec<(Box<str>, FieldTf)> {
-        let Some(stored) = self.stored(slot) else {
+        let s = match self.locate(slot) {
+            Ok(_) => {
+                let Some(doc) = self.doc_at(slot) else {
+                    return Vec::new();
+                };
+                return analyze(&mut Tokenizer::new(), &doc).1;
+            }
+            Err(s) => s,
+        };
+        let Some(stored) = self.stored(s) else {
             return Vec::new();
         };
         stored
@@ -349,41 +498,52 @@ impl SearchIndex {
             .iter()
             .filter_map(|&t| {
                 let term = self.terms.get(t as usize)?;
-                let i = term.postings.binary_search_by_key(&slot, |p| p.doc).ok()?;
+                let i = term.postings.binary_search_by_key(&s, |p| p.doc).ok()?;
                 Some((term.text.clone(), term.postings.get(i)?.tf))
             })
             .collect()
     }
+}
 
-    /// Assembles an index from decoded parts (used by snapshot loading).
-    pub(super) fn from_parts(
-        terms: Vec<Term>,
-        docs: Vec<Option<Stored>>,
-        lens: Vec<[u32; Field::COUNT]>,
-    ) -> Self {
-        let mut index = Self::new();
-        index.term_ids = terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.text.clone(), i as u32))
-            .collect();
-        for (slot, d) in docs.iter().enumerate() {
-            match d {
-                Some(s) => {
-                    index.ids.insert(s.doc.id.clone(), slot as u32);
-                    for (total, len) in index.total_len.iter_mut().zip(lens[slot]) {
-                        *total += u64::from(len);
-                    }
-                }
-                None => index.free.push(slot as u32),
-            }
-        }
-        index.free.reverse();
-        index.terms = terms;
-        index.docs = docs;
-        index.lens = lens;
-        index
+/// Calls `visit(field index, term)` for every term occurrence of a document
+/// (its fields' tokens, then the date terms of its time); returns the token
+/// count of each field.
+fn for_each_term(
+    tokenizer: &mut Tokenizer,
+    doc: &Document,
+    mut visit: impl FnMut(usize, &str),
+) -> [u32; Field::COUNT] {
+    let mut lens = [0u32; Field::COUNT];
+    for field in Field::ALL {
+        let text = doc.field_text(field);
+        let fi = field.index();
+        tokenizer.tokenize(&text, |t| {
+            lens[fi] = lens[fi].saturating_add(1);
+            visit(fi, t.text);
+        });
     }
+    if let Some(time) = doc.time {
+        let fi = Field::Time.index();
+        for term in doc_date_terms(time) {
+            lens[fi] = lens[fi].saturating_add(1);
+            visit(fi, &term);
+        }
+    }
+    lens
+}
+
+/// The distinct terms of a document with their per-field frequencies, and
+/// its field lengths (what indexing it records).
+fn analyze(tokenizer: &mut Tokenizer, doc: &Document) -> ([u32; Field::COUNT], Vec<(Box<str>, FieldTf)>) {
+    let mut tfs: HashMap<Box<str>, FieldTf> = HashMap::new();
+    let lens = for_each_term(tokenizer, doc, |fi, text| {
+        let tf = match tfs.get_mut(text) {
+            Some(tf) => tf,
+            None => tfs.entry(text.into()).or_insert([0; Field::COUNT]),
+        };
+        tf[fi] = tf[fi].saturating_add(1);
+    });
+    (lens, tfs.into_iter().collect())
 }
 
 /// Returns the id of `text`, adding it to the dictionary if needed.

@@ -20,6 +20,7 @@ mod params;
 mod query;
 mod rank;
 mod request;
+mod segment;
 mod snapshot;
 mod snippet;
 pub mod stem;
@@ -33,8 +34,12 @@ pub use index::SearchIndex;
 pub use params::{Bm25Params, FeedbackParams};
 pub use query::{QueryTerm, parse_query};
 pub use request::{Hit, SearchRequest};
+pub use segment::SegmentSource;
+pub use snapshot::checksum;
 pub use snippet::{SNIPPET_CHARS, make_snippet};
 pub use stopwords::is_stopword;
 
+#[cfg(test)]
+mod segment_tests;
 #[cfg(test)]
 mod tests;

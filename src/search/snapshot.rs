@@ -1,194 +1,217 @@
-//! Compact binary snapshots of a [`SearchIndex`].
+//! Stored segments of a [`SearchIndex`]: the bytes [`SearchIndex::to_snapshot`]
+//! writes and [`SearchIndex::open_segment`] reads in place (`segment.rs`).
 //!
-//! Layout (little endian):
+//! Layout (little endian; offsets relative to the segment's start):
 //! ```text
-//! magic "ENGRMSIX" | format u32 | tokenizer u32 | payload length u64 | payload | u64 checksum of payload
-//! payload = terms: u32 n, n × (str text, u32 m, m × posting)
-//! posting  = varint slot delta (from the previous posting of the term, the first from 0),
-//!            u8 field mask, one u8 tf per field in the mask
-//!           slots: u32 n, n × (u8 0 = free | u8 1, 5 × u32 field length, document)
-//! document = str id, title, body, context, pack, kind, opt-str category, memory_type,
-//!            u32 n tags × str, opt-i64 time, str path        (str = u32 length + UTF-8)
+//! magic "ENGRMSEG" | format u32 | tokenizer u32 | n_slots u32 | n_terms u32
+//! | 5 × u64 total field lengths | 8 × (u64 offset, u64 length) sections | sections
+//! | u64 checksum of everything before it
+//! term index  n_terms × (u32 text offset, u32 text length, u64 postings offset,
+//!             u32 postings length, u32 document frequency), sorted by term text
+//! term text   the terms' UTF-8
+//! lens        n_slots × 5 × u32 token count of each field
+//! id index    (n_slots + 1) × u32 offsets into the id text; ids sorted (slot order)
+//! id text     the documents' ids
+//! doc index   (n_slots + 1) × u64 offsets into the records
+//! postings    per term: per document, varint slot delta (the first from 0),
+//!             u8 field mask, one u8 tf per field in the mask
+//! docs        per slot: str title, body, context, pack, kind, opt-str category,
+//!             memory_type, u32 n tags × str, opt-i64 time, str path
+//!             (str = u32 length + UTF-8; opt = u8 0 | u8 1 + value)
 //! ```
-//! Loading validates everything (magic, versions, checksum, bounds, UTF-8,
-//! references, ordering) and returns [`SnapshotError`] instead of panicking.
+//! A segment holds only live documents, in id order. Opening validates the
+//! header, the section table, the small tables and (unless the caller checked
+//! the whole file already) the checksum; posting lists and records are
+//! checked when read, and a damaged one makes the index report itself
+//! damaged ([`SearchIndex::is_damaged`]) instead of panicking.
 
-use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::doc::{Document, Field};
 use super::error::SnapshotError;
-use super::index::{FieldTf, Posting, SearchIndex, Stored, Term};
+use super::index::{Posting, SearchIndex};
+use super::segment::{HEADER_LEN, SECTIONS, Section, SegmentSource, TERM_ENTRY};
 use super::tokenize::TOKENIZER_VERSION;
 
-const MAGIC: &[u8; 8] = b"ENGRMSIX";
-const FORMAT_VERSION: u32 = 2;
-const HEADER_LEN: usize = 8 + 4 + 4 + 8;
+/// First bytes of a segment.
+pub(super) const SEGMENT_MAGIC: &[u8; 8] = b"ENGRMSEG";
+/// Format version of segments this build writes and reads.
+pub(super) const FORMAT_VERSION: u32 = 3;
+
+/// Where a live document of the index is.
+#[derive(Clone, Copy)]
+enum Loc {
+    Base(u32),
+    Overlay(u32),
+}
 
 impl SearchIndex {
-    /// Serialises the index (documents and postings) into a snapshot.
-    pub fn to_snapshot(&self) -> Vec<u8> {
-        let mut p = Vec::new();
-        let live: Vec<&Term> = self
-            .terms
-            .iter()
-            .filter(|t| !t.postings.is_empty())
-            .collect();
-        put_u32(&mut p, live.len() as u32);
-        for term in live {
-            put_str(&mut p, &term.text);
-            put_u32(&mut p, term.postings.len() as u32);
-            let mut prev = 0;
-            for posting in &term.postings {
-                put_varint(&mut p, posting.doc - prev);
-                prev = posting.doc;
-                let mask = posting
-                    .tf
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, tf)| **tf > 0)
-                    .fold(0u8, |m, (f, _)| m | 1 << f);
-                p.push(mask);
-                p.extend(posting.tf.iter().filter(|tf| **tf > 0));
-            }
-        }
-        put_u32(&mut p, self.docs.len() as u32);
-        for (slot, stored) in self.docs.iter().enumerate() {
-            match stored {
-                None => p.push(0),
-                Some(s) => {
-                    p.push(1);
-                    let lens = self.lens.get(slot).copied().unwrap_or_default();
-                    for len in lens {
-                        put_u32(&mut p, len);
-                    }
-                    put_doc(&mut p, &s.doc);
+    /// Serialises the index (its live documents and their postings) into one
+    /// segment. Fails only when a stored segment under the index can no longer
+    /// be read.
+    pub fn to_snapshot(&self) -> Result<Vec<u8>, SnapshotError> {
+        let base = self.base.as_deref();
+        let base_slots = base.map_or(0, |b| b.n_slots());
+        // Live documents in id order: their new slots.
+        let mut live: Vec<(&str, Loc)> = Vec::with_capacity(self.len());
+        if let Some(b) = base {
+            for slot in 0..base_slots {
+                if !self.is_dead(slot) {
+                    live.push((b.id(slot).ok_or(SnapshotError::Corrupt("id"))?, Loc::Base(slot)));
                 }
             }
         }
-        let mut out = Vec::with_capacity(HEADER_LEN + p.len() + 8);
-        out.extend_from_slice(MAGIC);
-        put_u32(&mut out, FORMAT_VERSION);
-        put_u32(&mut out, TOKENIZER_VERSION);
-        out.extend_from_slice(&(p.len() as u64).to_le_bytes());
-        out.extend_from_slice(&p);
-        out.extend_from_slice(&checksum(&p).to_le_bytes());
-        out
-    }
-
-    /// Restores an index from [`SearchIndex::to_snapshot`] output (with default parameters).
-    ///
-    /// Any damage (truncation, bit flips, another version) yields an error.
-    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, SnapshotError> {
-        let mut header = Reader::new(bytes);
-        if header.take(8)? != MAGIC {
-            return Err(SnapshotError::BadMagic);
-        }
-        for expected in [FORMAT_VERSION, TOKENIZER_VERSION] {
-            let found = header.u32()?;
-            if found != expected {
-                return Err(SnapshotError::Version { found, expected });
+        for (slot, d) in self.docs.iter().enumerate() {
+            if let Some(d) = d {
+                live.push((d.doc.id.as_str(), Loc::Overlay(slot as u32)));
             }
         }
-        let len = usize::try_from(header.u64()?).map_err(|_| SnapshotError::Truncated)?;
-        let payload = header.take(len)?;
-        let sum = header.u64()?;
-        if !header.at_end() {
-            return Err(SnapshotError::Corrupt("trailing bytes"));
+        live.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut base_map = vec![u32::MAX; base_slots as usize];
+        let mut over_map = vec![u32::MAX; self.docs.len()];
+        for (new, (_, loc)) in live.iter().enumerate() {
+            match *loc {
+                Loc::Base(s) => base_map[s as usize] = new as u32,
+                Loc::Overlay(s) => over_map[s as usize] = new as u32,
+            }
         }
-        if checksum(payload) != sum {
-            return Err(SnapshotError::Checksum);
+
+        // Terms: the base's (sorted) merged with the overlay's (sorted).
+        let mut over_terms: Vec<&super::index::Term> =
+            self.terms.iter().filter(|t| !t.postings.is_empty()).collect();
+        over_terms.sort_unstable_by(|a, b| a.text.cmp(&b.text));
+        let n_base_terms = base.map_or(0, |b| b.n_terms());
+        let (mut bi, mut oi) = (0u32, 0usize);
+        let mut term_index = Vec::new();
+        let mut term_text = Vec::new();
+        let mut postings = Vec::new();
+        let mut list: Vec<Posting> = Vec::new();
+        let mut scratch: Vec<Posting> = Vec::new();
+        let mut n_terms = 0u32;
+        loop {
+            let bt = base.filter(|_| bi < n_base_terms).map(|b| b.term_text(bi));
+            let ot = over_terms.get(oi).map(|t| &*t.text);
+            let text = match (bt, ot) {
+                (None, None) => break,
+                (Some(b), Some(o)) => b.min(o),
+                (Some(b), None) => b,
+                (None, Some(o)) => o,
+            };
+            list.clear();
+            if let (Some(b), Some(bt)) = (base, bt)
+                && bt == text
+            {
+                b.postings(bi, &mut scratch);
+                list.extend(scratch.iter().filter_map(|p| {
+                    let new = *base_map.get(p.doc as usize)?;
+                    (new != u32::MAX).then_some(Posting { doc: new, tf: p.tf })
+                }));
+                bi += 1;
+            }
+            if let Some(ot) = ot
+                && ot == text
+            {
+                list.extend(over_terms[oi].postings.iter().filter_map(|p| {
+                    let new = *over_map.get(p.doc as usize)?;
+                    (new != u32::MAX).then_some(Posting { doc: new, tf: p.tf })
+                }));
+                oi += 1;
+            }
+            if base.is_some_and(|b| b.failed()) {
+                return Err(SnapshotError::Corrupt("unreadable postings"));
+            }
+            if list.is_empty() {
+                continue;
+            }
+            list.sort_unstable_by_key(|p| p.doc);
+            let start = postings.len() as u64;
+            let mut prev = 0;
+            for p in &list {
+                put_varint(&mut postings, p.doc - prev);
+                prev = p.doc;
+                let mask = p.tf.iter().enumerate().filter(|(_, tf)| **tf > 0).fold(0u8, |m, (f, _)| m | 1 << f);
+                postings.push(mask);
+                postings.extend(p.tf.iter().filter(|tf| **tf > 0));
+            }
+            put_u32(&mut term_index, u32_len(term_text.len())?);
+            put_u32(&mut term_index, u32_len(text.len())?);
+            term_index.extend_from_slice(&start.to_le_bytes());
+            put_u32(&mut term_index, u32_len(postings.len() - start as usize)?);
+            put_u32(&mut term_index, list.len() as u32);
+            term_text.extend_from_slice(text.as_bytes());
+            n_terms += 1;
         }
-        decode_payload(payload)
+        debug_assert_eq!(term_index.len(), n_terms as usize * TERM_ENTRY);
+
+        // Documents.
+        let mut lens = Vec::with_capacity(live.len() * 4 * Field::COUNT);
+        let mut id_index = Vec::with_capacity((live.len() + 1) * 4);
+        let mut id_text = Vec::new();
+        let mut doc_index = Vec::with_capacity((live.len() + 1) * 8);
+        let mut docs = Vec::new();
+        let mut total_len = [0u64; Field::COUNT];
+        put_u32(&mut id_index, 0);
+        doc_index.extend_from_slice(&0u64.to_le_bytes());
+        for (id, loc) in &live {
+            let l = match *loc {
+                Loc::Base(s) => {
+                    let b = base.ok_or(SnapshotError::Corrupt("base"))?;
+                    docs.extend_from_slice(&b.raw_doc(s).ok_or(SnapshotError::Corrupt("unreadable document"))?);
+                    b.lens(s).unwrap_or_default()
+                }
+                Loc::Overlay(s) => {
+                    if let Some(Some(d)) = self.docs.get(s as usize) {
+                        put_doc_record(&mut docs, &d.doc);
+                    }
+                    self.lens.get(s as usize).copied().unwrap_or_default()
+                }
+            };
+            for (t, v) in total_len.iter_mut().zip(l) {
+                *t += u64::from(v);
+                put_u32(&mut lens, v);
+            }
+            id_text.extend_from_slice(id.as_bytes());
+            put_u32(&mut id_index, u32_len(id_text.len())?);
+            doc_index.extend_from_slice(&(docs.len() as u64).to_le_bytes());
+        }
+
+        let sections: [&[u8]; SECTIONS] =
+            [&term_index, &term_text, &lens, &id_index, &id_text, &doc_index, &postings, &docs];
+        let body_len: usize = sections.iter().map(|s| s.len()).sum();
+        let mut out = Vec::with_capacity(HEADER_LEN + body_len + 8);
+        out.extend_from_slice(SEGMENT_MAGIC);
+        put_u32(&mut out, FORMAT_VERSION);
+        put_u32(&mut out, TOKENIZER_VERSION);
+        put_u32(&mut out, u32_len(live.len())?);
+        put_u32(&mut out, n_terms);
+        for t in total_len {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        let mut off = HEADER_LEN as u64;
+        for s in sections {
+            out.extend_from_slice(&off.to_le_bytes());
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            off += s.len() as u64;
+        }
+        debug_assert_eq!(out.len(), HEADER_LEN);
+        for s in sections {
+            out.extend_from_slice(s);
+        }
+        let sum = checksum(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        debug_assert_eq!(Section::Docs as usize, SECTIONS - 1);
+        Ok(out)
+    }
+
+    /// Restores an index from [`SearchIndex::to_snapshot`] output (with
+    /// default parameters), checking every byte against the checksum.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, SnapshotError> {
+        Self::open_segment(SegmentSource::Bytes(Arc::from(bytes)), true)
     }
 }
 
-fn decode_payload(payload: &[u8]) -> Result<SearchIndex, SnapshotError> {
-    let mut r = Reader::new(payload);
-    let n_terms = r.count(8)?;
-    let mut terms = Vec::with_capacity(n_terms);
-    let mut seen = HashSet::with_capacity(n_terms);
-    for _ in 0..n_terms {
-        let text: Box<str> = r.str()?.into();
-        if !seen.insert(text.clone()) {
-            return Err(SnapshotError::Corrupt("duplicate term"));
-        }
-        let n = r.count(3)?;
-        let mut postings = Vec::with_capacity(n);
-        let mut doc = 0u32;
-        for i in 0..n {
-            let delta = r.varint()?;
-            if i > 0 && delta == 0 {
-                return Err(SnapshotError::Corrupt("postings out of order"));
-            }
-            doc = doc
-                .checked_add(delta)
-                .ok_or(SnapshotError::Corrupt("slot out of range"))?;
-            let mask = r.u8()?;
-            if mask == 0 || mask >> Field::COUNT != 0 {
-                return Err(SnapshotError::Corrupt("bad field mask"));
-            }
-            let mut tf: FieldTf = [0; Field::COUNT];
-            for (f, slot) in tf.iter_mut().enumerate() {
-                if mask & (1 << f) != 0 {
-                    *slot = r.u8()?;
-                    if *slot == 0 {
-                        return Err(SnapshotError::Corrupt("zero term frequency"));
-                    }
-                }
-            }
-            postings.push(Posting { doc, tf });
-        }
-        terms.push(Term { text, postings });
-    }
-
-    let n_slots = r.count(1)?;
-    let mut docs: Vec<Option<Stored>> = Vec::with_capacity(n_slots);
-    let mut lens = Vec::with_capacity(n_slots);
-    let mut ids = HashSet::new();
-    for _ in 0..n_slots {
-        match r.u8()? {
-            0 => {
-                docs.push(None);
-                lens.push([0; Field::COUNT]);
-            }
-            1 => {
-                let mut l = [0u32; Field::COUNT];
-                for v in &mut l {
-                    *v = r.u32()?;
-                }
-                let doc = get_doc(&mut r)?;
-                if !ids.insert(doc.id.clone()) {
-                    return Err(SnapshotError::Corrupt("duplicate document id"));
-                }
-                lens.push(l);
-                docs.push(Some(Stored {
-                    doc,
-                    terms: Box::new([]),
-                }));
-            }
-            _ => return Err(SnapshotError::Corrupt("bad slot tag")),
-        }
-    }
-    if !r.at_end() {
-        return Err(SnapshotError::Corrupt("trailing payload bytes"));
-    }
-
-    // Rebuild each document's term list from the postings.
-    let mut doc_terms: Vec<Vec<u32>> = vec![Vec::new(); docs.len()];
-    for (id, term) in terms.iter().enumerate() {
-        for p in &term.postings {
-            match (docs.get(p.doc as usize), doc_terms.get_mut(p.doc as usize)) {
-                (Some(Some(_)), Some(list)) => list.push(id as u32),
-                _ => return Err(SnapshotError::Corrupt("posting for a missing document")),
-            }
-        }
-    }
-    for (stored, list) in docs.iter_mut().zip(doc_terms) {
-        if let Some(stored) = stored {
-            stored.terms = list.into_boxed_slice();
-        }
-    }
-    Ok(SearchIndex::from_parts(terms, docs, lens))
+fn u32_len(n: usize) -> Result<u32, SnapshotError> {
+    u32::try_from(n).map_err(|_| SnapshotError::Corrupt("segment too large"))
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -218,8 +241,9 @@ fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-fn put_doc(out: &mut Vec<u8>, d: &Document) {
-    for s in [&d.id, &d.title, &d.body, &d.context, &d.pack, &d.kind] {
+/// Writes a document record (every field but the id, which the segment keeps apart).
+fn put_doc_record(out: &mut Vec<u8>, d: &Document) {
+    for s in [&d.title, &d.body, &d.context, &d.pack, &d.kind] {
         put_str(out, s);
     }
     put_opt_str(out, d.category.as_deref());
@@ -238,8 +262,10 @@ fn put_doc(out: &mut Vec<u8>, d: &Document) {
     put_str(out, &d.path);
 }
 
-fn get_doc(r: &mut Reader<'_>) -> Result<Document, SnapshotError> {
-    let id = r.string()?;
+/// Reads a record written by [`put_doc_record`] back into a document with `id`.
+pub(super) fn get_doc_record(id: String, bytes: &[u8]) -> Result<Document, SnapshotError> {
+    let mut r = Reader::new(bytes);
+    let r = &mut r;
     let title = r.string()?;
     let body = r.string()?;
     let context = r.string()?;
@@ -255,6 +281,9 @@ fn get_doc(r: &mut Reader<'_>) -> Result<Document, SnapshotError> {
         _ => return Err(SnapshotError::Corrupt("bad option tag")),
     };
     let path = r.string()?;
+    if !r.at_end() {
+        return Err(SnapshotError::Corrupt("trailing record bytes"));
+    }
     Ok(Document {
         id,
         title,
@@ -271,39 +300,83 @@ fn get_doc(r: &mut Reader<'_>) -> Result<Document, SnapshotError> {
 }
 
 /// FNV-1a-style 64-bit hash taken over 8-byte words (then the tail bytes),
-/// fast enough for large snapshots; it detects damage, not tampering.
-fn checksum(bytes: &[u8]) -> u64 {
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(PRIME);
-        h ^= h >> 29;
+/// fast enough for large segments; it detects damage, not tampering.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    let mut h = Checksum::new(bytes.len() as u64);
+    h.update(bytes);
+    h.finish()
+}
+
+/// [`checksum`] over bytes given in pieces (of any sizes).
+pub(super) struct Checksum {
+    h: u64,
+    tail: [u8; 8],
+    tail_len: usize,
+}
+
+const PRIME: u64 = 0x0100_0000_01b3;
+
+impl Checksum {
+    /// Starts a checksum over `total` bytes.
+    pub(super) fn new(total: u64) -> Self {
+        Self { h: 0xcbf2_9ce4_8422_2325 ^ total, tail: [0; 8], tail_len: 0 }
     }
-    for &b in chunks.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(PRIME);
+
+    fn word(&mut self, w: [u8; 8]) {
+        self.h = (self.h ^ u64::from_le_bytes(w)).wrapping_mul(PRIME);
+        self.h ^= self.h >> 29;
     }
-    h
+
+    /// Adds the next bytes.
+    pub(super) fn update(&mut self, mut bytes: &[u8]) {
+        if self.tail_len > 0 {
+            let n = (8 - self.tail_len).min(bytes.len());
+            self.tail[self.tail_len..self.tail_len + n].copy_from_slice(&bytes[..n]);
+            self.tail_len += n;
+            bytes = &bytes[n..];
+            if self.tail_len < 8 {
+                return;
+            }
+            let w = self.tail;
+            self.word(w);
+            self.tail_len = 0;
+        }
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(w);
+        }
+        let rest = chunks.remainder();
+        self.tail[..rest.len()].copy_from_slice(rest);
+        self.tail_len = rest.len();
+    }
+
+    /// The checksum.
+    pub(super) fn finish(mut self) -> u64 {
+        for &b in &self.tail[..self.tail_len] {
+            self.h = (self.h ^ u64::from(b)).wrapping_mul(PRIME);
+        }
+        self.h
+    }
 }
 
 /// Bounds-checked little-endian reader.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
+    pub(super) fn new(buf: &'a [u8]) -> Self {
         Self { buf, pos: 0 }
     }
 
-    fn at_end(&self) -> bool {
+    pub(super) fn at_end(&self) -> bool {
         self.pos == self.buf.len()
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
         let end = self.pos.checked_add(n).ok_or(SnapshotError::Truncated)?;
         let s = self
             .buf
@@ -313,28 +386,28 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
 
-    fn u8(&mut self) -> Result<u8, SnapshotError> {
+    pub(super) fn u8(&mut self) -> Result<u8, SnapshotError> {
         Ok(self.array::<1>()?[0])
     }
 
-    fn u32(&mut self) -> Result<u32, SnapshotError> {
+    pub(super) fn u32(&mut self) -> Result<u32, SnapshotError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
-    fn u64(&mut self) -> Result<u64, SnapshotError> {
+    pub(super) fn u64(&mut self) -> Result<u64, SnapshotError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
     /// Reads an item count, rejecting counts the remaining bytes cannot hold
     /// (each item takes at least `min_item_len` bytes), so a corrupt count
     /// never triggers a huge allocation.
-    fn count(&mut self, min_item_len: usize) -> Result<usize, SnapshotError> {
+    pub(super) fn count(&mut self, min_item_len: usize) -> Result<usize, SnapshotError> {
         let n = self.u32()? as usize;
         if n.saturating_mul(min_item_len) > self.buf.len() - self.pos {
             return Err(SnapshotError::Truncated);
@@ -343,7 +416,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a LEB128 varint of at most 5 bytes that fits in a u32.
-    fn varint(&mut self) -> Result<u32, SnapshotError> {
+    pub(super) fn varint(&mut self) -> Result<u32, SnapshotError> {
         let mut v: u64 = 0;
         for shift in (0..35).step_by(7) {
             let b = self.u8()?;
@@ -355,16 +428,16 @@ impl<'a> Reader<'a> {
         Err(SnapshotError::Corrupt("varint too long"))
     }
 
-    fn str(&mut self) -> Result<&'a str, SnapshotError> {
+    pub(super) fn str(&mut self) -> Result<&'a str, SnapshotError> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).map_err(|_| SnapshotError::Corrupt("invalid UTF-8"))
     }
 
-    fn string(&mut self) -> Result<String, SnapshotError> {
+    pub(super) fn string(&mut self) -> Result<String, SnapshotError> {
         self.str().map(str::to_owned)
     }
 
-    fn opt_string(&mut self) -> Result<Option<String>, SnapshotError> {
+    pub(super) fn opt_string(&mut self) -> Result<Option<String>, SnapshotError> {
         match self.u8()? {
             0 => Ok(None),
             1 => self.string().map(Some),
@@ -376,11 +449,13 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::Filter;
 
-    /// Damaged payloads with a *valid* checksum must still fail cleanly (or
-    /// load), never panic: this exercises the structural validation.
+    /// Damaged segments with a *valid* checksum must still fail cleanly (or
+    /// load and then answer without panicking): this exercises the
+    /// structural validation at open and the checks of every later read.
     #[test]
-    fn structurally_corrupt_payloads_never_panic() {
+    fn structurally_corrupt_segments_never_panic() {
         let mut index = SearchIndex::new();
         for (i, text) in ["hello world", "你好世界 🎉", "rust mcp 服务器", ""]
             .iter()
@@ -393,23 +468,34 @@ mod tests {
             index.upsert(d).expect("upsert");
         }
         index.remove("d1");
-        let bytes = index.to_snapshot();
-        let payload = &bytes[HEADER_LEN..bytes.len() - 8];
-        let reseal = |p: &[u8]| {
-            let mut out = bytes[..HEADER_LEN].to_vec();
-            out[16..24].copy_from_slice(&(p.len() as u64).to_le_bytes());
-            out.extend_from_slice(p);
-            out.extend_from_slice(&checksum(p).to_le_bytes());
+        let bytes = index.to_snapshot().expect("snapshot");
+        let body = &bytes[..bytes.len() - 8];
+        let reseal = |b: &[u8]| {
+            let mut out = b.to_vec();
+            out.extend_from_slice(&checksum(b).to_le_bytes());
             out
         };
-        assert!(SearchIndex::from_snapshot(&reseal(payload)).is_ok());
-        for i in 0..payload.len() {
-            for x in [0x01u8, 0x80, 0xff] {
-                let mut p = payload.to_vec();
-                p[i] ^= x;
-                let _ = SearchIndex::from_snapshot(&reseal(&p));
+        assert!(SearchIndex::from_snapshot(&reseal(body)).is_ok());
+        let exercise = |b: &[u8]| {
+            if let Ok(mut idx) = SearchIndex::from_snapshot(b) {
+                for q in ["hello", "世界", "rust", "t", "x"] {
+                    let _ = idx.search(q, &Filter::all(), 5);
+                    let _ = idx.search(q, &Filter::all().kinds(["k"]), 5);
+                }
+                let _ = idx.documents().count();
+                let _ = (idx.get("d0").is_some(), idx.get("d2").is_some());
+                let _ = idx.remove("d3");
+                let _ = idx.upsert(Document::new("d9", "", "hello again"));
+                let _ = idx.to_snapshot();
             }
-            let _ = SearchIndex::from_snapshot(&reseal(&payload[..i]));
+        };
+        for i in 0..body.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut p = body.to_vec();
+                p[i] ^= x;
+                exercise(&reseal(&p));
+            }
+            exercise(&reseal(&body[..i]));
         }
     }
 }

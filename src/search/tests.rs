@@ -215,7 +215,7 @@ fn upsert_replaces_and_remove_deletes() {
     got.sort();
     assert_eq!(got, ["a", "c"]);
     assert_eq!(
-        idx.get("c").map(|d| d.body.as_str()),
+        idx.get("c").map(|d| d.body.clone()).as_deref(),
         Some("bananas and cherries")
     );
 }
@@ -232,7 +232,7 @@ fn snapshot_round_trip_preserves_results() {
         doc("c", "", "more text"),
     ]);
     idx.remove("b");
-    let bytes = idx.to_snapshot();
+    let bytes = idx.to_snapshot().expect("snapshot");
     let mut back = SearchIndex::from_snapshot(&bytes).expect("load");
     assert_eq!(back.len(), 2);
     for q in ["标题", "body", "text", "🎉", "x"] {
@@ -253,7 +253,7 @@ fn snapshot_round_trip_preserves_results() {
 #[test]
 fn corrupt_snapshots_are_errors() {
     let idx = index(vec![doc("a", "t", "hello world"), doc("b", "", "你好世界")]);
-    let bytes = idx.to_snapshot();
+    let bytes = idx.to_snapshot().expect("snapshot");
     assert!(SearchIndex::from_snapshot(&[]).is_err());
     assert_eq!(
         SearchIndex::from_snapshot(b"not a snapshot at all, clearly").err(),
@@ -323,6 +323,6 @@ fn freed_slots_are_compacted_and_postings_stay_consistent() {
     for term in &idx.terms {
         assert!(term.postings.windows(2).all(|w| w[0].doc < w[1].doc));
     }
-    let back = SearchIndex::from_snapshot(&idx.to_snapshot()).expect("load");
+    let back = SearchIndex::from_snapshot(&idx.to_snapshot().expect("snapshot")).expect("load");
     assert_eq!(ids(&back.search("word7", &Filter::all(), 5)), ["d7"]);
 }

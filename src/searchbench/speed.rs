@@ -1,6 +1,7 @@
 //! Speed over a pack of synthetic memories (`engram bench-search speed`):
-//! full index build from git, search latency through [`Engram::search`],
-//! incremental update after one `capture_memory`, and the stored index.
+//! full index build from git, opening the stored index (in process and as a
+//! new `engram search` process), search latency through [`Engram::search`],
+//! incremental update after one `capture_memory`.
 //! Text is mixed Chinese/English with skewed word frequencies (generator from
 //! the engine's own benchmark). Run it on a release build.
 
@@ -196,16 +197,30 @@ fn io_err(e: std::io::Error) -> EngramError {
     EngramError::Unreadable { path: std::env::temp_dir().display().to_string(), reason: e.to_string() }
 }
 
-/// Runs the speed benchmark over `n` memories; returns the report.
-pub fn run(n: usize) -> Result<String, EngramError> {
+/// Runs the speed benchmark over `n` memories; returns the report. With
+/// `engram_bin` (this binary), also times `engram search` as new processes.
+/// With `keep`, the pack is written into that packs directory (as `speed`)
+/// and left there, for benchmarks over MCP (`benches/tools/search_bench.py`).
+pub fn run(
+    n: usize,
+    engram_bin: Option<&std::path::Path>,
+    keep: Option<&std::path::Path>,
+) -> Result<String, EngramError> {
     let mut out = String::new();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (zh, en) = make_vocab(&mut rng);
-    let tmp = TempDir::new("speed").map_err(io_err)?;
+    let temp;
+    let packs_dir = match keep {
+        Some(dir) => dir,
+        None => {
+            temp = TempDir::new("speed").map_err(io_err)?;
+            temp.path()
+        }
+    };
     let t = Instant::now();
-    write_pack(tmp.path(), PACK, &entries(&mut rng, &zh, &en, n))?;
+    write_pack(packs_dir, PACK, &entries(&mut rng, &zh, &en, n))?;
     let _ = writeln!(out, "pack of {n} memories written in {:.1} s (one commit)", t.elapsed().as_secs_f64());
-    let dir = tmp.path().join(PACK);
+    let dir = packs_dir.join(PACK);
     let repo = PackRepo::open(&dir, StoreOptions::default())?;
     let head = repo.current_head()?.unwrap_or_default();
 
@@ -225,14 +240,14 @@ pub fn run(n: usize) -> Result<String, EngramError> {
     );
 
     // First query of a fresh process: builds and saves; then a second fresh process loads.
-    let engram = engram_over(tmp.path())?;
+    let engram = engram_over(packs_dir)?;
     let q = |text: &str| SearchQuery { query: text.to_owned(), limit: Some(10), ..SearchQuery::default() };
     let t = Instant::now();
     engram.search(&q("memory")).map(|_| ())?;
     let first = t.elapsed();
     let stored = std::fs::metadata(repo.derived_dir().join(crate::packsearch::persist::FILE_NAME))
         .map_or(0, |m| m.len());
-    let fresh = engram_over(tmp.path())?;
+    let fresh = engram_over(packs_dir)?;
     let t = Instant::now();
     fresh.search(&q("memory")).map(|_| ())?;
     let loaded = t.elapsed();
@@ -243,6 +258,59 @@ pub fn run(n: usize) -> Result<String, EngramError> {
         stored as f64 / 1e6,
         ms(loaded)
     );
+
+    // Opening the stored index, what every new process pays before its first search.
+    let derived = repo.derived_dir();
+    let mut opens = Vec::new();
+    for _ in 0..9 {
+        let t = Instant::now();
+        let opened = crate::packsearch::persist::load(&derived);
+        opens.push(t.elapsed());
+        if opened.is_none() {
+            return Err(EngramError::Unreadable {
+                path: derived.display().to_string(),
+                reason: "the stored index did not open".into(),
+            });
+        }
+    }
+    let _ = writeln!(
+        out,
+        "stored index open (read in place, in process, 9 runs): median {:.1} ms",
+        ms(percentile(&mut opens, 0.5))
+    );
+    if let Some(bin) = engram_bin {
+        let (mut searches, mut floors) = (Vec::new(), Vec::new());
+        let time = |args: &[&str]| -> Result<Duration, EngramError> {
+            let t = Instant::now();
+            let status = std::process::Command::new(bin)
+                .args(args)
+                .env_clear()
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map_err(io_err)?;
+            let d = t.elapsed();
+            if !status.success() {
+                return Err(EngramError::Unreadable {
+                    path: bin.display().to_string(),
+                    reason: format!("{args:?}: {status}"),
+                });
+            }
+            Ok(d)
+        };
+        let packs = packs_dir.display().to_string();
+        for _ in 0..7 {
+            floors.push(time(&["--version"])?);
+            searches.push(time(&["search", "memory", "--packs-dir", &packs])?);
+        }
+        let (search, floor) = (ms(percentile(&mut searches, 0.5)), ms(percentile(&mut floors, 0.5)));
+        let _ = writeln!(
+            out,
+            "`engram search` as a new process (start, open, search, exit; 7 runs): median {search:.0} ms; \
+             a bare process (`engram --version`): {floor:.0} ms; difference {:.0} ms",
+            search - floor
+        );
+    }
 
     // Search latency through Engram::search (HEAD check + search + hits).
     let queries: Vec<String> = (0..1000)
