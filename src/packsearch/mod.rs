@@ -94,7 +94,7 @@ pub struct PackIndex {
     commit: Option<String>,
     index: SearchIndex,
     /// The stored join tables under the layers below.
-    joins: Option<Arc<persist::Joins>>,
+    joins: Option<Arc<persist::LazyJoins>>,
     /// Index file path → its (join key, summary) lines.
     summary_files: Layer<Vec<(String, String)>>,
     /// Join key → summaries in index order (derived from `summary_files`).
@@ -146,21 +146,21 @@ fn doc_order(id: &str) -> (bool, &str, u32) {
 
 /// Readers of the stored join tables and documents, for [`Layer`] misses.
 #[derive(Clone)]
-struct Stored(Option<Arc<persist::Joins>>);
+struct Stored(Option<Arc<persist::LazyJoins>>);
 
 impl Stored {
     fn summary_file(&self, path: &str) -> Option<Vec<(String, String)>> {
-        let j = self.0.as_ref()?;
+        let j = self.0.as_ref()?.get()?;
         j.find_file(path).map(|i| j.file_lines(i))
     }
 
     fn summaries(&self, key: &str) -> Option<Vec<(SummaryPos, String)>> {
-        let j = self.0.as_ref()?;
+        let j = self.0.as_ref()?.get()?;
         j.find_key(key).map(|i| j.summaries(i)).filter(|s| !s.is_empty())
     }
 
     fn key_docs(&self, key: &str) -> Option<Vec<String>> {
-        let j = self.0.as_ref()?;
+        let j = self.0.as_ref()?.get()?;
         j.find_key(key).map(|i| j.key_docs(i)).filter(|s| !s.is_empty())
     }
 }
@@ -199,7 +199,7 @@ impl PackIndex {
     /// Whether the stored file under the index could not be read since it
     /// was opened (the index must be rebuilt).
     pub fn is_damaged(&self) -> bool {
-        self.index.is_damaged()
+        self.index.is_damaged() || self.joins.as_ref().is_some_and(|j| j.failed())
     }
 
     /// Builds the index of `commit` from its files.
@@ -393,11 +393,14 @@ impl PackIndex {
     /// The join tables as they are now, sorted, for a save.
     fn encode(&self) -> Option<Vec<u8>> {
         let commit = self.commit.as_deref()?;
+        if self.is_damaged() {
+            return None;
+        }
         let stored = self.stored();
         let mut keys: Vec<&str> =
             self.summaries.0.keys().chain(self.key_docs.0.keys()).map(String::as_str).collect();
         let mut files: Vec<&str> = self.summary_files.0.keys().map(String::as_str).collect();
-        if let Some(j) = &self.joins {
+        if let Some(j) = self.joins.as_ref().and_then(|j| j.get()) {
             keys.extend((0..j.n_keys()).map(|i| j.key_at(i)));
             files.extend((0..j.n_files()).map(|i| j.file_at(i)));
         }

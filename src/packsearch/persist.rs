@@ -3,8 +3,8 @@
 //! Layout (little endian):
 //! ```text
 //! magic "ENGRPIX2" | u32 extraction version | u32 length + commit id
-//! | u64 length + join tables | u64 length + the engine's segment (`search::snapshot`)
-//! | u64 checksum of everything before it
+//! | u64 join tables length | u64 their checksum | u64 segment length
+//! | u64 checksum of the header before it | join tables | the engine's segment (`search::snapshot`)
 //! join tables: u32 n_keys | u32 n_files | 6 × u64 section lengths |
 //!   keys  n_keys × (u32 text offset, u32 text length, u32 first id, u32 ids,
 //!         u32 first summary, u32 summaries), sorted by key text
@@ -14,17 +14,19 @@
 //!   lines × (u32 key, u32 summary): an index file's lines in order
 //!   blob  the texts
 //! ```
-//! [`load`] opens the file once, checks the checksum of every byte by reading
-//! it in chunks (the process keeps none of it), then keeps the join tables and
-//! the segment's small tables in memory; posting lists and documents are read
-//! from the open file when a search needs them. Writers replace the file by
-//! renaming a new one over it, so an open file never changes under a reader.
-//! Anything unexpected makes [`load`] return `None`, and the caller rebuilds.
+//! [`load`] opens the file once and keeps the segment's small tables in
+//! memory; posting lists and documents are read from the open file when a
+//! search needs them, the join tables when the index is first brought
+//! forward from a git diff — each checked against its own checksum when read.
+//! Writers replace the file by renaming a new one over it, so an open file
+//! never changes under a reader. Anything unexpected makes [`load`] return
+//! `None`, and the caller rebuilds; damage found later makes the index report
+//! itself damaged, and the caller rebuilds then.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::SummaryPos;
 use super::extract::EXTRACT_VERSION;
@@ -39,7 +41,7 @@ pub struct Stored {
     /// The commit it was built from.
     pub commit: String,
     /// Which memory entries and summaries share a join key, and the lines of each index file.
-    pub joins: Joins,
+    pub joins: LazyJoins,
     /// The documents and postings.
     pub index: SearchIndex,
 }
@@ -64,17 +66,18 @@ pub fn encode(
 ) -> Option<Vec<u8>> {
     let joins = encode_joins(keys, files, rank_of)?;
     let segment = index.to_snapshot().ok()?;
-    let mut out = Vec::with_capacity(40 + commit.len() + joins.len() + segment.len());
+    let mut out = Vec::with_capacity(64 + commit.len() + joins.len() + segment.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&EXTRACT_VERSION.to_le_bytes());
     out.extend_from_slice(&u32::try_from(commit.len()).ok()?.to_le_bytes());
     out.extend_from_slice(commit.as_bytes());
     out.extend_from_slice(&(joins.len() as u64).to_le_bytes());
-    out.extend_from_slice(&joins);
+    out.extend_from_slice(&crate::search::checksum(&joins).to_le_bytes());
     out.extend_from_slice(&(segment.len() as u64).to_le_bytes());
-    out.extend_from_slice(&segment);
     let sum = crate::search::checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
+    out.extend_from_slice(&joins);
+    out.extend_from_slice(&segment);
     Some(out)
 }
 
@@ -329,8 +332,45 @@ fn open_file(path: &Path) -> std::io::Result<File> {
     options.open(path)
 }
 
+/// The join tables of a stored file, read and checked when first needed (a
+/// process that only searches never reads them).
+#[derive(Debug)]
+pub struct LazyJoins {
+    source: SegmentSource,
+    sum: u64,
+    cell: OnceLock<Option<Joins>>,
+}
+
+impl LazyJoins {
+    /// The tables; `None` when they cannot be read or are damaged (see [`LazyJoins::failed`]).
+    pub fn get(&self) -> Option<&Joins> {
+        self.cell
+            .get_or_init(|| {
+                let len = usize::try_from(self.source_len()).ok()?;
+                let bytes = self.source.read_all(0, len)?;
+                (crate::search::checksum(&bytes) == self.sum).then_some(())?;
+                Joins::parse(bytes)
+            })
+            .as_ref()
+    }
+
+    fn source_len(&self) -> u64 {
+        match &self.source {
+            SegmentSource::File { len, .. } => *len,
+            SegmentSource::Bytes(b) => b.len() as u64,
+        }
+    }
+
+    /// Whether reading the tables failed (the index must be rebuilt).
+    pub fn failed(&self) -> bool {
+        matches!(self.cell.get(), Some(None))
+    }
+}
+
 /// Opens the stored index of a pack; `None` when absent, unreadable, damaged
-/// or written by another version.
+/// or written by another version. Reads the header and the segment's small
+/// tables (checked against their checksums); the join tables, posting lists
+/// and documents are read, and checked, when needed.
 pub fn load(derived_dir: &Path) -> Option<Stored> {
     let file = Arc::new(open_file(&path_in(derived_dir)).ok()?);
     let meta = file.metadata().ok()?;
@@ -338,37 +378,35 @@ pub fn load(derived_dir: &Path) -> Option<Stored> {
         return None;
     }
     let len = meta.len();
-    if len < 8 + 4 + 4 + 8 + 8 + 8 {
-        return None;
-    }
-    // Every byte against the checksum, read in chunks through a small buffer.
     let whole = SegmentSource::File { file: file.clone(), offset: 0, len };
-    if !whole.checksum_ok(len - 8) {
-        return None;
-    }
     let head = whole.read_all(0, 16)?;
     if head.get(..8)? != MAGIC || u32_at(&head, 8)? != EXTRACT_VERSION {
         return None;
     }
-    let commit_len = u32_at(&head, 12)? as u64;
+    let commit_len = u32_at(&head, 12)? as usize;
     if commit_len > 256 {
         return None;
     }
-    let commit = String::from_utf8(whole.read_all(16, commit_len as usize)?).ok()?;
-    let mut at = 16 + commit_len;
-    let joins_len = u64::from_le_bytes(whole.read_all(at, 8)?.try_into().ok()?);
-    at += 8;
-    if joins_len > len - at {
+    let header_len = 16 + commit_len as u64 + 24;
+    let header = whole.read_all(0, header_len as usize + 8)?;
+    let (header, sum) = header.split_at(header_len as usize);
+    if crate::search::checksum(header) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
     }
-    let joins = Joins::parse(whole.read_all(at, usize::try_from(joins_len).ok()?)?)?;
-    at += joins_len;
-    let seg_len = u64::from_le_bytes(whole.read_all(at, 8)?.try_into().ok()?);
-    at += 8;
-    if at.checked_add(seg_len)? != len - 8 {
+    let commit = String::from_utf8(header.get(16..16 + commit_len)?.to_vec()).ok()?;
+    let u64_at = |i: usize| Some(u64::from_le_bytes(header.get(i..i + 8)?.try_into().ok()?));
+    let at = 16 + commit_len;
+    let (joins_len, joins_sum, seg_len) = (u64_at(at)?, u64_at(at + 8)?, u64_at(at + 16)?);
+    let joins_at = header_len + 8;
+    if joins_at.checked_add(joins_len)?.checked_add(seg_len)? != len {
         return None;
     }
-    let source = SegmentSource::File { file, offset: at, len: seg_len };
+    let joins = LazyJoins {
+        source: SegmentSource::File { file: file.clone(), offset: joins_at, len: joins_len },
+        sum: joins_sum,
+        cell: OnceLock::new(),
+    };
+    let source = SegmentSource::File { file, offset: joins_at + joins_len, len: seg_len };
     let index = SearchIndex::open_segment(source, false).ok()?;
     Some(Stored { commit, joins, index })
 }
@@ -407,22 +445,30 @@ mod tests {
         save(dir.path(), &bytes).expect("save");
         let back = load(dir.path()).expect("loads");
         assert_eq!(back.commit, "abc");
-        assert_eq!(back.joins.find_key("k"), Some(0));
-        assert_eq!(back.joins.key_docs(0), ["memory/c.md#0"]);
-        assert_eq!(back.joins.summaries(0), [((u32::MAX, 0), "s".to_owned())]);
-        assert_eq!(back.joins.find_file("memory/_index_full.md"), Some(0));
-        assert_eq!(back.joins.file_lines(0), [("k".to_owned(), "s".to_owned())]);
+        let joins = back.joins.get().expect("joins");
+        assert_eq!(joins.find_key("k"), Some(0));
+        assert_eq!(joins.key_docs(0), ["memory/c.md#0"]);
+        assert_eq!(joins.summaries(0), [((u32::MAX, 0), "s".to_owned())]);
+        assert_eq!(joins.find_file("memory/_index_full.md"), Some(0));
+        assert_eq!(joins.file_lines(0), [("k".to_owned(), "s".to_owned())]);
         assert_eq!(back.index.len(), 1);
         assert_eq!(back.index.search("深蹲", &crate::search::Filter::all(), 3).len(), 1);
         for n in [0, 10, bytes.len() / 2, bytes.len() - 3, bytes.len() - 1] {
             save(dir.path(), &bytes[..n]).expect("save");
             assert!(load(dir.path()).is_none(), "cut at {n}");
         }
-        for i in (0..bytes.len()).step_by(7) {
+        // Every flipped byte is found: at open, or when its part is read
+        // (then the index or the joins say they are damaged).
+        for i in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[i] ^= 0x20;
             save(dir.path(), &flipped).expect("save");
-            assert!(load(dir.path()).is_none(), "flip at {i}");
+            let Some(back) = load(dir.path()) else { continue };
+            // Reads every posting list and record of this small index.
+            let _ = back.index.search("深蹲 膝盖", &crate::search::Filter::all(), 3);
+            let _ = back.index.get("a#0");
+            let found = back.joins.get().is_none() || back.index.is_damaged();
+            assert!(found, "flip at {i}");
         }
         save(dir.path(), b"garbage").expect("save");
         assert!(load(dir.path()).is_none());
@@ -432,8 +478,8 @@ mod tests {
     #[test]
     fn structurally_damaged_joins_never_panic() {
         let (bytes, _) = sample();
-        let start = 16 + 3 + 8;
-        let len = u64::from_le_bytes(bytes[16 + 3..start].try_into().expect("8 bytes")) as usize;
+        let len = u64::from_le_bytes(bytes[16 + 3..16 + 3 + 8].try_into().expect("8 bytes")) as usize;
+        let start = 16 + 3 + 24 + 8;
         let joins = &bytes[start..start + len];
         for i in 0..joins.len() {
             for x in [0x01u8, 0x80, 0xff] {

@@ -36,6 +36,41 @@ pub(super) struct Term {
     pub postings: Vec<Posting>,
 }
 
+/// The live postings of one term: the stored segment's (less its dead
+/// documents) then the in-memory part's, in slot order.
+pub(super) struct PostingList<'a> {
+    stored: Option<Arc<[Posting]>>,
+    /// The dead-slot bits, when some stored posting may be dead.
+    dead: Option<&'a [u64]>,
+    mem: &'a [Posting],
+    /// Slot of the first in-memory document.
+    shift: u32,
+    len: usize,
+}
+
+impl PostingList<'_> {
+    /// Number of live documents with the term.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The postings, in slot order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Posting> + '_ {
+        let dead = self.dead;
+        let alive = move |p: &&Posting| {
+            dead.is_none_or(|d| d.get(p.doc as usize / 64).is_none_or(|w| w & (1 << (p.doc % 64)) == 0))
+        };
+        let shift = self.shift;
+        self.stored
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(alive)
+            .copied()
+            .chain(self.mem.iter().map(move |p| Posting { doc: p.doc + shift, tf: p.tf }))
+    }
+}
+
 /// A document held by the index, with the term ids it was indexed under.
 #[derive(Debug, Clone)]
 pub(super) struct Stored {
@@ -419,24 +454,24 @@ impl SearchIndex {
 
     /// The postings of a term (live documents only, sorted by slot); `None`
     /// when no live document has it.
-    pub(super) fn postings(&self, text: &str) -> Option<Cow<'_, [Posting]>> {
+    pub(super) fn postings(&self, text: &str) -> Option<PostingList<'_>> {
         let mem = self
             .term_id(text)
             .and_then(|id| self.terms.get(id as usize))
             .map_or(&[][..], |t| t.postings.as_slice());
-        let Some(base) = self.base.as_ref() else {
-            return (!mem.is_empty()).then_some(Cow::Borrowed(mem));
-        };
-        let mut out = Vec::new();
-        if let Some(t) = base.find_term(text) {
-            base.postings(t, &mut out);
-            if self.n_dead > 0 {
-                out.retain(|p| !self.is_dead(p.doc));
+        let mut list = PostingList { stored: None, dead: None, mem, shift: 0, len: mem.len() };
+        if let Some(base) = self.base.as_ref() {
+            list.shift = base.n_slots();
+            if let Some(t) = base.find_term(text) {
+                let dead = self.dead_df.get(&t).copied().unwrap_or(0);
+                let stored = base.postings_shared(t);
+                list.len += stored.len().saturating_sub(dead as usize);
+                // Dead documents are skipped only where the term has some.
+                list.dead = (dead > 0).then_some(self.dead.as_slice());
+                list.stored = Some(stored);
             }
         }
-        let shift = base.n_slots();
-        out.extend(mem.iter().map(|p| Posting { doc: p.doc + shift, tf: p.tf }));
-        (!out.is_empty()).then_some(Cow::Owned(out))
+        (list.len > 0).then_some(list)
     }
 
     /// Number of live documents that contain a term.

@@ -7,14 +7,18 @@
 //! documents instead of decoding every posting and document, and the process
 //! holds only what it reads. Layout: see `snapshot.rs`.
 //!
-//! A read that fails later (a file cut short after it was opened) marks the
-//! segment failed ([`Segment::failed`]); the owner then rebuilds instead of
-//! trusting partial results.
+//! Opening checks the header and the small tables against the segment's
+//! checksum; every posting list and document record carries its own, checked
+//! when it is read, so opening costs the same whatever the size of the rest.
+//! A read that fails later (a damaged list or record, a file cut short after
+//! it was opened) marks the segment failed ([`Segment::failed`]); the owner
+//! then rebuilds instead of trusting partial results.
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::doc::{Document, Field};
 use super::error::SnapshotError;
@@ -51,18 +55,6 @@ impl SegmentSource {
         self.read(off, len).ok().map(Cow::into_owned)
     }
 
-    /// Whether the u64 stored at `body_len` is the checksum
-    /// ([`crate::search::checksum`]) of the `body_len` bytes before it, read
-    /// in chunks (for a file: through a small buffer, so the process keeps none of it).
-    pub fn checksum_ok(&self, body_len: u64) -> bool {
-        let mut h = snapshot::Checksum::new(body_len);
-        if self.for_each_chunk(body_len, |c| h.update(c)).is_err() {
-            return false;
-        }
-        let stored = self.read_all(body_len, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-        stored == Some(h.finish())
-    }
-
     /// Reads `len` bytes at `off` (relative to the segment).
     pub(super) fn read(&self, off: u64, len: usize) -> Result<Cow<'_, [u8]>, SnapshotError> {
         let end = off.checked_add(len as u64).ok_or(SnapshotError::Truncated)?;
@@ -80,36 +72,6 @@ impl SegmentSource {
                 Ok(Cow::Owned(buf))
             }
         }
-    }
-
-    /// Calls `f` on consecutive chunks of `[0, len)` (for checksums).
-    pub(super) fn for_each_chunk(
-        &self,
-        len: u64,
-        mut f: impl FnMut(&[u8]),
-    ) -> Result<(), SnapshotError> {
-        const CHUNK: u64 = 1 << 20;
-        let mut off = 0;
-        let mut buf = Vec::new();
-        while off < len {
-            let n = CHUNK.min(len - off) as usize;
-            match self {
-                SegmentSource::Bytes(b) => {
-                    f(b.get(off as usize..off as usize + n).ok_or(SnapshotError::Truncated)?)
-                }
-                SegmentSource::File { file, offset, len: total } => {
-                    if off + n as u64 > *total {
-                        return Err(SnapshotError::Truncated);
-                    }
-                    buf.resize(n, 0);
-                    read_exact_at(file, &mut buf, offset + off)
-                        .map_err(|_| SnapshotError::Truncated)?;
-                    f(&buf);
-                }
-            }
-            off += n as u64;
-        }
-        Ok(())
     }
 }
 
@@ -179,6 +141,19 @@ pub(super) struct Segment {
     postings: (u64, u64),
     docs: (u64, u64),
     failed: AtomicBool,
+    /// Decoded posting lists of frequent terms, kept between queries.
+    cache: Mutex<PostingCache>,
+}
+
+/// Posting lists at least this long are kept decoded once read.
+const CACHE_MIN_DF: u32 = 256;
+/// Postings the cache holds at most (12 bytes each); when full it starts over.
+const CACHE_MAX_POSTINGS: usize = 2_000_000;
+
+#[derive(Debug, Default)]
+struct PostingCache {
+    lists: HashMap<u32, Arc<[Posting]>>,
+    postings: usize,
 }
 
 fn u32_at(b: &[u8], i: usize) -> Option<u32> {
@@ -217,9 +192,6 @@ impl Segment {
                 expected: super::tokenize::TOKENIZER_VERSION,
             });
         }
-        if verify && !source.checksum_ok(total - 8) {
-            return Err(SnapshotError::Checksum);
-        }
         let n_slots = r.u32()?;
         let n_terms = r.u32()?;
         let mut total_len = [0u64; Field::COUNT];
@@ -257,22 +229,61 @@ impl Segment {
             let len = usize::try_from(len).map_err(|_| SnapshotError::Corrupt("section size"))?;
             Ok(source.read(off, len)?.into_owned())
         };
+        // The header and the small tables against the trailing checksum;
+        // posting lists and records carry their own (checked when read).
+        let stored_sum = source
+            .read(total - 8, 8)?
+            .as_ref()
+            .try_into()
+            .map(u64::from_le_bytes)
+            .map_err(|_| SnapshotError::Truncated)?;
+        let tables = [
+            load(Section::TermIndex)?,
+            load(Section::TermText)?,
+            load(Section::Lens)?,
+            load(Section::IdIndex)?,
+            load(Section::IdText)?,
+            load(Section::DocIndex)?,
+        ];
+        let mut h = snapshot::Checksum::new(ranges[Section::Postings as usize].0);
+        h.update(&header);
+        for t in &tables {
+            h.update(t);
+        }
+        if h.finish() != stored_sum {
+            return Err(SnapshotError::Checksum);
+        }
+        let [term_index, term_text, lens, id_index, id_text, doc_index] = tables;
         let seg = Segment {
             n_slots,
             n_terms,
             total_len,
-            term_index: load(Section::TermIndex)?,
-            term_text: load(Section::TermText)?,
-            lens: load(Section::Lens)?,
-            id_index: load(Section::IdIndex)?,
-            id_text: load(Section::IdText)?,
-            doc_index: load(Section::DocIndex)?,
+            term_index,
+            term_text,
+            lens,
+            id_index,
+            id_text,
+            doc_index,
             postings: ranges[Section::Postings as usize],
             docs: ranges[Section::Docs as usize],
             failed: AtomicBool::new(false),
+            cache: Mutex::default(),
             source,
         };
         seg.check_tables()?;
+        if verify {
+            // Every posting list and record too.
+            let mut list = Vec::new();
+            for t in 0..seg.n_terms {
+                seg.postings(t, &mut list);
+            }
+            for slot in 0..seg.n_slots {
+                seg.raw_doc(slot);
+            }
+            if seg.failed() {
+                return Err(SnapshotError::Checksum);
+            }
+        }
         Ok(seg)
     }
 
@@ -381,6 +392,28 @@ impl Segment {
         None
     }
 
+    /// The postings of term `i`, decoded (frequent terms from the cache).
+    pub(super) fn postings_shared(&self, i: u32) -> Arc<[Posting]> {
+        let cacheable = self.term_df(i) >= CACHE_MIN_DF;
+        if cacheable
+            && let Some(list) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).lists.get(&i)
+        {
+            return list.clone();
+        }
+        let mut out = Vec::new();
+        self.postings(i, &mut out);
+        let list: Arc<[Posting]> = out.into();
+        if cacheable && !self.failed() {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.postings + list.len() > CACHE_MAX_POSTINGS {
+                *cache = PostingCache::default();
+            }
+            cache.postings += list.len();
+            cache.lists.insert(i, list.clone());
+        }
+        list
+    }
+
     /// Decodes the postings of term `i` into `out` (cleared first). A damaged
     /// list marks the segment failed and yields nothing.
     pub(super) fn postings(&self, i: u32, out: &mut Vec<Posting>) {
@@ -397,7 +430,7 @@ impl Segment {
             self.fail::<()>();
             return;
         };
-        if decode_postings(&bytes, df, self.n_slots, out).is_none() {
+        if snapshot::strip_sum(&bytes).and_then(|b| decode_postings(b, df, self.n_slots, out)).is_none() {
             out.clear();
             self.fail::<()>();
         }
@@ -461,7 +494,7 @@ impl Segment {
         start..end.max(start)
     }
 
-    /// The stored record of a slot (everything but the id).
+    /// The stored record of a slot (everything but the id), checked against its checksum.
     pub(super) fn raw_doc(&self, slot: u32) -> Option<Cow<'_, [u8]>> {
         if slot >= self.n_slots {
             return None;
@@ -469,10 +502,21 @@ impl Segment {
         let s = u64_at(&self.doc_index, slot as usize * 8)?;
         let e = u64_at(&self.doc_index, slot as usize * 8 + 8)?;
         let len = usize::try_from(e.checked_sub(s)?).ok()?;
-        match self.source.read(self.docs.0 + s, len) {
-            Ok(b) => Some(b),
-            Err(_) => self.fail(),
+        let bytes = match self.source.read(self.docs.0 + s, len) {
+            Ok(b) => b,
+            Err(_) => return self.fail(),
+        };
+        if snapshot::strip_sum(&bytes).is_none() {
+            return self.fail();
         }
+        // The record without its checksum.
+        Some(match bytes {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[..b.len() - 4]),
+            Cow::Owned(mut b) => {
+                b.truncate(b.len() - 4);
+                Cow::Owned(b)
+            }
+        })
     }
 
     /// The document in a slot.

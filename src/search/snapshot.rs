@@ -5,7 +5,7 @@
 //! ```text
 //! magic "ENGRMSEG" | format u32 | tokenizer u32 | n_slots u32 | n_terms u32
 //! | 5 × u64 total field lengths | 8 × (u64 offset, u64 length) sections | sections
-//! | u64 checksum of everything before it
+//! | u64 checksum of the header and the first six sections (up to the postings)
 //! term index  n_terms × (u32 text offset, u32 text length, u64 postings offset,
 //!             u32 postings length, u32 document frequency), sorted by term text
 //! term text   the terms' UTF-8
@@ -14,16 +14,17 @@
 //! id text     the documents' ids
 //! doc index   (n_slots + 1) × u64 offsets into the records
 //! postings    per term: per document, varint slot delta (the first from 0),
-//!             u8 field mask, one u8 tf per field in the mask
+//!             u8 field mask, one u8 tf per field in the mask; then u32 checksum
 //! docs        per slot: str title, body, context, pack, kind, opt-str category,
-//!             memory_type, u32 n tags × str, opt-i64 time, str path
-//!             (str = u32 length + UTF-8; opt = u8 0 | u8 1 + value)
+//!             memory_type, u32 n tags × str, opt-i64 time, str path; then u32 checksum
+//!             (str = u32 length + UTF-8; opt = u8 0 | u8 1 + value;
+//!             u32 checksum = low half of `checksum` of the list or record before it)
 //! ```
 //! A segment holds only live documents, in id order. Opening validates the
-//! header, the section table, the small tables and (unless the caller checked
-//! the whole file already) the checksum; posting lists and records are
-//! checked when read, and a damaged one makes the index report itself
-//! damaged ([`SearchIndex::is_damaged`]) instead of panicking.
+//! header, the section table and the small tables against the trailing
+//! checksum; posting lists and records are checked when read (all of them
+//! at open when asked to verify), and a damaged one makes the index report
+//! itself damaged ([`SearchIndex::is_damaged`]) instead of panicking.
 
 use std::sync::Arc;
 
@@ -133,6 +134,8 @@ impl SearchIndex {
                 postings.push(mask);
                 postings.extend(p.tf.iter().filter(|tf| **tf > 0));
             }
+            let sum = checksum(&postings[start as usize..]) as u32;
+            put_u32(&mut postings, sum);
             put_u32(&mut term_index, u32_len(term_text.len())?);
             put_u32(&mut term_index, u32_len(text.len())?);
             term_index.extend_from_slice(&start.to_le_bytes());
@@ -153,6 +156,7 @@ impl SearchIndex {
         put_u32(&mut id_index, 0);
         doc_index.extend_from_slice(&0u64.to_le_bytes());
         for (id, loc) in &live {
+            let start = docs.len();
             let l = match *loc {
                 Loc::Base(s) => {
                     let b = base.ok_or(SnapshotError::Corrupt("base"))?;
@@ -166,6 +170,8 @@ impl SearchIndex {
                     self.lens.get(s as usize).copied().unwrap_or_default()
                 }
             };
+            let sum = checksum(&docs[start..]) as u32;
+            put_u32(&mut docs, sum);
             for (t, v) in total_len.iter_mut().zip(l) {
                 *t += u64::from(v);
                 put_u32(&mut lens, v);
@@ -197,7 +203,9 @@ impl SearchIndex {
         for s in sections {
             out.extend_from_slice(s);
         }
-        let sum = checksum(&out);
+        // The header and the small tables (up to the postings); lists and
+        // records carry their own.
+        let sum = checksum(&out[..HEADER_LEN + sections[..6].iter().map(|s| s.len()).sum::<usize>()]);
         out.extend_from_slice(&sum.to_le_bytes());
         debug_assert_eq!(Section::Docs as usize, SECTIONS - 1);
         Ok(out)
@@ -305,6 +313,13 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     let mut h = Checksum::new(bytes.len() as u64);
     h.update(bytes);
     h.finish()
+}
+
+/// `bytes` without their last 4 bytes when those are the low 32 bits of the
+/// [`checksum`] of the rest (how posting lists and records end).
+pub(super) fn strip_sum(bytes: &[u8]) -> Option<&[u8]> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
+    (u32::from_le_bytes(sum.try_into().ok()?) == checksum(body) as u32).then_some(body)
 }
 
 /// [`checksum`] over bytes given in pieces (of any sizes).
@@ -470,9 +485,17 @@ mod tests {
         index.remove("d1");
         let bytes = index.to_snapshot().expect("snapshot");
         let body = &bytes[..bytes.len() - 8];
+        // The trailer covers the header and the small tables, up to the
+        // postings (whose offset is in the section table).
         let reseal = |b: &[u8]| {
+            let at = HEADER_LEN - 16 * (SECTIONS - Section::Postings as usize);
+            let end = b
+                .get(at..at + 8)
+                .map(|o| u64::from_le_bytes(o.try_into().expect("8 bytes")) as usize)
+                .filter(|&e| e <= b.len())
+                .unwrap_or(b.len());
             let mut out = b.to_vec();
-            out.extend_from_slice(&checksum(b).to_le_bytes());
+            out.extend_from_slice(&checksum(&b[..end]).to_le_bytes());
             out
         };
         assert!(SearchIndex::from_snapshot(&reseal(body)).is_ok());
