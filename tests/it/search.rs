@@ -347,3 +347,74 @@ fn bench_search_without_the_locomo_data_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// The stored index is read in place by every new process and brought forward
+/// from the git diff: after captures, a correction and deletions made by other
+/// processes, and with a damaged byte in its posting lists or records, a new
+/// `engram search` answers exactly as one that builds the index from scratch.
+#[tokio::test]
+async fn a_stored_index_brought_forward_or_damaged_answers_as_a_fresh_build() {
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let c = env.client().await;
+    for i in 0..30 {
+        let (cat, what) =
+            [("health", "膝盖 旧伤"), ("training", "squat 深蹲 plan"), ("diet", "protein 早餐")][i % 3];
+        ok(
+            &c,
+            "capture_memory",
+            capture("coach", cat, &format!("{what} 第{i}次 entry {i}"), &format!("{what} {i}")),
+        )
+        .await;
+    }
+    assert!(ok(&c, "search_memory", json!({"query": "旧伤"})).await.contains("膝盖 旧伤"));
+    c.close().await.expect("close");
+    let stored = env.pack("coach").join(".git/engram/search.idx");
+    assert!(stored.is_file(), "stored");
+    let queries = ["膝盖 旧伤", "squat plan", "protein 早餐 entry", "第7次", "深蹲 corrected"];
+    let json_of = |q: &str| {
+        let out = env.cli(&["search", q, "--json", "--limit", "20"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")
+    };
+    let fresh = || {
+        fs::remove_dir_all(env.pack("coach").join(".git/engram")).expect("rm");
+        let answers: Vec<Value> = queries.iter().map(|q| json_of(q)).collect();
+        answers
+    };
+
+    // Other processes write after the index was stored.
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture("coach", "health", "膝盖 新 旧伤 later", "later 膝盖")).await;
+    ok(&c, "delete_memory", json!({"name": "coach", "category": "health", "summary": "膝盖 旧伤 3"})).await;
+    ok(
+        &c,
+        "correct_memory",
+        json!({"name": "coach", "category": "training", "old_summary": "squat 深蹲 plan 4",
+               "new_content": "深蹲 corrected text", "new_summary": "corrected 深蹲 4"}),
+    )
+    .await;
+    c.close().await.expect("close");
+    let old = fs::read(&stored).expect("read");
+    let brought_forward: Vec<Value> = queries.iter().map(|q| json_of(q)).collect();
+    assert_eq!(brought_forward, fresh(), "stale index brought forward");
+    assert!(brought_forward[0]["hits"].to_string().contains("later 膝盖"));
+    assert!(!brought_forward[0]["hits"].to_string().contains("膝盖 旧伤 3\""));
+
+    // A flipped byte anywhere in the second half (posting lists, records) of
+    // the stored file, or the file cut short: rebuilt, same answers.
+    let expected = fresh();
+    for (what, bytes) in [
+        ("flipped", {
+            let mut b = old.clone();
+            let i = b.len() * 3 / 4;
+            b[i] ^= 0x04;
+            b
+        }),
+        ("cut", old[..old.len() - 100].to_vec()),
+    ] {
+        fs::write(&stored, &bytes).expect("damage");
+        let got: Vec<Value> = queries.iter().map(|q| json_of(q)).collect();
+        assert_eq!(got, expected, "{what}");
+    }
+}
