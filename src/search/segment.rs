@@ -134,7 +134,8 @@ pub(super) struct Segment {
     total_len: [u64; Field::COUNT],
     term_index: Vec<u8>,
     term_text: Vec<u8>,
-    lens: Vec<u8>,
+    /// Field lengths per slot, decoded (read once per posting by the ranking).
+    lens: Vec<[u32; Field::COUNT]>,
     id_index: Vec<u8>,
     id_text: Vec<u8>,
     doc_index: Vec<u8>,
@@ -253,7 +254,17 @@ impl Segment {
         if h.finish() != stored_sum {
             return Err(SnapshotError::Checksum);
         }
-        let [term_index, term_text, lens, id_index, id_text, doc_index] = tables;
+        let [term_index, term_text, lens_bytes, id_index, id_text, doc_index] = tables;
+        let lens = lens_bytes
+            .chunks_exact(4 * Field::COUNT)
+            .map(|c| {
+                let mut l = [0u32; Field::COUNT];
+                for (f, v) in l.iter_mut().enumerate() {
+                    *v = u32_at(c, f * 4).unwrap_or(0);
+                }
+                l
+            })
+            .collect();
         let seg = Segment {
             n_slots,
             n_terms,
@@ -438,12 +449,7 @@ impl Segment {
 
     /// Field lengths of a slot.
     pub(super) fn lens(&self, slot: u32) -> Option<[u32; Field::COUNT]> {
-        let base = slot as usize * 4 * Field::COUNT;
-        let mut l = [0u32; Field::COUNT];
-        for (f, v) in l.iter_mut().enumerate() {
-            *v = u32_at(&self.lens, base + f * 4)?;
-        }
-        Some(l)
+        self.lens.get(slot as usize).copied()
     }
 
     fn id_bytes(&self, slot: u32) -> Option<&[u8]> {
