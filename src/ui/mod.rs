@@ -17,7 +17,8 @@
 //! - `pages.rs` — the server-rendered pages and their form posts;
 //! - `memory.rs` — `/p/<pack>/memory`: the list, its filters and forms; `filter.rs` — what a
 //!   list shows (the search engine for text), likely duplicates, archived/expired entries;
-//! - `diff.rs` — word-level diffs of prose on the history page;
+//! - `diff.rs` — word-level diffs of prose on the history page; `markdown.rs` — pack files'
+//!   Markdown as HTML, with no markup taken from the text;
 //! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`;
 //! - `packs.rs` — create and install packs (with progress), edit a pack's files;
 //! - `actions.rs` — "undo the last n" and the `/sync` page;
@@ -30,6 +31,7 @@ mod auth;
 mod diff;
 mod filter;
 mod html;
+mod markdown;
 mod memory;
 mod notes;
 mod packs;
@@ -152,6 +154,26 @@ impl UiState {
         }
         lists.push(((pack.to_owned(), commit.clone()), items.clone()));
         Ok((Some(commit), items))
+    }
+
+    /// Caches the listing of `commit` made from the cached one of `parent` plus `item` (a
+    /// capture appends one entry), so the page after an add does not read the whole list.
+    /// Nothing happens when `parent` is not cached or the entry is not what the capture wrote.
+    fn derive_after_capture(&self, pack: &str, parent: &str, commit: &str, item: MemoryItem) {
+        let base = self
+            .lock_lists()
+            .iter()
+            .find(|(k, _)| k.0 == pack && k.1 == parent)
+            .map(|(_, l)| l.clone());
+        let Some(base) = base else { return };
+        let mut items = base.items.clone();
+        items.push(item);
+        let listing = Arc::new(Listing::new(items));
+        let mut lists = self.lock_lists();
+        if lists.len() >= LIST_CACHE {
+            lists.remove(0);
+        }
+        lists.push(((pack.to_owned(), commit.to_owned()), listing));
     }
 
     fn lock_lists(&self) -> std::sync::MutexGuard<'_, ListCache> {

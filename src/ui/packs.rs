@@ -261,7 +261,7 @@ pub(crate) async fn file_page(
 }
 
 /// The file's text from `read_engram_file`'s answer (`## <path>` and the text, trimmed).
-fn file_text(path: &str, answer: &str) -> String {
+pub(crate) fn file_text(path: &str, answer: &str) -> String {
     if answer == format!("文件为空: {path}") {
         return String::new();
     }

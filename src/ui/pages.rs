@@ -24,7 +24,7 @@ use super::{Failure, UiState, blocking};
 use crate::ops::HistoryFilter;
 
 /// Commits on one page of the history.
-const HISTORY_PAGE: usize = 30;
+const HISTORY_PAGE: usize = 15;
 
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -221,10 +221,10 @@ pub(crate) async fn pack(
         };
         if let Some(t) = text {
             body.push_str(&format!(
-                "<section><h2>{title} <a class=\"edit-file\" href=\"{here}/file?path={}\">{}</a></h2><div class=\"text\">{}</div></section>\n",
+                "<section><h2>{title} <a class=\"edit-file\" href=\"{here}/file?path={}\">{}</a></h2><div class=\"md\">{}</div></section>\n",
                 url(file),
                 l.t("edit_file"),
-                esc(&t)
+                super::markdown::render(&super::packs::file_text(file, &t))
             ));
         }
     }
