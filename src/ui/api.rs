@@ -153,6 +153,12 @@ pub(crate) fn add_request(
     req: &CaptureRequest,
 ) -> Result<crate::ops::WriteOutcome, Failure> {
     let mut out = state.engram.capture_memory_item(req, &UiState::caller("capture_memory"))?;
+    if let (Some(id), Some(commit), Some(parent)) = (&out.id, &out.commit, &out.parent)
+        && let Some(item) = state.engram.newest_memory_item(&req.name, commit, id)?
+        && item.category == req.category.trim()
+    {
+        state.derive_after_capture(&req.name, parent, commit, item);
+    }
     // Capture names the new entry's id when the index head tells its rank (nearly always);
     // otherwise (and for a duplicate) it is looked up in the list of the commit.
     if out.id.is_none()

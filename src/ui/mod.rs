@@ -160,11 +160,8 @@ impl UiState {
     /// capture appends one entry), so the page after an add does not read the whole list.
     /// Nothing happens when `parent` is not cached or the entry is not what the capture wrote.
     fn derive_after_capture(&self, pack: &str, parent: &str, commit: &str, item: MemoryItem) {
-        let base = self
-            .lock_lists()
-            .iter()
-            .find(|(k, _)| k.0 == pack && k.1 == parent)
-            .map(|(_, l)| l.clone());
+        let base =
+            self.lock_lists().iter().find(|(k, _)| k.0 == pack && k.1 == parent).map(|(_, l)| l.clone());
         let Some(base) = base else { return };
         let mut items = base.items.clone();
         items.push(item);

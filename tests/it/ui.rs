@@ -413,9 +413,18 @@ fn capture_ids_search_filters_duplicates_and_past_entries() {
         let category = if i % 2 == 0 { "a" } else { "b" };
         made.push((add(category, &format!("entry {i}"), &format!("Entry number {i}."), json!({})), i));
     }
+    // The list read once: the next adds extend it without reading the pack again.
+    let (_, before) = ui.api("GET", "/api/packs/p/memories?limit=1", None);
+    assert_eq!(before["total"], 130);
     let zh = add("prefs", "喜欢绿茶", "用户喜欢下午喝绿茶，不加糖。", json!({"tags": ["drink"]}));
     let en = add("prefs", "likes green tea", "The user likes green tea.", json!({"tags": ["drink", "tea"]}));
     let dup = add("prefs", "tea again", "the user LIKES green tea!", json!({}));
+    // The extended list is the list a fresh server reads from the commit.
+    let (_, extended) = ui.api("GET", "/api/packs/p/memories?limit=200", None);
+    let fresh = UiServer::start(&env);
+    let (_, reread) = fresh.api("GET", "/api/packs/p/memories?limit=200", None);
+    assert_eq!(extended, reread, "the list kept after the adds is the pack's");
+    drop(fresh);
     add("prefs", "old", "An offer valid until 2020.", json!({"expires": "2020-01-01"}));
     add("prefs", "after", "Written after the expiry.", json!({}));
 

@@ -100,11 +100,18 @@ pub struct WriteOutcome {
     pub commit: Option<String>,
     /// The id of the entry written (capture and correct).
     pub id: Option<String>,
+    /// The commit the write was made on (the branch's head before it), when it committed.
+    pub parent: Option<String>,
 }
 
 impl WriteOutcome {
     pub(super) fn new(text: String, commit: Option<&Committed>) -> Self {
-        Self { text, commit: commit.map(|c| c.id.clone()), id: None }
+        Self {
+            text,
+            commit: commit.map(|c| c.id.clone()),
+            id: None,
+            parent: commit.and_then(|c| c.previous_head.clone()),
+        }
     }
 }
 
@@ -285,6 +292,33 @@ impl Engram {
             Ok(out)
         })?;
         Ok(items.unwrap_or_default())
+    }
+
+    /// The newest entry of the full index at `commit` with its text, read from the index head
+    /// and its category's head file only (what a capture just appended), id `id`.
+    pub fn newest_memory_item(&self, name: &str, commit: &str, id: &str) -> Result<Option<MemoryItem>> {
+        let pack = self.resolve(name)?;
+        let item = self.with_existing_repo(&pack.dir, |repo| {
+            let snap = repo.snapshot_at(commit)?;
+            let index = FullIndex::load_head(&snap)?;
+            let Some((_, e)) = index.entries().pop() else { return Ok(None) };
+            let log = CategoryLog::load_head(&snap, &e.category)?;
+            let Some(content) = contents_by_meta(&log).get(&key_of(&e)).and_then(|v| v.last().cloned())
+            else {
+                return Ok(None);
+            };
+            Ok(Some(MemoryItem {
+                id: id.to_owned(),
+                category: e.category,
+                ts: e.ts,
+                memory_type: e.memory_type,
+                expires: e.expires,
+                tags: e.tags,
+                summary: e.summary,
+                content,
+            }))
+        })?;
+        Ok(item.flatten())
     }
 
     /// The full id of a pack's HEAD (`None`: no commit yet).

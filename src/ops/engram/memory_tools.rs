@@ -373,6 +373,7 @@ impl Engram {
                 ),
                 commit: Some(earlier),
                 id: None,
+                parent: None,
             }),
             (None, None) => Ok(WriteOutcome::new(text, None)),
         }
