@@ -56,9 +56,14 @@ def main():
                     "type": "fact", "tags": [f"t{i % 37}"]})
             fill = time.perf_counter() - t0
             print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
-            # One more write, so the next list is read from a new commit (no cache).
-            ms, data = call("POST", "/api/packs/big/memories", {"category": "work", "summary": "last", "content": "last one"})
-            print(f"| POST /api/packs/big/memories (capture, one commit) | {ms:.1f} ms |")
+            # More writes, so the next list is read from a new commit (no cache); capture answers
+            # the new id without reading the list.
+            adds = []
+            for i in range(20):
+                ms, data = call("POST", "/api/packs/big/memories", {"category": "work", "summary": f"last {i}", "content": f"last one {i}"})
+                adds.append(ms)
+            last_id = json.loads(data)["id"]
+            print(f"| POST /api/packs/big/memories (capture, one commit), median of 20 | {statistics.median(adds):.1f} ms | worst {max(adds):.1f} ms |")
             targets = [
                 ("GET /api/packs/big/memories?limit=50", "/api/packs/big/memories?limit=50"),
                 ("GET /api/packs/big/memories?q=9999&limit=50", "/api/packs/big/memories?q=9999&limit=50"),
@@ -71,7 +76,17 @@ def main():
                 ("GET /api/packs/big/history?limit=50", "/api/packs/big/history?limit=50"),
                 ("GET /", "/"),
                 ("GET /p/big", "/p/big"),
+                ("GET /p/big/memory?q=memory 9999 (search engine)", "/p/big/memory?q=memory+9999"),
+                ("GET /p/big/memory?tags=t5&category=work", "/p/big/memory?tags=t5&category=work"),
+                ("GET /p/big/memory?from=2020-01-01&to=2030-12-31&page=50", "/p/big/memory?from=2020-01-01&to=2030-12-31&page=50"),
+                ("GET /p/big/memory?old=1 (expired and archived)", "/p/big/memory?old=1"),
+                ("GET /p/big/history?memory=<id> (one memory's commits)", f"/p/big/history?memory={last_id}"),
+                ("GET /p/big/file?path=role.md", "/p/big/file?path=role.md"),
+                ("GET /notes", "/notes"),
+                ("GET /personal", "/personal"),
+                ("GET /graph", "/graph"),
             ]
+            print(f"load average before the reads: {os.getloadavg()}")
             print("| answer | first after a commit | median of 20 | worst of 20 |")
             print("|---|---:|---:|---:|")
             first_done = False
@@ -81,6 +96,7 @@ def main():
                 f = f"{first:.1f} ms" if not first_done else "—"
                 first_done = True
                 print(f"| `{label}` | {f} | {statistics.median(runs):.1f} ms | {max(runs):.1f} ms |")
+            print(f"load average after: {os.getloadavg()}")
         finally:
             ui.terminate()
             ui.wait(timeout=10)
