@@ -72,7 +72,7 @@ def main():
                 ("GET /p/big/memory (page 1)", "/p/big/memory"),
                 ("GET /p/big/memory?page=100", "/p/big/memory?page=100"),
                 ("GET /p/big/memory?q=记忆 9998", "/p/big/memory?q=%E8%AE%B0%E5%BF%86+9998"),
-                ("GET /p/big/history (30 commits with changes)", "/p/big/history"),
+                ("GET /p/big/history (15 commits with changes and word diffs)", "/p/big/history"),
                 ("GET /api/packs/big/history?limit=50", "/api/packs/big/history?limit=50"),
                 ("GET /", "/"),
                 ("GET /p/big", "/p/big"),
