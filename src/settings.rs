@@ -142,6 +142,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         registry_url,
         sync,
         auto_trace: false,
+        embeddings: None,
     })
 }
 

@@ -255,6 +255,10 @@ struct ServeArgs {
     /// --users-file) instead of the pack's branch, for review (`engram review`)
     #[arg(long)]
     propose: bool,
+    /// Re-rank search hits with this text word-vector file (word2vec/GloVe/fastText `.vec`
+    /// format; see BENCHMARKS.md). Off by default; nothing is downloaded
+    #[arg(long, value_name = "PATH")]
+    embeddings: Option<std::path::PathBuf>,
 }
 
 fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -414,6 +418,9 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
     config.store.read_only = args.read_only;
     config.auto_trace = args.auto_trace;
+    if let Some(path) = &args.embeddings {
+        config.embeddings = Some(std::sync::Arc::new(crate::search::Embeddings::load(path)?));
+    }
     let engram = Arc::new(Engram::new(config)?);
     let structured = graph::structured(engram.clone(), &args.structured, &toolsets)?;
     let mut server = EngramServer::with_structured(engram.clone(), &toolsets, structured)

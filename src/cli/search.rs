@@ -12,7 +12,7 @@ pub struct SearchArgs {
     /// Only this pack (plus the global memory)
     #[arg(long)]
     pack: Option<String>,
-    /// Only this kind: memory, knowledge, example (repeatable)
+    /// Only this kind: memory, knowledge, example, note (repeatable)
     #[arg(long = "kind")]
     kinds: Vec<String>,
     /// Only memories of this category

@@ -15,9 +15,12 @@ pub struct BenchArgs {
     /// built from)
     #[arg(long, value_name = "PATH")]
     locomo: Option<PathBuf>,
-    /// Also run LoCoMo with other memory layouts (summary = text, empty)
+    /// Also run the LoCoMo engine alone on the documents it was first tuned on
     #[arg(long)]
     variants: bool,
+    /// Re-rank with this text word-vector file (word2vec/GloVe/fastText `.vec` format)
+    #[arg(long, value_name = "PATH")]
+    embeddings: Option<PathBuf>,
     /// Memories in the speed benchmark
     #[arg(long, default_value_t = 100_000)]
     memories: usize,
@@ -37,12 +40,19 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if !all && !["locomo", "zh", "speed"].contains(&args.which.as_str()) {
         anyhow::bail!("unknown benchmark {:?}; use locomo, zh, speed or all", args.which);
     }
+    let embeddings = match &args.embeddings {
+        Some(path) => Some(std::sync::Arc::new(crate::search::Embeddings::load(path)?)),
+        None => None,
+    };
+    if let Some(e) = &embeddings {
+        println!("re-ranking the lexical top {} with {e:?}\n", crate::search::embed::RERANK_DEPTH);
+    }
     if all || args.which == "zh" {
-        println!("{}", zh::run().map_err(anyhow::Error::msg)?);
+        println!("{}", zh::run(embeddings.as_ref()).map_err(anyhow::Error::msg)?);
     }
     if all || args.which == "locomo" {
         let path = args.locomo.clone().unwrap_or_else(default_locomo);
-        match locomo::run(&path, args.variants).map_err(anyhow::Error::msg)? {
+        match locomo::run(&path, args.variants, embeddings.as_ref()).map_err(anyhow::Error::msg)? {
             Some(report) => println!("{report}"),
             None => {
                 let missing = format!(

@@ -17,7 +17,7 @@ pub struct SearchMemoryParams {
     /// Only this pack (plus the global memory); every pack when omitted.
     #[serde(default)]
     pub name: Option<String>,
-    /// Only these kinds: memory, knowledge, example.
+    /// Only these kinds: memory, knowledge, example, note.
     #[serde(default)]
     pub kinds: Option<Vec<String>>,
     /// Only memories of this category (e.g. `preferences`).
@@ -55,7 +55,7 @@ pub struct SearchKnowledgeParams {
 #[tool_router(router = search_tools, vis = "pub(super)")]
 impl EngramServer {
     #[tool(
-        description = "搜索记忆与知识（中英文均可）：按相关度返回记忆条目、知识与案例段落，每条注明所在包、文件、条目时间/摘要和匹配片段。可按 name、kinds(memory/knowledge/example)、category、memory_type、tags、time_range(last_week/last_month/last_year/YYYY/YYYY-MM/YYYY-MM-DD/START..END) 过滤；as_of(YYYY-MM-DD 或 commit) 搜索过去的版本。Ranked search over memories, knowledge and examples of every pack (or one) plus the global memory; each hit says where it is and why it matched.",
+        description = "搜索记忆与知识（中英文均可）：按相关度返回记忆条目、知识与案例段落，每条注明所在包、文件、条目时间/摘要和匹配片段。可按 name、kinds(memory/knowledge/example/note)、category、memory_type、tags、time_range(last_week/last_month/last_year/YYYY/YYYY-MM/YYYY-MM-DD/START..END) 过滤；as_of(YYYY-MM-DD 或 commit) 搜索过去的版本。Ranked search over memories, knowledge, examples and notes of every pack (or one) plus the global memory; each hit says where it is and why it matched.",
         annotations(read_only_hint = true)
     )]
     async fn search_memory(

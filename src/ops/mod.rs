@@ -40,6 +40,7 @@ pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_IMPORTANCE, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote,
     Stored, slug,
 };
+pub(crate) use notes::{derive_title, render_note};
 pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
 pub use packs::sync_worker::SyncWorker;
 pub use workspace::*;
@@ -326,6 +327,8 @@ pub struct Config {
     pub sync: SyncSettings,
     /// engram's own tools write tool traces (`engram serve --auto-trace`; one more commit per call).
     pub auto_trace: bool,
+    /// Word vectors that re-rank search hits (`--embeddings PATH`); `None`: lexical only.
+    pub embeddings: Option<std::sync::Arc<crate::search::Embeddings>>,
 }
 
 impl Config {
@@ -340,6 +343,7 @@ impl Config {
             registry_url: None,
             sync: SyncSettings::default(),
             auto_trace: false,
+            embeddings: None,
         }
     }
 }

@@ -211,7 +211,7 @@ pub fn slug(title: &str) -> String {
 }
 
 /// A title from the first meaningful line of the content.
-fn derive_title(content: &str) -> String {
+pub(crate) fn derive_title(content: &str) -> String {
     let line = content
         .lines()
         .map(|l| l.trim().trim_start_matches('#').trim_start_matches(['-', '*', '>']).trim())
@@ -372,7 +372,8 @@ fn parse_note(category: &str, path: &str, text: &str) -> Note {
     }
 }
 
-fn render_note(note: &Note) -> Result<String> {
+/// The file text of a note (front matter, then the body).
+pub(crate) fn render_note(note: &Note) -> Result<String> {
     let meta = NoteMeta {
         id: Some(note.id.clone()),
         title: Some(note.title.clone()),

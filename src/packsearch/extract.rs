@@ -23,7 +23,7 @@ use crate::memory::{IndexEntry, parse_blocks, parse_index_line};
 use crate::search::Document;
 
 /// Bumped whenever extraction changes, so stored indexes are rebuilt.
-pub const EXTRACT_VERSION: u32 = 1;
+pub const EXTRACT_VERSION: u32 = 2;
 
 /// Kind of memory entries.
 pub const KIND_MEMORY: &str = "memory";
@@ -31,18 +31,18 @@ pub const KIND_MEMORY: &str = "memory";
 pub const KIND_KNOWLEDGE: &str = "knowledge";
 /// Kind of passages of `examples/` files.
 pub const KIND_EXAMPLE: &str = "example";
+/// Kind of notes of the notes toolset (`notes/<category>/<slug>.md`).
+pub const KIND_NOTE: &str = "note";
 /// Every kind this build produces (for argument checks and messages).
-pub const KINDS: &[&str] = &[KIND_MEMORY, KIND_KNOWLEDGE, KIND_EXAMPLE];
-
-/// Previous entries of the same conversation copied into an entry's context.
-const CONTEXT_PREV: usize = 2;
-/// Following entries of the same conversation copied into an entry's context.
-const CONTEXT_NEXT: usize = 1;
+pub const KINDS: &[&str] = &[KIND_MEMORY, KIND_KNOWLEDGE, KIND_EXAMPLE, KIND_NOTE];
 
 /// Whether a path can contribute documents or summaries (a cheap test on the
 /// path alone, so a full build reads only the blobs that matter).
 pub fn is_searchable(path: &str) -> bool {
-    memory_category(path).is_some() || is_summary_source(path) || passage_kind(path).is_some()
+    memory_category(path).is_some()
+        || is_summary_source(path)
+        || passage_kind(path).is_some()
+        || note_category(path).is_some()
 }
 
 /// Whether a path holds index lines (summaries) of memory entries.
@@ -63,7 +63,56 @@ pub fn documents(pack: &str, path: &str, text: &str) -> Vec<Document> {
     if let Some(kind) = passage_kind(path) {
         return passage_documents(pack, path, kind, text);
     }
+    if let Some(category) = note_category(path) {
+        return vec![note_document(pack, path, category, text)];
+    }
     Vec::new()
+}
+
+/// The category of a note file (`notes/<category>/<slug>.md`, as the notes
+/// toolset reads them: names starting with `.` or `_` are not notes).
+pub fn note_category(path: &str) -> Option<&str> {
+    let (category, file) = path.strip_prefix("notes/")?.split_once('/')?;
+    let ok = !category.is_empty()
+        && !category.starts_with(['.', '_'])
+        && file.ends_with(".md")
+        && !file.starts_with(['.', '_'])
+        && !file.contains('/');
+    ok.then_some(category)
+}
+
+/// A note as one document: its front-matter title (else the file name), its
+/// body, its category and its `created` time (else `updated`).
+fn note_document(pack: &str, path: &str, category: &str, text: &str) -> Document {
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        created: Option<String>,
+        #[serde(default)]
+        updated: Option<String>,
+    }
+    let split = crate::frontmatter::split(text);
+    let meta: Meta = split.yaml.and_then(|y| crate::frontmatter::parse(y).ok()).unwrap_or_default();
+    let stem = path.rsplit('/').next().unwrap_or(path).trim_end_matches(".md");
+    let title = meta.title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| stem.to_owned());
+    let time = [meta.created, meta.updated]
+        .into_iter()
+        .flatten()
+        .find_map(|t| chrono::DateTime::parse_from_rfc3339(t.trim()).ok())
+        .map(|t| t.timestamp());
+    Document {
+        id: format!("{path}#0"),
+        title,
+        body: split.body.trim_matches('\n').to_owned(),
+        pack: pack.to_owned(),
+        kind: KIND_NOTE.to_owned(),
+        category: Some(category.to_owned()),
+        time,
+        path: path.to_owned(),
+        ..Document::default()
+    }
 }
 
 /// The category of a memory category file (`memory/<c>.md` or a rolled
@@ -140,8 +189,10 @@ pub fn format_ts(t: i64) -> String {
 }
 
 fn memory_documents(pack: &str, path: &str, category: &str, text: &str) -> Vec<Document> {
+    // What was said just before and after an entry is found at query time
+    // (the engine's neighbour boost, by time), not copied into each entry.
     let blocks = parse_blocks(text);
-    let mut docs: Vec<Document> = blocks
+    blocks
         .iter()
         .enumerate()
         .map(|(n, b)| {
@@ -160,28 +211,7 @@ fn memory_documents(pack: &str, path: &str, category: &str, text: &str) -> Vec<D
                 path: path.to_owned(),
             }
         })
-        .collect();
-    // Entries of one conversation carry their neighbours as low-weight
-    // context (what was said just before and after helps to find a turn);
-    // entries without a conversation id are left alone.
-    let conv: Vec<Option<&str>> =
-        blocks.iter().map(|b| b.meta.as_ref().and_then(|m| m.conversation_id.as_deref())).collect();
-    for i in 0..docs.len() {
-        let Some(c) = conv[i] else { continue };
-        let lo = i.saturating_sub(CONTEXT_PREV);
-        let hi = (i + CONTEXT_NEXT).min(docs.len() - 1);
-        let mut context = String::new();
-        for j in lo..=hi {
-            if j != i && conv[j] == Some(c) {
-                if !context.is_empty() {
-                    context.push('\n');
-                }
-                context.push_str(blocks[j].content());
-            }
-        }
-        docs[i].context = context;
-    }
-    docs
+        .collect()
 }
 
 /// Splits a Markdown file into passages at its headings. The passage title
@@ -282,6 +312,26 @@ mod tests {
         assert!(!is_summary_source("memory/_index.md"));
         assert!(is_searchable("examples/case.md") && !is_searchable("knowledge/_index.md"));
         assert!(!is_searchable("role.md"));
+        assert!(is_searchable("notes/general/milk.md"));
+        for other in ["notes/_categories.yaml", "notes/general/_x.md", "notes/a.md", "notes/a/b/c.md"] {
+            assert!(!is_searchable(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn notes_are_documents_with_title_category_and_time() {
+        let text = "---\nid: ab12\ntitle: 买牛奶\ncreated: 2026-02-25T10:00:00Z\n---\n记得买低脂牛奶\n";
+        let docs = documents("personal", "notes/shopping/买牛奶.md", text);
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].title, "买牛奶");
+        assert_eq!(docs[0].body, "记得买低脂牛奶");
+        assert_eq!(docs[0].kind, KIND_NOTE);
+        assert_eq!(docs[0].category.as_deref(), Some("shopping"));
+        assert_eq!(docs[0].time, Some(1_772_013_600));
+        let plain = documents("personal", "notes/general/hand-written.md", "no front matter");
+        assert_eq!(plain[0].title, "hand-written");
+        assert_eq!(plain[0].body, "no front matter");
+        assert_eq!(plain[0].time, None);
     }
 
     #[test]
@@ -292,9 +342,7 @@ mod tests {
         assert_eq!(docs[0].id, "memory/preferences.md#0");
         assert_eq!(docs[0].body, "喜欢早上训练");
         assert_eq!(docs[0].tags, vec!["fitness", "morning"]);
-        assert_eq!(docs[0].context, "", "no conversation, no context");
-        assert_eq!(docs[1].context, "B");
-        assert_eq!(docs[2].context, "A");
+        assert!(docs.iter().all(|d| d.context.is_empty()), "neighbours are found at query time");
         let line = "- `memory/preferences.md` [2026-02-25 10:00] [preference] [fitness,morning] 训练时间";
         let lines = summary_lines(line);
         assert_eq!(lines.len(), 1);

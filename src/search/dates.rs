@@ -25,7 +25,7 @@ pub const MONTHS: [&str; 12] = [
 ];
 
 /// The month (1–12) named by `word` (full name or common abbreviation).
-fn month_of(word: &str) -> Option<u32> {
+pub(super) fn month_of(word: &str) -> Option<u32> {
     if word == "sept" {
         return Some(9);
     }
@@ -35,8 +35,20 @@ fn month_of(word: &str) -> Option<u32> {
         .map(|i| i as u32 + 1)
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let m = i64::from(m);
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Civil date (year, month, day) of a count of days since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -88,12 +100,19 @@ fn month_num(word: &str) -> Option<u32> {
     (1..=12).contains(&m).then_some(m)
 }
 
-/// Date terms for the dates written in a query. A full date yields its day
-/// and month terms; a month with a year yields the month term.
-pub fn query_date_terms(text: &str) -> Vec<String> {
+/// A date written in full in a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Date {
+    /// Year, month, day.
+    Day(i64, u32, u32),
+    /// Year, month.
+    Month(i64, u32),
+}
+
+/// The lower-cased words of a query (ASCII letters/digits); `年月日号` and
+/// `-`/`/` are words of their own so numeric dates can be recognised.
+pub(super) fn query_words(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
-    // Words of ASCII letters/digits; `年月日号` and `-`/`/`/`.` between digits
-    // are kept as separators of their own so numeric dates can be recognised.
     let mut words: Vec<String> = Vec::new();
     let mut cur = String::new();
     for c in lower.chars() {
@@ -111,24 +130,24 @@ pub fn query_date_terms(text: &str) -> Vec<String> {
     if !cur.is_empty() {
         words.push(cur);
     }
-    let w = |i: usize| words.get(i).map_or("", String::as_str);
+    words
+}
 
+/// The dates written in full among `words`, with the index of their first word.
+pub(super) fn explicit_dates(words: &[String]) -> Vec<(usize, Date)> {
+    let w = |i: usize| words.get(i).map_or("", String::as_str);
     let mut out = Vec::new();
-    let push_day = |out: &mut Vec<String>, y: i64, m: u32, d: u32| {
-        out.push(day_term(y, m, d));
-        out.push(month_term(y, m));
-    };
     let mut i = 0;
     while i < words.len() {
         if let Some(m) = month_of(w(i)) {
             // "October 3, 2023" / "October 3rd 2023" / "October 2023"
             if let (Some(d), Some(y)) = (day_of(w(i + 1)), year_of(w(i + 2))) {
-                push_day(&mut out, y, m, d);
+                out.push((i, Date::Day(y, m, d)));
                 i += 3;
                 continue;
             }
             if let Some(y) = year_of(w(i + 1)) {
-                out.push(month_term(y, m));
+                out.push((i, Date::Month(y, m)));
                 i += 2;
                 continue;
             }
@@ -137,7 +156,7 @@ pub fn query_date_terms(text: &str) -> Vec<String> {
             // "8 May 2023" / "8th of May, 2023"
             let j = if w(i + 1) == "of" { i + 2 } else { i + 1 };
             if let (Some(m), Some(y)) = (month_of(w(j)), year_of(w(j + 1))) {
-                push_day(&mut out, y, m, d);
+                out.push((i, Date::Day(y, m, d)));
                 i = j + 2;
                 continue;
             }
@@ -153,18 +172,34 @@ pub fn query_date_terms(text: &str) -> Vec<String> {
                     s => sep2 == s,
                 };
                 if day_sep_ok && let Some(d) = day_of(w(i + 4)) {
-                    push_day(&mut out, y, m, d);
+                    out.push((i, Date::Day(y, m, d)));
                     i += 5;
                     continue;
                 }
                 if sep != "年" || sep2 == "月" {
-                    out.push(month_term(y, m));
+                    out.push((i, Date::Month(y, m)));
                     i += 3;
                     continue;
                 }
             }
         }
         i += 1;
+    }
+    out
+}
+
+/// Date terms for the dates written in a query. A full date yields its day
+/// and month terms; a month with a year yields the month term.
+pub fn query_date_terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, date) in explicit_dates(&query_words(text)) {
+        match date {
+            Date::Day(y, m, d) => {
+                out.push(day_term(y, m, d));
+                out.push(month_term(y, m));
+            }
+            Date::Month(y, m) => out.push(month_term(y, m)),
+        }
     }
     out.dedup();
     out

@@ -49,7 +49,7 @@ pub enum Field {
     Title,
     /// [`Document::body`].
     Body,
-    /// [`Document::tags`], joined.
+    /// [`Document::tags`], joined, and [`Document::category`].
     Tags,
     /// [`Document::context`].
     Context,
@@ -97,15 +97,35 @@ impl Document {
         }
     }
 
-    /// The text of one searchable field. Tags are joined with spaces; the
-    /// time field has no text (its terms come from [`Document::time`]).
+    /// The text of one searchable field. Tags are joined with spaces, and the
+    /// category is searched with them (a category named after a person or a
+    /// topic is evidence too). A title the body contains word for word (a
+    /// title cut from the text) is not indexed: it would only count the same
+    /// words twice. The time field has no text (its terms come from
+    /// [`Document::time`]).
     pub fn field_text(&self, field: Field) -> std::borrow::Cow<'_, str> {
         match field {
+            Field::Title if title_repeats_body(&self.title, &self.body) => "".into(),
             Field::Title => self.title.as_str().into(),
             Field::Body => self.body.as_str().into(),
-            Field::Tags => self.tags.join(" ").into(),
+            Field::Tags => match &self.category {
+                Some(c) if !c.is_empty() => {
+                    let mut t = self.tags.join(" ");
+                    t.push(' ');
+                    t.push_str(c);
+                    t.into()
+                }
+                _ => self.tags.join(" ").into(),
+            },
             Field::Context => self.context.as_str().into(),
             Field::Time => "".into(),
         }
     }
+}
+
+/// Whether a title only repeats the start of the body (a title cut from the
+/// text, as the notes toolset derives them): such a title adds no evidence.
+fn title_repeats_body(title: &str, body: &str) -> bool {
+    let t = title.trim().trim_end_matches('…').trim_end();
+    !t.is_empty() && body.contains(t)
 }

@@ -11,8 +11,10 @@
 //! and the index can be saved and restored as a compact checksummed binary
 //! snapshot ([`SearchIndex::to_snapshot`], [`SearchIndex::from_snapshot`]).
 
+mod boost;
 pub mod dates;
 mod doc;
+pub mod embed;
 mod error;
 mod filter;
 mod index;
@@ -26,19 +28,23 @@ mod snippet;
 pub mod stem;
 mod stopwords;
 pub mod tokenize;
+pub mod when;
 
 pub use doc::{Document, Field};
+pub use embed::{Embeddings, EmbeddingsError};
 pub use error::{SearchError, SnapshotError};
 pub use filter::Filter;
 pub use index::SearchIndex;
 pub use params::{Bm25Params, FeedbackParams};
 pub use query::{QueryTerm, parse_query};
-pub use request::{Hit, SearchRequest};
+pub use request::{Hit, SearchRequest, SharedEmbeddings};
 pub use segment::SegmentSource;
 pub use snapshot::checksum;
 pub use snippet::{SNIPPET_CHARS, make_snippet};
 pub use stopwords::is_stopword;
 
+#[cfg(test)]
+mod boost_tests;
 #[cfg(test)]
 mod segment_tests;
 #[cfg(test)]

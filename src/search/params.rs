@@ -19,7 +19,7 @@ pub struct Bm25Params {
 impl Default for Bm25Params {
     fn default() -> Self {
         Self {
-            k1: 1.2,
+            k1: 0.8,
             // title, body, tags, context, time
             weights: [3.0, 1.0, 1.5, 0.4, 1.0],
             b: [0.5, 0.5, 0.5, 0.75, 0.0],
@@ -51,6 +51,26 @@ impl Default for FeedbackParams {
     }
 }
 
+/// Query weight of a word written like a name ("Caroline", "Rust" inside a
+/// sentence): names pick out whose memory a question is about.
+pub(crate) const NAME_WEIGHT: f32 = 2.5;
+
 /// Weight of a CJK unigram in a query when it is part of a longer CJK run
 /// (the bigrams carry the match; unigrams only break ties and catch partial hits).
 pub(crate) const QUERY_UNIGRAM_IN_RUN_WEIGHT: f32 = 0.2;
+
+/// Share of a strong hit's score given to its neighbours in time (the entries
+/// just before and after it in the same pack, on the same day): what was said
+/// around a hit often completes it. An entry next to several strong hits
+/// gains from each. `0.0` turns the boost off.
+pub const NEIGHBOUR_WEIGHT: f32 = 0.4;
+/// How many of the best first-pass hits lend score to their neighbours.
+pub(crate) const NEIGHBOUR_SOURCES: usize = 30;
+/// Neighbours on each side of a hit, nearest in time first.
+pub(crate) const NEIGHBOURS_PER_SIDE: usize = 2;
+/// Entries further apart than this (seconds) are not neighbours.
+pub(crate) const NEIGHBOUR_MAX_GAP: i64 = 3600;
+/// Hits inside a time span the query names gain this share of their score.
+pub(crate) const TIME_BOOST: f32 = 0.5;
+/// At most this many days of entries answer a query that names a time and matches nothing else.
+pub(crate) const TIME_FILL_DAYS: i64 = 366;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::dates::query_date_terms;
-use super::params::QUERY_UNIGRAM_IN_RUN_WEIGHT;
+use super::params::{NAME_WEIGHT, QUERY_UNIGRAM_IN_RUN_WEIGHT};
 use super::tokenize::{OwnedToken, TokenKind, Tokenizer};
 
 /// One distinct term of a parsed query.
@@ -30,11 +30,14 @@ pub fn parse_query(tokenizer: &mut Tokenizer, text: &str) -> Vec<QueryTerm> {
         if t.stop && !all_stop {
             continue;
         }
-        let weight = if t.kind == TokenKind::CjkUnigram && in_cjk_run(t, &tokens) {
+        let mut weight = if t.kind == TokenKind::CjkUnigram && in_cjk_run(t, &tokens) {
             QUERY_UNIGRAM_IN_RUN_WEIGHT
         } else {
             1.0
         };
+        if t.kind == TokenKind::Word && looks_like_name(text, t.start, t.end) {
+            weight *= NAME_WEIGHT;
+        }
         match pos.get(&t.text) {
             Some(&i) => out[i].weight += weight,
             None => {
@@ -56,6 +59,22 @@ pub fn parse_query(tokenizer: &mut Tokenizer, text: &str) -> Vec<QueryTerm> {
         }
     }
     out
+}
+
+/// Whether the word at `start..end` of `text` is written like a name: a
+/// capital then a lower-case letter, and not merely the first word of a
+/// sentence (unless a possessive `'s` follows it).
+fn looks_like_name(text: &str, start: usize, end: usize) -> bool {
+    let word = &text[start..end];
+    let mut chars = word.chars();
+    let (Some(a), Some(b)) = (chars.next(), chars.next()) else { return false };
+    if !a.is_uppercase() || !b.is_lowercase() {
+        return false;
+    }
+    let before = text[..start].trim_end();
+    let sentence_start = before.is_empty() || before.ends_with(['.', '?', '!', '。', '？', '！', '"', '“']);
+    let possessive = text[end..].starts_with("'s") || text[end..].starts_with("\u{2019}s");
+    !sentence_start || possessive
 }
 
 /// Whether a unigram token is covered by a bigram (i.e. its CJK run has ≥ 2 chars).
@@ -81,10 +100,20 @@ mod tests {
         let q = parse("What did Caroline paint?");
         assert_eq!(
             q,
-            [("carolin".to_string(), 1.0), ("paint".to_string(), 1.0)]
+            [("carolin".to_string(), NAME_WEIGHT), ("paint".to_string(), 1.0)]
         );
         let q = parse("the who");
         assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn names_weigh_more_than_sentence_openers() {
+        let w = |q: &str, term: &str| parse(q).into_iter().find(|t| t.0 == term).map(|t| t.1);
+        assert_eq!(w("When did Melanie go camping?", "melani"), Some(NAME_WEIGHT));
+        assert_eq!(w("Caroline's dog", "carolin"), Some(NAME_WEIGHT));
+        assert_eq!(w("Paint the fence. Paint it red", "paint"), Some(2.0), "sentence openers");
+        assert_eq!(w("we use Rust here", "rust"), Some(NAME_WEIGHT));
+        assert_eq!(w("we use RUST and rust", "rust"), Some(2.0), "all capitals is not a name");
     }
 
     #[test]

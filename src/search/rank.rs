@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::doc::Field;
 use super::filter::Filter;
 use super::index::SearchIndex;
+use super::embed::{Embeddings, RERANK_DEPTH, RERANK_WEIGHT, cosine};
 use super::params::FeedbackParams;
 use super::query::parse_query;
 use super::request::{Hit, SearchRequest};
@@ -51,7 +52,8 @@ impl SearchIndex {
                 weight: q.weight,
             })
             .collect();
-        if terms.is_empty() {
+        let spans = self.query_spans(req);
+        if terms.is_empty() && spans.is_empty() {
             return Vec::new();
         }
 
@@ -70,7 +72,20 @@ impl SearchIndex {
         if req.group_weight > 0.0 {
             self.apply_group_boost(&mut ranked, req.group_weight);
         }
-        self.top_k(&mut ranked, req.limit);
+        if req.neighbour_weight > 0.0 {
+            self.apply_neighbour_boost(&mut ranked, &req.filter, req.neighbour_weight);
+        }
+        if !spans.is_empty() {
+            self.apply_time_boost(&mut ranked, req, &spans);
+        }
+        match &req.embeddings {
+            Some(e) => {
+                self.top_k(&mut ranked, req.limit.max(RERANK_DEPTH));
+                self.rerank(&mut ranked, &e.0, &req.query);
+                ranked.truncate(req.limit);
+            }
+            None => self.top_k(&mut ranked, req.limit),
+        }
 
         let snippet_terms: HashMap<String, f32> = parsed
             .iter()
@@ -183,7 +198,7 @@ impl SearchIndex {
     }
 
     /// Orders `ranked` best first (ties by id) and keeps the first `k`.
-    fn top_k(&self, ranked: &mut Vec<(f32, u32)>, k: usize) {
+    pub(super) fn top_k(&self, ranked: &mut Vec<(f32, u32)>, k: usize) {
         let id = |slot: u32| self.id_at(slot).unwrap_or_default();
         let cmp = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
             b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(&id(b.1)))
@@ -287,6 +302,23 @@ impl SearchIndex {
         for (r, boost) in ranked.iter_mut().zip(boosts) {
             r.0 += weight * boost;
         }
+    }
+}
+
+impl SearchIndex {
+    /// Re-orders `ranked` (best first) by `lexical / best + RERANK_WEIGHT × cosine`
+    /// of the query's and each hit's (title + body) word-vector means.
+    fn rerank(&self, ranked: &mut [(f32, u32)], emb: &Embeddings, query: &str) {
+        let Some(q) = emb.embed(query) else { return };
+        let best = ranked.first().map_or(1.0, |r| r.0).max(f32::MIN_POSITIVE);
+        for r in ranked.iter_mut() {
+            let sim = self
+                .doc_at(r.1)
+                .and_then(|d| emb.embed(&format!("{}\n{}", d.title, d.body)))
+                .map_or(0.0, |d| cosine(&q, &d));
+            r.0 = r.0 / best + RERANK_WEIGHT * sim;
+        }
+        ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     }
 }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::doc::Field;
 use super::filter::Filter;
-use super::params::FeedbackParams;
+use super::params::{FeedbackParams, NEIGHBOUR_WEIGHT};
 use super::snippet::SNIPPET_CHARS;
 
 /// A search: query text, filters and ranking options.
@@ -23,8 +23,26 @@ pub struct SearchRequest {
     /// mean of the best two scores of the *other* matching documents of its path.
     /// `0.0` disables it.
     pub group_weight: f32,
+    /// Boost of the entries next to a strong hit in time (see
+    /// [`super::params::NEIGHBOUR_WEIGHT`]); `0.0` disables it.
+    pub neighbour_weight: f32,
     /// Snippet length in characters.
     pub snippet_chars: usize,
+    /// The time of the request (unix seconds) that relative time expressions
+    /// ("yesterday", "上周") are resolved against; `None`: the newest entry.
+    pub now: Option<i64>,
+    /// Word vectors that re-rank the lexical top hits (see [`super::embed`]); `None`: off.
+    pub embeddings: Option<SharedEmbeddings>,
+}
+
+/// Word vectors shared by many requests (equal when they are the same vectors).
+#[derive(Debug, Clone)]
+pub struct SharedEmbeddings(pub std::sync::Arc<super::embed::Embeddings>);
+
+impl PartialEq for SharedEmbeddings {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl SearchRequest {
@@ -36,7 +54,10 @@ impl SearchRequest {
             limit: 10,
             feedback: None,
             group_weight: 0.0,
+            neighbour_weight: NEIGHBOUR_WEIGHT,
             snippet_chars: SNIPPET_CHARS,
+            now: None,
+            embeddings: None,
         }
     }
 
@@ -55,6 +76,12 @@ impl SearchRequest {
     /// Enables pseudo-relevance feedback.
     pub fn feedback(mut self, feedback: FeedbackParams) -> Self {
         self.feedback = Some(feedback);
+        self
+    }
+
+    /// Sets the neighbour boost (`0.0`: off).
+    pub fn neighbour_weight(mut self, weight: f32) -> Self {
+        self.neighbour_weight = weight;
         self
     }
 

@@ -1,20 +1,20 @@
 //! LoCoMo retrieval benchmark (`engram bench-search locomo`).
 //!
-//! Every turn of a conversation is stored as a memory entry (speaker as a
-//! tag, the session date as the entry time, the session as the conversation
-//! id) of one pack per conversation, written in the Engram memory format and
-//! searched through [`Engram::search`] — the extraction and ranking of
-//! `search_memory`. Every question of categories 1–4 with resolvable
-//! evidence is asked; reported: turn-level recall@5/@10 (any / all evidence
-//! turns) and session-level any@5, next to a plain BM25 reference and the
-//! engine alone with the document layout it was tuned on.
+//! Every conversation is written into its own pack in three layouts
+//! ([`Layout`]: one memory entry per turn; one memory category per speaker
+//! with summaries cut from the text; the notes toolset's files) and searched
+//! through [`Engram::search`] — the extraction and ranking of `search_memory`,
+//! the same engine for every layout. Every question of categories 1–4 with
+//! resolvable evidence is asked; reported per layout: turn-level
+//! recall@5/@10 (any / all evidence turns) and session-level any@5, next to a
+//! plain BM25 reference; the headline is the minimum over the layouts.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{BenchEntry, TempDir, engram_over, ts_of, write_pack};
+use super::{BenchEntry, TempDir, engram_with, ts_of, write_files, write_pack};
 use crate::ops::SearchQuery;
 use crate::search::{Document, Filter, SearchIndex, SearchRequest};
 
@@ -99,7 +99,7 @@ impl Tally {
     fn print(&self, out: &mut String, name: &str) {
         let _ = writeln!(
             out,
-            "{name:<34} {:>5} | {:>5.1} {:>5.1} {:>5.1} {:>5.1} | {:>5.1} | {:>5.1} {:>5.1} {:>5.1} {:>5.1} | {:>5.1}",
+            "{name:<38} {:>5} | {:>5.1} {:>5.1} {:>5.1} {:>5.1} | {:>5.1} | {:>5.1} {:>5.1} {:>5.1} {:>5.1} | {:>5.1}",
             self.n,
             self.pct(self.any5),
             self.pct(self.any10),
@@ -115,29 +115,41 @@ impl Tally {
     }
 }
 
-/// How a turn becomes a memory entry in the product run.
+/// How a conversation is laid out in a pack (the engine knows nothing of these).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SummaryStyle {
-    /// The index summary is the speaker's name.
-    Speaker,
-    /// The index summary is the turn text (cut to 80 characters).
-    Text,
-    /// No summary.
-    Empty,
+pub enum Layout {
+    /// (a) One memory entry per turn: category `conversation`, the speaker as
+    /// tag and as summary, the session date as time, the session as conversation id.
+    TurnEntries,
+    /// (b) One memory category per speaker; the summary is cut from the text
+    /// (as the notes toolset derives titles); no tag, no conversation id.
+    SpeakerCategories,
+    /// (c) The notes toolset's files: one note per turn in one long-running
+    /// category, title derived from the text, body `Speaker: text`, `created`
+    /// the turn's time.
+    Notes,
 }
 
-impl SummaryStyle {
+impl Layout {
+    /// Every layout, in report order.
+    pub const ALL: [Layout; 3] = [Layout::TurnEntries, Layout::SpeakerCategories, Layout::Notes];
+
     fn name(self) -> &'static str {
         match self {
-            Self::Speaker => "summary = speaker",
-            Self::Text => "summary = text (80 chars)",
-            Self::Empty => "summary empty",
+            Self::TurnEntries => "(a) entry per turn, speaker tag",
+            Self::SpeakerCategories => "(b) category per speaker, cut title",
+            Self::Notes => "(c) notes, title + body",
         }
     }
 }
 
 /// Runs the benchmark; returns the report, or `None` when the data is absent.
-pub fn run(path: &std::path::Path, variants: bool) -> Result<Option<String>, String> {
+/// `variants` adds the engine alone on the documents it was first tuned on.
+pub fn run(
+    path: &std::path::Path,
+    variants: bool,
+    embeddings: Option<&super::Embeddings>,
+) -> Result<Option<String>, String> {
     let raw = match std::fs::read_to_string(path) {
         Ok(r) => r,
         Err(_) => return Ok(None),
@@ -151,7 +163,7 @@ pub fn run(path: &std::path::Path, variants: bool) -> Result<Option<String>, Str
     );
     let _ = writeln!(
         out,
-        "{:<34} {:>5} | {:>5} {:>5} {:>5} {:>5} | {:>5} | {:>5} {:>5} {:>5} {:>5} | {:>5}",
+        "{:<38} {:>5} | {:>5} {:>5} {:>5} {:>5} | {:>5} | {:>5} {:>5} {:>5} {:>5} | {:>5}",
         "run", "n", "any5", "any10", "all5", "all10", "sess5", "±any5", "±an10", "±all5", "±al10", "sessR5"
     );
     let mut base = Tally::default();
@@ -159,15 +171,24 @@ pub fn run(path: &std::path::Path, variants: bool) -> Result<Option<String>, Str
         plain_bm25(c, &mut base);
     }
     base.print(&mut out, "plain BM25 (reference)");
-    engine_only(&convs).print(&mut out, "engine only (colleague layout)");
-    let styles: &[SummaryStyle] = if variants {
-        &[SummaryStyle::Speaker, SummaryStyle::Text, SummaryStyle::Empty]
-    } else {
-        &[SummaryStyle::Speaker]
-    };
-    for &style in styles {
-        let tally = product(&convs, style).map_err(|e| e.to_string())?;
-        tally.print(&mut out, &format!("engram packs, {}", style.name()));
+    if variants {
+        engine_only(&convs).print(&mut out, "engine only (colleague layout)");
+    }
+    let mut min: Option<(f64, f64)> = None;
+    for layout in Layout::ALL {
+        let tally = product(&convs, layout, embeddings).map_err(|e| e.to_string())?;
+        tally.print(&mut out, &format!("engram, {}", layout.name()));
+        let (a, b) = (tally.pct(tally.any5), tally.pct(tally.all5));
+        min = Some(min.map_or((a, b), |(x, y)| (x.min(a), y.min(b))));
+    }
+    if let Some((any5, all5)) = min {
+        let _ = writeln!(
+            out,
+            "\nheadline (minimum over layouts): turn any@5 {any5:.1}%, all@5 {all5:.1}% \
+             (plain BM25 {:.1}%, {:.1}%)",
+            base.pct(base.any5),
+            base.pct(base.all5)
+        );
     }
     out.push_str(
         "\nany/all = an evidence turn / every evidence turn among the top k; sess5 = an evidence session among the\n\
@@ -227,8 +248,13 @@ fn turn_doc(c: &Conversation, i: usize, t: &Turn) -> Document {
     }
 }
 
-/// Through the product: one pack per conversation, every turn a memory entry.
-fn product(convs: &[Conversation], style: SummaryStyle) -> Result<Tally, crate::ops::EngramError> {
+/// Through the product: one pack per conversation laid out as `layout`,
+/// searched with [`crate::ops::Engram::search`] (the code path of `search_memory`).
+fn product(
+    convs: &[Conversation],
+    layout: Layout,
+    embeddings: Option<&super::Embeddings>,
+) -> Result<Tally, crate::ops::EngramError> {
     let tmp = TempDir::new("locomo").map_err(|e| crate::ops::EngramError::Unreadable {
         path: std::env::temp_dir().display().to_string(),
         reason: e.to_string(),
@@ -236,8 +262,10 @@ fn product(convs: &[Conversation], style: SummaryStyle) -> Result<Tally, crate::
     let mut tally = Tally::default();
     for c in convs {
         let pack = format!("locomo-{}", c.id.to_lowercase().replace(|ch: char| !ch.is_alphanumeric(), "-"));
+        // Hits are mapped back to turns by entry time (memories) or path (notes).
+        let mut turn_of: HashMap<String, (u32, u32)> = HashMap::new();
         let mut entries = Vec::new();
-        let mut by_ts: HashMap<String, (u32, u32)> = HashMap::new();
+        let mut files = Vec::new();
         let mut used: HashSet<i64> = HashSet::new();
         for t in &c.turns {
             // The session date (UTC midnight) plus one minute per turn, kept unique.
@@ -246,25 +274,66 @@ fn product(convs: &[Conversation], style: SummaryStyle) -> Result<Tally, crate::
                 at += 60;
             }
             let ts = ts_of(at);
-            by_ts.insert(ts.clone(), (t.session, t.turn));
             let text = turn_text(t);
-            let summary = match style {
-                SummaryStyle::Speaker => t.speaker.clone(),
-                SummaryStyle::Text => text.chars().take(80).collect(),
-                SummaryStyle::Empty => String::new(),
-            };
-            entries.push(BenchEntry {
-                category: "conversation".into(),
-                ts,
-                memory_type: "history".into(),
-                tags: vec![t.speaker.replace([',', '[', ']', '`', ' '], "_")],
-                conversation_id: Some(format!("{}-s{}", c.id, t.session)),
-                summary,
-                content: text,
-            });
+            match layout {
+                Layout::TurnEntries => {
+                    turn_of.insert(ts.clone(), (t.session, t.turn));
+                    entries.push(BenchEntry {
+                        category: "conversation".into(),
+                        ts,
+                        memory_type: "history".into(),
+                        tags: vec![t.speaker.replace([',', '[', ']', '`', ' '], "_")],
+                        conversation_id: Some(format!("{}-s{}", c.id, t.session)),
+                        summary: t.speaker.clone(),
+                        content: text,
+                    });
+                }
+                Layout::SpeakerCategories => {
+                    turn_of.insert(ts.clone(), (t.session, t.turn));
+                    entries.push(BenchEntry {
+                        category: crate::ops::slug(&t.speaker),
+                        ts,
+                        memory_type: "history".into(),
+                        tags: Vec::new(),
+                        conversation_id: None,
+                        summary: crate::ops::derive_title(&text),
+                        content: text,
+                    });
+                }
+                Layout::Notes => {
+                    let title = crate::ops::derive_title(&text);
+                    let mut path = format!("notes/dialogue/{}.md", crate::ops::slug(&title));
+                    let mut k = 2;
+                    while turn_of.contains_key(&path) {
+                        path = format!("notes/dialogue/{}-{k}.md", crate::ops::slug(&title));
+                        k += 1;
+                    }
+                    let created = chrono::DateTime::from_timestamp(at, 0)
+                        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                        .unwrap_or_default();
+                    let note = crate::ops::Note {
+                        id: format!("{:08x}", files.len()),
+                        title,
+                        category: "dialogue".into(),
+                        importance: 3,
+                        created: created.clone(),
+                        updated: created,
+                        content: format!("{}: {text}", t.speaker),
+                        path: path.clone(),
+                    };
+                    let body = crate::ops::render_note(&note).map_err(|e| {
+                        crate::ops::EngramError::Invalid { field: "note", reason: e.to_string() }
+                    })?;
+                    turn_of.insert(path.clone(), (t.session, t.turn));
+                    files.push((path, body));
+                }
+            }
         }
-        write_pack(tmp.path(), &pack, &entries)?;
-        let engram = engram_over(tmp.path())?;
+        match layout {
+            Layout::Notes => write_files(tmp.path(), &pack, &files)?,
+            _ => write_pack(tmp.path(), &pack, &entries)?,
+        }
+        let engram = engram_with(tmp.path(), embeddings)?;
         for q in &c.questions {
             let query = SearchQuery {
                 query: q.text.clone(),
@@ -273,7 +342,14 @@ fn product(convs: &[Conversation], style: SummaryStyle) -> Result<Tally, crate::
                 ..SearchQuery::default()
             };
             let ranked: Vec<(u32, u32)> = match engram.search(&query) {
-                Ok(o) => o.hits.iter().filter_map(|h| by_ts.get(h.entry.as_deref()?).copied()).collect(),
+                Ok(o) => o
+                    .hits
+                    .iter()
+                    .filter_map(|h| match layout {
+                        Layout::Notes => turn_of.get(&h.path).copied(),
+                        _ => turn_of.get(h.entry.as_deref()?).copied(),
+                    })
+                    .collect(),
                 Err(crate::ops::EngramError::Invalid { .. }) => Vec::new(),
                 Err(e) => return Err(e),
             };
@@ -414,19 +490,8 @@ fn parse_locomo_date(s: &str) -> Option<i64> {
     let [day, month, year] = parts[..] else {
         return None;
     };
-    let m = crate::search::dates::MONTHS.iter().position(|x| *x == month.to_lowercase())? as i64 + 1;
-    let d: i64 = day.parse().ok()?;
+    let m = crate::search::dates::MONTHS.iter().position(|x| *x == month.to_lowercase())? as u32 + 1;
+    let d: u32 = day.parse().ok()?;
     let y: i64 = year.parse().ok()?;
-    Some(days_from_civil(y, m, d) * 86_400)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(crate::search::dates::days_from_civil(y, m, d) * 86_400)
 }

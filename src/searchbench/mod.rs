@@ -88,10 +88,44 @@ pub fn write_pack(packs_dir: &Path, name: &str, entries: &[BenchEntry]) -> Resul
     Ok(())
 }
 
+/// Creates pack `name` under `packs_dir` holding `files` (pack path, text)
+/// as one commit.
+pub fn write_files(packs_dir: &Path, name: &str, files: &[(String, String)]) -> Result<(), EngramError> {
+    let dir = packs_dir.join(name);
+    let io = |step: &'static str, path: &Path, source: std::io::Error| {
+        EngramError::Store(crate::store::StoreError::Io { step, path: path.to_owned(), source })
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io("create directory", &dir, e))?;
+    let meta = serde_json::json!({ "name": name, "description": "search benchmark pack" });
+    std::fs::write(dir.join("meta.json"), meta.to_string()).map_err(|e| io("write", &dir, e))?;
+    let repo = PackRepo::open_or_adopt(&dir, StoreOptions::default())?;
+    repo.write(|_| {
+        // Example packs ship memory files too, written as an install writes them.
+        let mut changes = Changes::for_memory();
+        for (path, text) in files {
+            changes.put(path.clone(), text.clone());
+        }
+        let message =
+            CommitMessage::new(format!("bench: {} files", files.len())).made_by("bench-search", None);
+        Ok::<_, EngramError>(Edit::Commit { changes, message, value: () })
+    })?;
+    Ok(())
+}
+
 /// An [`Engram`] over a packs directory (system clock, default store options).
 pub fn engram_over(packs_dir: &Path) -> Result<Engram, EngramError> {
-    Engram::new(Config::new(packs_dir.to_owned()))
+    engram_with(packs_dir, None)
 }
+
+/// An [`Engram`] over a packs directory whose searches re-rank with `embeddings`.
+pub fn engram_with(packs_dir: &Path, embeddings: Option<&Embeddings>) -> Result<Engram, EngramError> {
+    let mut config = Config::new(packs_dir.to_owned());
+    config.embeddings = embeddings.cloned();
+    Engram::new(config)
+}
+
+/// Shared word vectors for the quality runs (`--embeddings PATH`).
+pub type Embeddings = std::sync::Arc<crate::search::Embeddings>;
 
 /// `YYYY-MM-DD HH:MM` of a unix time.
 pub fn ts_of(t: i64) -> String {

@@ -1,17 +1,19 @@
 //! The Chinese (and mixed Chinese/English) set (`engram bench-search zh`):
-//! hand-written memories and queries with known answers in
-//! `tests/fixtures/zh_memories.json` and `tests/fixtures/zh_queries.json`.
-//! Reports recall@3 for the engine alone and through a real pack
-//! ([`Engram::search`], the code path of `search_memory`).
+//! hand-written memories (`tests/fixtures/zh_memories.json`, queries in
+//! `zh_queries.json`), hand-written notes (`zh_notes.json`) and the 12 example
+//! packs, with queries over the notes and the packs (`zh_queries_packs.json`).
+//! Every query searches every pack through [`crate::ops::Engram::search`] (the
+//! code path of `search_memory`); recall@3 is reported next to a plain
+//! character-bigram BM25 over the same documents.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use super::{BenchEntry, TempDir, engram_over, ts_of, write_pack};
+use super::{BenchEntry, TempDir, engram_with, ts_of, write_files, write_pack};
 use crate::ops::{EngramError, SearchQuery};
-use crate::search::{Document, Filter, SearchIndex};
+use crate::search::Document;
 
 /// The fixture memories (engine documents with id, title, body, category, tags).
 pub const MEMORIES: &str = include_str!("../../tests/fixtures/zh_memories.json");
@@ -60,6 +62,22 @@ pub fn entries(docs: &[Document]) -> (Vec<BenchEntry>, HashMap<String, String>) 
     (entries, by_ts)
 }
 
+/// The notes fixture (`title`, `category`, `content`).
+pub const NOTES: &str = include_str!("../../tests/fixtures/zh_notes.json");
+/// Queries over the example packs and the notes (answers `pack:path` or `note:<title>`).
+pub const PACK_QUERIES: &str = include_str!("../../tests/fixtures/zh_queries_packs.json");
+/// The pack holding the fixture memories.
+const MEMORY_PACK: &str = "zh-bench";
+/// The pack holding the notes.
+const NOTES_PACK: &str = "personal";
+
+#[derive(Deserialize)]
+struct NoteFixture {
+    title: String,
+    category: String,
+    content: String,
+}
+
 /// Recall@K of ranked answer lists: (share with any answer, misses).
 fn score(queries: &[Query], ranked: &[Vec<String>]) -> (f64, Vec<String>) {
     let mut misses = Vec::new();
@@ -71,46 +89,229 @@ fn score(queries: &[Query], ranked: &[Vec<String>]) -> (f64, Vec<String>) {
     (100.0 * (queries.len() - misses.len()) as f64 / queries.len().max(1) as f64, misses)
 }
 
+/// The packs of the run: the fixture memories, the notes and the 12 example
+/// packs, as (pack, files); plus timestamp → id of the fixture memories.
+type Corpus = (Vec<(String, Vec<(String, String)>)>, Vec<BenchEntry>, HashMap<String, String>);
+
+fn corpus(docs: &[Document]) -> Result<Corpus, String> {
+    let notes: Vec<NoteFixture> = serde_json::from_str(NOTES).map_err(|e| format!("notes fixture: {e}"))?;
+    let mut packs = Vec::new();
+    let mut note_files = Vec::new();
+    for (i, n) in notes.iter().enumerate() {
+        let created = ts_of(1_767_225_600 + i as i64 * 86_400).replace(' ', "T") + ":00Z";
+        let note = crate::ops::Note {
+            id: format!("{i:08x}"),
+            title: n.title.clone(),
+            category: n.category.clone(),
+            importance: 3,
+            created: created.clone(),
+            updated: created,
+            content: n.content.clone(),
+            path: format!("notes/{}/{}.md", n.category, crate::ops::slug(&n.title)),
+        };
+        let text = crate::ops::render_note(&note).map_err(|e| e.to_string())?;
+        note_files.push((note.path, text));
+    }
+    packs.push((NOTES_PACK.to_owned(), note_files));
+    for name in crate::templates::example_names() {
+        let files = crate::templates::example_pack(name).unwrap_or_default();
+        let files = files
+            .into_iter()
+            .filter(|(p, _)| crate::packsearch::extract::is_searchable(p) || p == "meta.json")
+            .map(|(p, b)| (p, String::from_utf8_lossy(b).into_owned()))
+            .collect();
+        packs.push((name.to_owned(), files));
+    }
+    let (entries, by_ts) = entries(docs);
+    Ok((packs, entries, by_ts))
+}
+
 /// Runs the set; returns the report.
-pub fn run() -> Result<String, String> {
-    let (docs, queries) = fixtures()?;
-    let index = SearchIndex::build(docs.clone()).map_err(|e| e.to_string())?;
-    let engine: Vec<Vec<String>> = queries
-        .iter()
-        .map(|q| index.search(&q.query, &Filter::all(), K).into_iter().map(|h| h.id).collect())
-        .collect();
-    let product = through_pack(&docs, &queries).map_err(|e| e.to_string())?;
-    let (e_recall, _) = score(&queries, &engine);
-    let (p_recall, misses) = score(&queries, &product);
-    let mut out = format!("Chinese set: {} memories, {} queries\n\n", docs.len(), queries.len());
-    let _ = writeln!(out, "{:<34} recall@{K}", "run");
-    let _ = writeln!(out, "{:<34} {e_recall:.1}%", "engine only");
-    let _ = writeln!(out, "{:<34} {p_recall:.1}%", "engram pack (search_memory path)");
+pub fn run(embeddings: Option<&super::Embeddings>) -> Result<String, String> {
+    let (docs, mut queries) = fixtures()?;
+    let memory_queries = queries.len();
+    let more: Vec<Query> =
+        serde_json::from_str(PACK_QUERIES).map_err(|e| format!("pack queries fixture: {e}"))?;
+    queries.extend(more);
+    let (packs, entries, by_ts) = corpus(&docs)?;
+    let engram = through_packs(&packs, &entries, &by_ts, &queries, embeddings).map_err(|e| e.to_string())?;
+    let bm25 = bigram_bm25(&packs, &docs, &queries);
+    let n_docs = bm25.1;
+    let bm25 = bm25.0;
+    let (e_all, misses) = score(&queries, &engram);
+    let (b_all, _) = score(&queries, &bm25);
+    let (e_mem, _) = score(&queries[..memory_queries], &engram[..memory_queries]);
+    let (b_mem, _) = score(&queries[..memory_queries], &bm25[..memory_queries]);
+    let (e_pk, _) = score(&queries[memory_queries..], &engram[memory_queries..]);
+    let (b_pk, _) = score(&queries[memory_queries..], &bm25[memory_queries..]);
+    let mut out = format!(
+        "Chinese set: {} queries over {} packs ({} fixture memories, {} notes, 12 example packs; {n_docs} documents), \
+         every pack searched\n\n",
+        queries.len(),
+        packs.len() + 1,
+        docs.len(),
+        packs[0].1.len(),
+    );
+    let _ = writeln!(out, "{:<34} {:>10} {:>12} {:>10}", "run", "all", "memories", "packs+notes");
+    let _ = writeln!(
+        out,
+        "{:<34} {:>9.1}% {:>11.1}% {:>9.1}%",
+        "engram (search_memory path)", e_all, e_mem, e_pk
+    );
+    let _ = writeln!(
+        out,
+        "{:<34} {:>9.1}% {:>11.1}% {:>9.1}%",
+        "plain character-bigram BM25", b_all, b_mem, b_pk
+    );
+    let _ = writeln!(out, "(recall@{K}: an answer among the top {K})");
     for m in misses {
         let _ = writeln!(out, "  miss: {m}");
     }
     Ok(out)
 }
 
-/// Ranked answer ids of every query, searched through a real pack.
-pub fn through_pack(docs: &[Document], queries: &[Query]) -> Result<Vec<Vec<String>>, EngramError> {
+/// The answer key of a hit: the fixture id of a memory of the memory pack,
+/// `note:<title>` of a note, else `pack:path`.
+fn key_of(
+    pack: &str,
+    path: &str,
+    kind: &str,
+    title: &str,
+    entry: Option<&str>,
+    by_ts: &HashMap<String, String>,
+) -> String {
+    if pack == MEMORY_PACK {
+        return entry.and_then(|e| by_ts.get(e)).cloned().unwrap_or_default();
+    }
+    if kind == crate::packsearch::extract::KIND_NOTE {
+        return format!("note:{title}");
+    }
+    format!("{pack}:{path}")
+}
+
+/// Ranked answer keys of every query, searched through real packs (every pack).
+fn through_packs(
+    packs: &[(String, Vec<(String, String)>)],
+    entries: &[BenchEntry],
+    by_ts: &HashMap<String, String>,
+    queries: &[Query],
+    embeddings: Option<&super::Embeddings>,
+) -> Result<Vec<Vec<String>>, EngramError> {
     let tmp = TempDir::new("zh").map_err(|e| EngramError::Unreadable {
         path: std::env::temp_dir().display().to_string(),
         reason: e.to_string(),
     })?;
-    let (entries, by_ts) = entries(docs);
-    write_pack(tmp.path(), "zh-bench", &entries)?;
-    let engram = engram_over(tmp.path())?;
+    write_pack(tmp.path(), MEMORY_PACK, entries)?;
+    for (name, files) in packs {
+        write_files(tmp.path(), name, files)?;
+    }
+    let engram = engram_with(tmp.path(), embeddings)?;
     let mut out = Vec::new();
     for q in queries {
-        let query = SearchQuery {
-            query: q.query.clone(),
-            name: Some("zh-bench".into()),
-            limit: Some(K),
-            ..SearchQuery::default()
-        };
+        let query = SearchQuery { query: q.query.clone(), limit: Some(K), ..SearchQuery::default() };
         let hits = engram.search(&query)?.hits;
-        out.push(hits.iter().filter_map(|h| by_ts.get(h.entry.as_deref()?).cloned()).collect());
+        out.push(
+            hits.iter()
+                .map(|h| key_of(&h.pack, &h.path, &h.kind, &h.title, h.entry.as_deref(), by_ts))
+                .collect(),
+        );
     }
     Ok(out)
+}
+
+/// Plain BM25 (k1 = 1.2, b = 0.75) over the same documents, each the text of
+/// its title and body: lower-cased words, and every CJK run as its character
+/// bigrams (a single character as itself). Returns the rankings and the
+/// number of documents.
+fn bigram_bm25(
+    packs: &[(String, Vec<(String, String)>)],
+    memories: &[Document],
+    queries: &[Query],
+) -> (Vec<Vec<String>>, usize) {
+    fn terms(s: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut run: Vec<char> = Vec::new();
+        let mut word = String::new();
+        let flush_run = |run: &mut Vec<char>, out: &mut Vec<String>| {
+            match run.len() {
+                0 => {}
+                1 => out.push(run[0].to_string()),
+                _ => out.extend(run.windows(2).map(|w| w.iter().collect())),
+            }
+            run.clear();
+        };
+        for c in s.chars().flat_map(char::to_lowercase) {
+            if crate::search::tokenize::is_cjk(c) {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+                run.push(c);
+            } else if c.is_alphanumeric() {
+                flush_run(&mut run, &mut out);
+                word.push(c);
+            } else {
+                flush_run(&mut run, &mut out);
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+        }
+        flush_run(&mut run, &mut out);
+        if !word.is_empty() {
+            out.push(word);
+        }
+        out
+    }
+    let mut keys: Vec<String> = Vec::new();
+    let mut docs: Vec<Vec<String>> = Vec::new();
+    for m in memories {
+        keys.push(m.id.clone());
+        docs.push(terms(&format!("{} {}", m.title, m.body)));
+    }
+    let none = HashMap::new();
+    for (pack, files) in packs {
+        for (path, text) in files {
+            for d in crate::packsearch::extract::documents(pack, path, text) {
+                keys.push(key_of(pack, path, &d.kind, &d.title, None, &none));
+                docs.push(terms(&format!("{} {}", d.title, d.body)));
+            }
+        }
+    }
+    let n = docs.len() as f64;
+    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1.0);
+    let mut df: HashMap<&str, f64> = HashMap::new();
+    for d in &docs {
+        let mut seen: Vec<&str> = d.iter().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for w in seen {
+            *df.entry(w).or_default() += 1.0;
+        }
+    }
+    let ranked = queries
+        .iter()
+        .map(|q| {
+            let qt = terms(&q.query);
+            let mut scored: Vec<(f64, usize)> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let mut s = 0.0;
+                    for w in &qt {
+                        let tf = d.iter().filter(|x| *x == w).count() as f64;
+                        if tf > 0.0 {
+                            let dfw = df.get(w.as_str()).copied().unwrap_or(0.0);
+                            let idf = (1.0 + (n - dfw + 0.5) / (dfw + 0.5)).ln();
+                            s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avg));
+                        }
+                    }
+                    (s, i)
+                })
+                .filter(|x| x.0 > 0.0)
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            scored.iter().take(K).map(|&(_, i)| keys[i].clone()).collect()
+        })
+        .collect();
+    (ranked, docs.len())
 }

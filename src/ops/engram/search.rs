@@ -37,7 +37,7 @@ pub struct SearchQuery {
     pub query: String,
     /// Only this pack (and the global memory); all packs when `None`.
     pub name: Option<String>,
-    /// Only these kinds (`memory`, `knowledge`, `example`); all when empty.
+    /// Only these kinds (`memory`, `knowledge`, `example`, `note`); all when empty.
     pub kinds: Vec<String>,
     /// Only memories of this category.
     pub category: Option<String>,
@@ -151,6 +151,8 @@ impl Engram {
             filter = filter.time_range(r.start, r.end);
         }
         let mut req = SearchRequest::new(query).limit(limit).filter(filter);
+        req.now = Some(self.now().timestamp());
+        req.embeddings = self.config.embeddings.clone().map(crate::search::SharedEmbeddings);
         if let Some(n) = q.snippet_chars {
             req.snippet_chars = n;
         }

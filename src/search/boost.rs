@@ -1,0 +1,145 @@
+//! Boosts applied after the lexical scores: entries next to a strong hit in
+//! time, and entries inside a time span the query names ("last week", "去年").
+
+use std::collections::HashMap;
+
+use super::dates::doc_date_terms;
+use super::filter::Filter;
+use super::index::SearchIndex;
+use super::params::{NEIGHBOUR_MAX_GAP, NEIGHBOUR_SOURCES, NEIGHBOURS_PER_SIDE, TIME_BOOST, TIME_FILL_DAYS};
+use super::request::SearchRequest;
+use super::when::{TimeSpan, query_time_spans};
+
+impl SearchIndex {
+    /// Lends each of the strongest hits' score to the entries next to it in
+    /// time (same pack, same day, at most [`NEIGHBOUR_MAX_GAP`] apart;
+    /// [`NEIGHBOURS_PER_SIDE`] on each side, the nearer weighing more). A
+    /// neighbour that matched nothing becomes a hit of its own if it passes
+    /// the filter. Shares offered to one entry add up.
+    pub(super) fn apply_neighbour_boost(&self, ranked: &mut Vec<(f32, u32)>, filter: &Filter, weight: f32) {
+        let mut sources = ranked.clone();
+        self.top_k(&mut sources, NEIGHBOUR_SOURCES);
+        let mut offered: HashMap<u32, f32> = HashMap::new();
+        for &(score, slot) in &sources {
+            for (rank, n) in self.time_neighbours(slot) {
+                let share = weight * score / (1 + rank) as f32;
+                let e = offered.entry(n).or_insert(0.0);
+                *e += share;
+            }
+        }
+        if offered.is_empty() {
+            return;
+        }
+        for r in ranked.iter_mut() {
+            if let Some(share) = offered.remove(&r.1) {
+                r.0 += share;
+            }
+        }
+        let all = filter.is_empty();
+        for (slot, share) in offered {
+            if self.doc_at(slot).is_some_and(|d| all || filter.matches(&d)) {
+                ranked.push((share, slot));
+            }
+        }
+    }
+
+    /// The entries nearest in time to `slot` on each side (same pack, same
+    /// UTC day), with their rank (0 = nearest) on that side.
+    fn time_neighbours(&self, slot: u32) -> Vec<(usize, u32)> {
+        let Some(doc) = self.doc_at(slot) else { return Vec::new() };
+        let Some(t) = doc.time else { return Vec::new() };
+        let [_, _, day] = doc_date_terms(t);
+        let Some(postings) = self.postings(&day) else {
+            return Vec::new();
+        };
+        // Nearest first on each side: (gap, id, slot), at most NEIGHBOURS_PER_SIDE each.
+        // Ties go by id, never by slot: slots differ between an index and its stored copy.
+        let mut before: Vec<(u64, String, u32)> = Vec::new();
+        let mut after: Vec<(u64, String, u32)> = Vec::new();
+        for p in postings.iter() {
+            if p.doc == slot {
+                continue;
+            }
+            let Some(other) = self.doc_at(p.doc) else { continue };
+            let Some(u) = other.time else { continue };
+            if other.pack != doc.pack || u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 {
+                continue;
+            }
+            // Same time: the smaller id counts as before.
+            let side = if u < t || (u == t && other.id < doc.id) { &mut before } else { &mut after };
+            let key = (u.abs_diff(t), other.id.clone(), p.doc);
+            let at = side.partition_point(|e| *e < key);
+            if at < NEIGHBOURS_PER_SIDE {
+                side.insert(at, key);
+                side.truncate(NEIGHBOURS_PER_SIDE);
+            }
+        }
+        before.iter().enumerate().chain(after.iter().enumerate()).map(|(r, e)| (r, e.2)).collect()
+    }
+
+    /// The spans of the time expressions of the query, resolved against the
+    /// request's `now` (or, without one, the newest entry).
+    pub(super) fn query_spans(&self, req: &SearchRequest) -> Vec<TimeSpan> {
+        if req.now.is_none() && query_time_spans(&req.query, 0).is_empty() {
+            return Vec::new(); // no time words: spare the look for the newest entry
+        }
+        let anchor = req.now.or_else(|| self.newest_time());
+        anchor.map(|a| query_time_spans(&req.query, a)).unwrap_or_default()
+    }
+
+    fn newest_time(&self) -> Option<i64> {
+        self.documents().filter_map(|d| d.time).max()
+    }
+
+    /// Raises the hits inside `spans` by [`TIME_BOOST`] of their score. When
+    /// no hit lies in a span resolved against `now`, the spans are resolved
+    /// again against the newest hit (a question about "last week" in memories
+    /// that stopped a while ago means the last week of those memories). When
+    /// the query matched nothing but names a time, the entries of that time
+    /// (at most [`TIME_FILL_DAYS`] days of them) are the hits, newest first.
+    pub(super) fn apply_time_boost(&self, ranked: &mut Vec<(f32, u32)>, req: &SearchRequest, spans: &[TimeSpan]) {
+        let time_of = |slot: u32| self.doc_at(slot).and_then(|d| d.time);
+        let inside = |spans: &[TimeSpan], slot: u32| time_of(slot).is_some_and(|t| spans.iter().any(|s| s.contains(t)));
+        let mut spans = spans.to_vec();
+        if req.now.is_some()
+            && !ranked.iter().any(|r| inside(&spans, r.1))
+            && let Some(newest) = ranked.iter().filter_map(|r| time_of(r.1)).max()
+        {
+            spans = query_time_spans(&req.query, newest);
+        }
+        if ranked.is_empty() {
+            self.fill_from_spans(ranked, &req.filter, &spans);
+            return;
+        }
+        for r in ranked.iter_mut() {
+            if inside(&spans, r.1) {
+                r.0 *= 1.0 + TIME_BOOST;
+            }
+        }
+    }
+
+    /// The entries inside `spans` (found through their day terms), scored so
+    /// that newer entries come first.
+    fn fill_from_spans(&self, ranked: &mut Vec<(f32, u32)>, filter: &Filter, spans: &[TimeSpan]) {
+        let all = filter.is_empty();
+        for span in spans {
+            let first = span.start.div_euclid(86_400);
+            let last = (span.end - 1).div_euclid(86_400).min(first + TIME_FILL_DAYS);
+            for day in first..=last {
+                let [_, _, term] = doc_date_terms(day * 86_400);
+                let Some(postings) = self.postings(&term) else { continue };
+                for p in postings.iter() {
+                    let Some(doc) = self.doc_at(p.doc) else { continue };
+                    let Some(time) = doc.time else { continue };
+                    if span.contains(time) && (all || filter.matches(&doc)) {
+                        // Newer first; the score stays small and positive.
+                        let age = (span.end - time).max(0) as f32 / 86_400.0;
+                        ranked.push((1.0 / (1.0 + age), p.doc));
+                    }
+                }
+            }
+        }
+        ranked.sort_unstable_by_key(|r| r.1);
+        ranked.dedup_by_key(|r| r.1);
+    }
+}
