@@ -5,8 +5,10 @@
 //! `cargo bench --bench reliability` (optional: `ENGRAM_BENCH_WRITES=<captures per client>`).
 //! `cargo bench --bench reliability -- team` runs only the team load instead: 5 users × 10
 //! HTTP clients (`--users-file`) writing into two shared packs for `ENGRAM_BENCH_SECS`
-//! (default 60) seconds; every acknowledged write is looked for afterwards and both packs
-//! are fsck'd. Prints markdown tables for BENCHMARKS.md.
+//! (default 60) seconds, once writing to the packs' branch and once with `--propose` (each
+//! user's writes on `proposals/<user>`); every acknowledged write is looked for afterwards
+//! (on the branch it went to) and both packs are fsck'd. Prints markdown tables for
+//! BENCHMARKS.md.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -194,9 +196,11 @@ struct TeamRow {
 }
 
 /// `users` × `per_user` clients, each with its user's token, capturing into two shared packs
-/// until `secs` have passed. Afterwards every acknowledged write's summary must be in its
-/// pack's memory files, and `git fsck --strict` must pass on both packs.
-async fn team_load(users: usize, per_user: usize, secs: u64) -> TeamRow {
+/// until `secs` have passed (with `propose`: the server runs with `--propose`, so each
+/// user's writes land on `proposals/<user>`). Afterwards every acknowledged write's summary
+/// must be in its pack's memory files at the branch it went to, and `git fsck --strict` must
+/// pass on both packs.
+async fn team_load(users: usize, per_user: usize, secs: u64, propose: bool) -> TeamRow {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().expect("tempdir");
     let packs = dir.path().join("packs");
@@ -210,7 +214,11 @@ async fn team_load(users: usize, per_user: usize, secs: u64) -> TeamRow {
     std::fs::write(&file, text).expect("users file");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let file_s = file.display().to_string();
-    let server = http_server_with(&packs, dir.path(), &["--users-file", &file_s, "--tools", "engram"]);
+    let mut args = vec!["--users-file", file_s.as_str(), "--tools", "engram"];
+    if propose {
+        args.push("--propose");
+    }
+    let server = http_server_with(&packs, dir.path(), &args);
     let mut conns = Vec::new();
     for (u, token) in tokens.iter().enumerate() {
         for k in 0..per_user {
@@ -267,19 +275,23 @@ async fn team_load(users: usize, per_user: usize, secs: u64) -> TeamRow {
     for pack in names {
         let dir = packs.join(pack);
         let mut found = std::collections::HashSet::new();
-        let mut stack = vec![dir.join("memory")];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if let Ok(text) = std::fs::read_to_string(&p) {
-                    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
-                        if word.starts_with("bench-") {
-                            found.insert(word.to_owned());
-                        }
-                    }
-                }
+        // The summaries in the memory files of every branch writes went to (`git grep` on the
+        // committed trees: proposals are not in the working tree).
+        let refs = Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(["for-each-ref", "--format=%(refname)", "refs/heads/"])
+            .output()
+            .expect("git for-each-ref");
+        for branch in String::from_utf8_lossy(&refs.stdout).lines() {
+            let grep = Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["grep", "-h", "-o", "-E", "bench-[A-Za-z0-9-]+", branch, "--", "memory"])
+                .output()
+                .expect("git grep");
+            for word in String::from_utf8_lossy(&grep.stdout).split_whitespace() {
+                found.insert(word.to_owned());
             }
         }
         lost += acked.iter().filter(|(p, s)| *p == pack && !found.contains(s)).count();
@@ -310,21 +322,26 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
     if std::env::args().any(|a| a == "team") {
         let secs: u64 = std::env::var("ENGRAM_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
-        let r = rt.block_on(team_load(5, 10, secs));
-        println!("### team load: 5 users × 10 HTTP clients, two shared packs, {secs} s\n");
-        println!("| clients | writes | errors | writes/s | p50 (ms) | p95 (ms) | lost writes | fsck |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("### team load: 5 users × 10 HTTP clients, two shared packs, {secs} s each\n");
         println!(
-            "| {} | {} | {} | {:.0} | {} | {} | {} | {} |",
-            r.clients,
-            r.writes,
-            r.errors,
-            r.per_sec,
-            ms(r.p50),
-            ms(r.p95),
-            r.lost,
-            if r.fsck_clean { "clean" } else { "FAILED" }
+            "| writes go to | clients | writes | errors | writes/s | p50 (ms) | p95 (ms) | lost writes | fsck |"
         );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for propose in [false, true] {
+            let r = rt.block_on(team_load(5, 10, secs, propose));
+            println!(
+                "| {} | {} | {} | {} | {:.0} | {} | {} | {} | {} |",
+                if propose { "`--propose`: proposals/<user>" } else { "the packs' branch" },
+                r.clients,
+                r.writes,
+                r.errors,
+                r.per_sec,
+                ms(r.p50),
+                ms(r.p95),
+                r.lost,
+                if r.fsck_clean { "clean" } else { "FAILED" }
+            );
+        }
         return;
     }
     rt.block_on(async {

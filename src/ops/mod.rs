@@ -357,6 +357,9 @@ pub struct Engram {
     /// one system call per path component.
     packs_root: PathBuf,
     search_cache: crate::packsearch::SearchCache,
+    /// Whether each pack's `.git/config` asks for proposals, read once (like the repository
+    /// handle's; see `packs/review.rs`).
+    proposing_packs: Mutex<HashMap<PathBuf, bool>>,
 }
 
 impl Engram {
@@ -382,6 +385,7 @@ impl Engram {
             expiry_cache: Mutex::new(HashMap::new()),
             packs_root,
             search_cache: crate::packsearch::SearchCache::new(),
+            proposing_packs: Mutex::new(HashMap::new()),
         })
     }
 

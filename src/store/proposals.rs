@@ -104,6 +104,14 @@ impl PackRepo {
             .unwrap_or(false)
     }
 
+    /// Whether the pack at `dir` asks for proposals, read from its `.git/config` alone (no
+    /// repository opened, no lock): for reads deciding whether to look at a proposal branch.
+    pub fn config_proposes_at(dir: &std::path::Path) -> bool {
+        let path = dir.join(".git").join("config");
+        path.is_file()
+            && git2::Config::open(&path).and_then(|c| c.get_bool(PROPOSE_CONFIG_KEY)).unwrap_or(false)
+    }
+
     /// Sets or clears the per-pack setting (`engram review enable|disable`): takes effect for
     /// servers that open the pack afterwards.
     pub fn set_proposes(&self, on: bool) -> Result<()> {

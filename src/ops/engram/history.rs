@@ -539,6 +539,7 @@ impl Engram {
     /// proposal, plus its proposals). `None` otherwise.
     pub(super) fn load_engram_proposed(&self, name: &str, query: &str) -> Result<Option<String>> {
         if crate::store::proposer().is_none() {
+            // Outside a tool call (CLI, web page): no branch to look at, nothing resolved twice.
             return Ok(None);
         }
         let pack = self.resolve(name)?;

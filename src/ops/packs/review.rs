@@ -224,28 +224,22 @@ impl Engram {
     /// The commit a proposing caller's reads of the pack at `dir` see instead of the working
     /// tree (its proposal branch's tip), if any. Costs nothing outside a proposing call.
     pub(crate) fn proposal_read_target(&self, dir: &std::path::Path) -> Result<Option<String>> {
-        if crate::store::proposer().is_none() || !PackRepo::is_repository(dir) {
+        if !self.proposes_at(dir) || !PackRepo::is_repository(dir) {
             return Ok(None);
         }
         Ok(self.with_existing_repo(dir, |repo| Ok(repo.read_target()?))?.flatten())
     }
 
-    /// Whether a proposing caller's load of the pack at `dir` may not be answered from the
-    /// working tree (the settled fast path): it proposes there, or that is not known
-    /// without a lock.
+    /// Whether this call proposes on the pack at `dir` (`serve --propose`, or the pack's
+    /// setting), so its reads may have to look at its proposal branch instead of the working
+    /// tree. Takes no lock: other calls' reads never wait for it.
     pub(crate) fn proposes_at(&self, dir: &std::path::Path) -> bool {
         let Some(p) = crate::store::proposer() else { return false };
         if p.always {
             return true;
         }
-        let repos = match self.repos.try_lock() {
-            Ok(r) => r,
-            Err(_) => return true,
-        };
-        match repos.get(dir).map(|r| r.try_lock()) {
-            Some(Ok(repo)) => repo.proposal_target().is_some(),
-            _ => true,
-        }
+        let mut known = self.proposing_packs.lock().unwrap_or_else(|e| e.into_inner());
+        *known.entry(dir.to_owned()).or_insert_with(|| PackRepo::config_proposes_at(dir))
     }
 }
 
