@@ -9,7 +9,7 @@
 //! recall@5/@10 (any / all evidence turns) and session-level any@5, next to a
 //! plain BM25 reference; the headline is the minimum over the layouts.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -367,36 +367,13 @@ fn plain_bm25(c: &Conversation, tally: &mut Tally) {
     }
     let docs: Vec<Vec<String>> =
         c.turns.iter().map(|t| words(&format!("{} {} {}", t.speaker, t.date, t.text))).collect();
-    let n = docs.len() as f64;
-    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let mut df: HashMap<&str, f64> = HashMap::new();
-    for d in &docs {
-        for w in d.iter().collect::<BTreeSet<_>>() {
-            *df.entry(w.as_str()).or_default() += 1.0;
-        }
-    }
+    let bm25 = super::PlainBm25::new(&docs);
     for q in &c.questions {
-        let qw = words(&q.text);
-        let mut scored: Vec<(f64, usize)> = docs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let mut s = 0.0;
-                for w in &qw {
-                    let tf = d.iter().filter(|x| *x == w).count() as f64;
-                    if tf > 0.0 {
-                        let dfw = df.get(w.as_str()).copied().unwrap_or(0.0);
-                        let idf = (1.0 + (n - dfw + 0.5) / (dfw + 0.5)).ln();
-                        s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avg));
-                    }
-                }
-                (s, i)
-            })
-            .filter(|x| x.0 > 0.0)
+        let ranked: Vec<(u32, u32)> = bm25
+            .top(&words(&q.text), DEPTH)
+            .into_iter()
+            .map(|i| (c.turns[i].session, c.turns[i].turn))
             .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let ranked: Vec<(u32, u32)> =
-            scored.iter().take(DEPTH).map(|&(_, i)| (c.turns[i].session, c.turns[i].turn)).collect();
         tally.add(&ranked, &q.evidence);
     }
 }

@@ -155,3 +155,52 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Plain BM25 (k1 = 1.2, b = 0.75) over documents already cut into terms: the
+/// reference the quality benches print next to engram, with none of its tricks.
+pub(crate) struct PlainBm25<'a> {
+    docs: &'a [Vec<String>],
+    df: std::collections::HashMap<&'a str, f64>,
+    avg: f64,
+}
+
+impl<'a> PlainBm25<'a> {
+    /// Counts document frequencies and the average length of `docs`.
+    pub(crate) fn new(docs: &'a [Vec<String>]) -> Self {
+        let n = docs.len() as f64;
+        let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1.0);
+        let mut df = std::collections::HashMap::new();
+        for d in docs {
+            for w in d.iter().map(String::as_str).collect::<std::collections::BTreeSet<_>>() {
+                *df.entry(w).or_default() += 1.0;
+            }
+        }
+        Self { docs, df, avg }
+    }
+
+    /// Indices of the `depth` best documents holding a query term, best first
+    /// (ties by index).
+    pub(crate) fn top(&self, query: &[String], depth: usize) -> Vec<usize> {
+        let n = self.docs.len() as f64;
+        let mut scored: Vec<(f64, usize)> = self
+            .docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut s = 0.0;
+                for w in query {
+                    let tf = d.iter().filter(|x| *x == w).count() as f64;
+                    if tf > 0.0 {
+                        let dfw = self.df.get(w.as_str()).copied().unwrap_or(0.0);
+                        let idf = (1.0 + (n - dfw + 0.5) / (dfw + 0.5)).ln();
+                        s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / self.avg));
+                    }
+                }
+                (s, i)
+            })
+            .filter(|x| x.0 > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(depth).map(|(_, i)| i).collect()
+    }
+}

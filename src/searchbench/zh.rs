@@ -277,41 +277,10 @@ fn bigram_bm25(
             }
         }
     }
-    let n = docs.len() as f64;
-    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1.0);
-    let mut df: HashMap<&str, f64> = HashMap::new();
-    for d in &docs {
-        let mut seen: Vec<&str> = d.iter().map(String::as_str).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        for w in seen {
-            *df.entry(w).or_default() += 1.0;
-        }
-    }
+    let bm25 = super::PlainBm25::new(&docs);
     let ranked = queries
         .iter()
-        .map(|q| {
-            let qt = terms(&q.query);
-            let mut scored: Vec<(f64, usize)> = docs
-                .iter()
-                .enumerate()
-                .map(|(i, d)| {
-                    let mut s = 0.0;
-                    for w in &qt {
-                        let tf = d.iter().filter(|x| *x == w).count() as f64;
-                        if tf > 0.0 {
-                            let dfw = df.get(w.as_str()).copied().unwrap_or(0.0);
-                            let idf = (1.0 + (n - dfw + 0.5) / (dfw + 0.5)).ln();
-                            s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avg));
-                        }
-                    }
-                    (s, i)
-                })
-                .filter(|x| x.0 > 0.0)
-                .collect();
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            scored.iter().take(K).map(|&(_, i)| keys[i].clone()).collect()
-        })
+        .map(|q| bm25.top(&terms(&q.query), K).into_iter().map(|i| keys[i].clone()).collect())
         .collect();
     (ranked, docs.len())
 }
