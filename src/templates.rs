@@ -1,5 +1,6 @@
-//! Packs bundled in the binary: the `init` template, the demo pack and the
-//! reference's 12 example packs (`templates/examples/`, installed by name).
+//! Packs bundled in the binary: the demo pack and the reference's 12 example
+//! packs (`templates/examples/`, installed by name), whose `template` is also
+//! what `init` copies, as the reference's init does.
 
 use std::fs;
 use std::path::Path;
@@ -30,14 +31,15 @@ fn files_of(name: &str) -> Option<Vec<BundledFile>> {
     Some(out)
 }
 
-/// The `init` template (`templates/pack`).
+/// The `init` template: the reference's own (`templates/examples/template`), so an init'd
+/// pack has the same files and texts as one the Python server made.
 pub fn pack_template() -> Vec<BundledFile> {
-    files_of("pack").unwrap_or_default()
+    files_of(&format!("{EXAMPLES}/template")).unwrap_or_default()
 }
 
 /// A bundled ready pack other than the template (`templates/<name>`).
 pub fn builtin_pack(name: &str) -> Option<Vec<BundledFile>> {
-    if name == "pack" || name == EXAMPLES || crate::pack::validate_name(name).is_err() {
+    if name == EXAMPLES || crate::pack::validate_name(name).is_err() {
         return None;
     }
     files_of(name)

@@ -250,7 +250,8 @@ async fn drafts_are_git_native_and_cancelled_drafts_leave_nothing() {
     assert_eq!(done, "创建完成：rehab-coach\n校验结果：0 errors, 0 warnings\n✅ 草稿已通过 lint 校验。");
     let dir = env.pack("rehab-coach");
     assert!(dir.join("knowledge/核心主题/方法论总览.md").is_file());
-    assert!(!dir.join("knowledge/core-concepts.md").exists(), "the template's knowledge is replaced");
+    assert!(!dir.join("knowledge/主题A.md").exists(), "the template's knowledge is replaced");
+    assert!(!dir.join("examples/说明样本.md").exists(), "the template's examples are replaced");
     ok(
         &c,
         "write_engram_file",
@@ -313,7 +314,7 @@ async fn tool_traces_init_lint_stats_and_the_prompt_of_the_authoring_toolset() {
     let stats = ok(&c, "stats_engrams", serde_json::json!({"format": "csv"})).await;
     assert_eq!(
         stats,
-        "name,knowledge_count,examples_count,memory_count,fact,preference,decision,history,general,inferred,stated,recent_date\r\ncoach,2,2,1,0,0,0,0,0,0,0,2026-11-22 10:00\r\n"
+        "name,knowledge_count,examples_count,memory_count,fact,preference,decision,history,general,inferred,stated,recent_date\r\ncoach,0,0,1,0,0,0,0,0,0,0,2026-11-22 10:00\r\n"
     );
     assert_eq!(
         ok(&c, "stats_engrams", serde_json::json!({"format": "tui"})).await,
@@ -337,7 +338,7 @@ async fn tool_traces_init_lint_stats_and_the_prompt_of_the_authoring_toolset() {
     let plain = String::from_utf8_lossy(&env.cli(&["stats"]).stdout).into_owned();
     assert!(
         plain.starts_with("Engram Stats\n")
-            && plain.contains("  coach                             2        2      1"),
+            && plain.contains("  coach                             0        0      1"),
         "{plain}"
     );
     // The default toolset stays small; engram + authoring fits Cursor's 40.
@@ -527,4 +528,66 @@ async fn auto_traces_are_off_by_default_and_with_the_flag_one_commit_per_traced_
     // --auto-trace writes: it cannot go with --read-only.
     let out = env.cli(&["serve", "--auto-trace", "--read-only"]);
     assert!(!out.status.success());
+}
+
+/// `init` copies the reference's own template (`templates/examples/template`, the example data
+/// engram ships): the same files and bytes, meta finished as the reference does; `nested` writes
+/// the reference's index and group. Refused names get the reference's text and nothing more.
+#[tokio::test]
+async fn init_makes_the_references_template_and_refuses_names_with_its_text() {
+    let env = TestEnv::new();
+    env.init("plain");
+    let template = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/examples/template");
+    let plain = env.pack("plain");
+    let mut files = Vec::new();
+    for f in [
+        "role.md",
+        "workflow.md",
+        "rules.md",
+        "knowledge/_index.md",
+        "knowledge/主题A.md",
+        "knowledge/主题B.md",
+        "examples/_index.md",
+        "examples/写好案例.md",
+        "examples/说明样本.md",
+        "memory/_index.md",
+    ] {
+        let want = std::fs::read(template.join(f)).expect("template file");
+        assert_eq!(std::fs::read(plain.join(f)).ok(), Some(want), "{f}");
+        files.push(f);
+    }
+    assert_eq!(
+        env.read("plain", "meta.json"),
+        "{\n  \"name\": \"plain\",\n  \"author\": \"\",\n  \"version\": \"1.0.0\",\n  \"description\": \"plain 专家记忆包\",\n  \"tags\": [],\n  \"knowledge_count\": 0,\n  \"examples_count\": 0\n}\n"
+    );
+    let tracked = git(&plain, &["ls-files"]);
+    assert_eq!(tracked.lines().count(), files.len() + 1, "exactly the template's files: {tracked}");
+    assert_eq!(commit_count(&plain), 1);
+    let out = env.cli(&["init", "grouped", "--nested"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        env.read("grouped", "knowledge/_index.md"),
+        "## 知识索引\n\n### 基础主题\n- `knowledge/主题A.md` - 主题A基础知识。\n- `knowledge/主题B.md` - 主题B基础知识。\n\n### 分组目录\n- `knowledge/分组示例/_index.md` - 分组索引入口。\n  → 详见 knowledge/分组示例/_index.md\n"
+    );
+    assert_eq!(
+        env.read("grouped", "knowledge/分组示例/示例知识.md"),
+        "# 示例知识\n\n在这里沉淀该分组下的系统性知识。"
+    );
+    let out = env.cli(&["lint"]);
+    assert!(out.status.success(), "both lint clean: {}", String::from_utf8_lossy(&out.stdout));
+
+    let c = env.client_with(&["--tools", "all"]).await;
+    for bad in ["bad/name", " padded", "..", ""] {
+        let r = call(&c, "init_engram", serde_json::json!({"name": bad})).await;
+        assert_eq!(r.text, format!("初始化失败：非法名称 {bad}"));
+    }
+    // lint-all lints every pack in its own directory, labelled by meta name: a pack whose meta
+    // name is not its directory's is linted, not "未找到 Engram" (the reference's §11.3).
+    let meta = env.read("plain", "meta.json").replace("\"name\": \"plain\"", "\"name\": \"renamed\"");
+    std::fs::write(plain.join("meta.json"), meta).expect("rename in meta");
+    assert_eq!(
+        ok(&c, "lint_engrams", serde_json::json!({})).await,
+        "grouped: 0 errors, 0 warnings\nrenamed: 0 errors, 0 warnings\n总计: 2 Engram, 0 errors, 0 warnings"
+    );
+    c.close().await.expect("close");
 }

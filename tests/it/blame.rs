@@ -15,7 +15,7 @@ async fn a_file_replaced_by_a_directory_is_refused_without_blaming_damage() {
     let env = TestEnv::new();
     env.init("p");
     let pack = env.pack("p");
-    let file = pack.join("knowledge/core-concepts.md");
+    let file = pack.join("knowledge/主题A.md");
     fs::remove_file(&file).expect("remove");
     fs::create_dir_all(file.join("inside")).expect("a directory in its place");
     let client = env.client().await;
@@ -23,7 +23,7 @@ async fn a_file_replaced_by_a_directory_is_refused_without_blaming_damage() {
         err(&client, "capture_memory", json!({"name": "p", "category": "c", "content": "x", "summary": "x"}))
             .await;
     client.close().await.expect("close");
-    assert!(text.contains("knowledge/core-concepts.md replaced by a directory"), "{text}");
+    assert!(text.contains("knowledge/主题A.md replaced by a directory"), "{text}");
     assert!(text.contains("Put back what was there"), "{text}");
     assert!(!text.contains("doctor") && !text.contains("damaged"), "{text}");
 }

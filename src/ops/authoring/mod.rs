@@ -62,22 +62,25 @@ pub(crate) fn memory_index(engram: &Engram, dir: &Path) -> Result<Vec<String>> {
 
 impl Engram {
     /// `lint_engrams(name?)`: the lint report of one pack or of every pack, with the
-    /// reference's `总计` line when `total`; and the number of errors.
+    /// reference's `总计` line when `total`; and the number of errors. All packs are
+    /// labelled by meta name, as in the reference, but each is linted in its own directory
+    /// (the reference re-resolves the meta name as a directory name, so it lints the packs
+    /// root for a pack named `""` and misses a renamed pack: §11.3).
     pub fn lint_engrams(&self, name: Option<&str>, total: bool) -> (String, usize) {
         let packs = self.packs();
-        let targets: Vec<String> = match name.filter(|n| !n.is_empty()) {
-            Some(n) => vec![n.to_owned()],
-            None => packs.list().into_iter().map(|p| p.name).collect(),
+        let targets: Vec<(String, Option<std::path::PathBuf>)> = match name.filter(|n| !n.is_empty()) {
+            Some(n) => vec![(n.to_owned(), packs.resolve(n).ok().map(|p| p.dir))],
+            None => packs.list().into_iter().map(|p| (p.name, Some(p.dir))).collect(),
         };
         if targets.is_empty() {
             return ("暂无可校验 Engram。".to_owned(), 0);
         }
         let (mut errors, mut warnings) = (0, 0);
         let mut out = Vec::new();
-        for t in &targets {
-            let msgs = match packs.resolve(t) {
-                Ok(p) => crate::lint::lint_pack(&p.dir, p.dir.parent().unwrap_or(packs.packs_dir())),
-                Err(_) => vec![crate::lint::LintMessage {
+        for (t, dir) in &targets {
+            let msgs = match dir {
+                Some(dir) => crate::lint::lint_pack(dir, dir.parent().unwrap_or(packs.packs_dir())),
+                None => vec![crate::lint::LintMessage {
                     level: crate::lint::Level::Error,
                     file: ".".into(),
                     message: "未找到 Engram".into(),

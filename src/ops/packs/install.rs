@@ -261,12 +261,9 @@ impl Engram {
     /// and its `_index.md`): built in a staging directory, renamed into place, and adopted
     /// as the pack's first commit through the publish path. Returns its directory.
     pub(crate) fn init_pack(&self, name: &str, nested: bool) -> Result<PathBuf> {
-        if let Err(e) = validate_new_name(name) {
-            let why = match e {
-                crate::pack::PackError::InvalidName { reason, .. } => format!(" ({reason})"),
-                _ => String::new(),
-            };
-            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}{why}")));
+        // The reference's text exactly: it names the refused name and nothing else.
+        if validate_new_name(name).is_err() {
+            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}")));
         }
         let target = self.config.packs_dir.join(name);
         if target.exists() {
@@ -283,11 +280,8 @@ impl Engram {
             files.drain(..).filter(|(p, _)| p != "meta.json").map(|(p, b)| (p, b.to_vec())).collect();
         owned.push(("meta.json".into(), meta.into_bytes()));
         if nested {
-            for (path, bytes) in owned.iter_mut() {
-                if path == "knowledge/_index.md" {
-                    bytes.extend_from_slice(NESTED_GROUP_LINE.as_bytes());
-                }
-            }
+            owned.retain(|(p, _)| p != "knowledge/_index.md");
+            owned.push(("knowledge/_index.md".into(), NESTED_INDEX.as_bytes().to_vec()));
             owned.push(("knowledge/分组示例/_index.md".into(), NESTED_GROUP_INDEX.as_bytes().to_vec()));
             owned.push(("knowledge/分组示例/示例知识.md".into(), NESTED_GROUP_FILE.as_bytes().to_vec()));
         }
@@ -303,8 +297,9 @@ impl Engram {
     }
 }
 
-/// What `nested` adds to the template's knowledge index (the reference's group entry).
-const NESTED_GROUP_LINE: &str = "\n### 分组目录\n- `knowledge/分组示例/_index.md` - 分组索引入口。\n  → 详见 knowledge/分组示例/_index.md\n";
+/// The knowledge index `nested` writes instead of the template's (the reference's text: its
+/// two topics, then the group entry).
+const NESTED_INDEX: &str = "## 知识索引\n\n### 基础主题\n- `knowledge/主题A.md` - 主题A基础知识。\n- `knowledge/主题B.md` - 主题B基础知识。\n\n### 分组目录\n- `knowledge/分组示例/_index.md` - 分组索引入口。\n  → 详见 knowledge/分组示例/_index.md\n";
 /// The group's own index.
 const NESTED_GROUP_INDEX: &str = "## 分组示例索引\n\n- `knowledge/分组示例/示例知识.md` - 分组内知识样例。\n";
 /// The group's sample file (the reference's text).

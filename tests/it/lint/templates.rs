@@ -1,4 +1,4 @@
-//! Our bundled templates: the init template lints clean once its meta is finalised, and the
+//! Our bundled templates: the init template (the reference's `examples/template`) lints clean once its meta is finalised, and the
 //! demo pack lints clean as shipped, with a hot memory index consistent with its full index.
 
 use std::fs;
@@ -15,7 +15,7 @@ fn templates_dir() -> PathBuf {
 fn init_template_lints_clean_after_finalize() {
     let packs = tempfile::tempdir().expect("temp dir");
     let target = packs.path().join("my-pack");
-    copy_tree(&templates_dir().join("pack"), &target);
+    copy_tree(&templates_dir().join("examples/template"), &target);
 
     // As shipped the template has an empty name/description, like the reference's.
     assert_eq!(lint_pack(&target, packs.path()).len(), 2);
@@ -34,7 +34,7 @@ fn init_template_lints_clean_after_finalize() {
 
 #[test]
 fn init_template_has_the_reference_layout() {
-    let dir = templates_dir().join("pack");
+    let dir = templates_dir().join("examples/template");
     for rel in [
         "meta.json",
         "role.md",
