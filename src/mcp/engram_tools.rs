@@ -102,7 +102,7 @@ impl EngramServer {
     }
 
     #[tool(
-        description = "写入 Engram 内的文件（mode=overwrite 覆盖 / append 追加）。每次写入是一次 git 提交。memory/ 由记忆工具维护，不能直接写。Write a file of a pack (one git commit)."
+        description = "写入 Engram 内的文件（mode=append 追加；其他任何值，包括默认的 overwrite，都覆盖）。每次写入是一次 git 提交（undo_last 可撤销）。memory/ 由记忆工具维护，不能直接写。Write a file of a pack (one git commit): mode `append` (exactly) appends, any other mode overwrites."
     )]
     async fn write_engram_file(
         &self,

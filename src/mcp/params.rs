@@ -52,7 +52,7 @@ pub struct WriteFileParams {
     pub path: String,
     /// File content.
     pub content: String,
-    /// `overwrite` (default) or `append`.
+    /// `append` (exactly) appends; anything else (default `overwrite`) overwrites, as in the reference.
     #[serde(default)]
     pub mode: Option<String>,
 }

@@ -309,6 +309,46 @@ async fn expired_entries_are_hidden_on_read_and_moved_by_the_next_write() {
     c.close().await.expect("close");
 }
 
+/// A tool trace leaves expired entries where they are, as the reference's trace write does (so
+/// `stats_engrams` still counts them, like the reference's); loads keep hiding them, and the
+/// next other memory write moves them, even when this process had seen them pending.
+#[tokio::test]
+async fn a_tool_trace_does_not_move_expired_entries_the_next_memory_write_does() {
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let c = env.client().await;
+    ok(&c, "capture_memory", json!({"name": "coach", "category": "status", "content": "近期在恢复期", "summary": "恢复期", "memory_type": "inferred", "expires": "2026-11-23"})).await;
+    ok(&c, "capture_memory", capture("coach", "status", "长期目标增肌", "增肌")).await;
+    c.close().await.expect("close");
+    let mut later = TestEnv::new();
+    later.packs = env.packs.clone();
+    later.now = Some("2026-11-25T09:00:00Z".into());
+    let c = later.client_with(&["--tools", "all"]).await;
+    let pack = env.pack("coach");
+    // A load first: this process knows the entry is pending.
+    let load = ok(&c, "load_engram", json!({"name": "coach", "query": ""})).await;
+    assert!(!load.contains("恢复期"), "{load}");
+    let before = commit_count(&pack);
+    let trace =
+        json!({"name": "coach", "tool_name": "web_search", "intent": "查资料", "result_summary": "3 条"});
+    ok(&c, "capture_tool_trace", trace).await;
+    assert_eq!(commit_count(&pack), before + 1, "the trace is one commit, with no expiry commit");
+    assert!(!pack.join("memory/status-expired.md").exists());
+    assert!(env.read("coach", "memory/_index_full.md").contains("恢复期"));
+    let stats = ok(&c, "stats_engrams", json!({"format": "csv"})).await;
+    assert!(stats.contains("\r\ncoach,2,1,3,0,0,0,0,1,1,0,"), "the expired entry still counts: {stats}");
+    for _ in 0..2 {
+        let load = ok(&c, "load_engram", json!({"name": "coach", "query": ""})).await;
+        assert!(!load.contains("恢复期") && load.contains("增肌") && load.contains("web_search"), "{load}");
+    }
+    ok(&c, "capture_memory", capture("coach", "status", "新的一周", "新的一周")).await;
+    assert!(env.read("coach", "memory/status-expired.md").contains("近期在恢复期"));
+    assert!(!env.read("coach", "memory/_index_full.md").contains("恢复期"));
+    let subjects = git(&pack, &["log", "-2", "--format=%s"]);
+    assert!(subjects.lines().nth(1).is_some_and(|s| s.starts_with("expire: 1 entries")), "{subjects}");
+    c.close().await.expect("close");
+}
+
 #[tokio::test]
 async fn hint_appears_at_thirty_entries() {
     let env = TestEnv::new();
@@ -368,10 +408,23 @@ async fn write_and_add_knowledge_are_commits_and_contained() {
         ("/tmp/x.md", "overwrite"),
         (".git/hooks/pre-commit", "overwrite"),
         ("memory/_index.md", "overwrite"),
-        ("notes/a.md", "Append"),
     ] {
         err(&c, "write_engram_file", json!({"name": "coach", "path": path, "content": "x", "mode": mode}))
             .await;
+    }
+    // The reference's rule: only `append` exactly appends; any other mode overwrites (one
+    // commit, which undo_last takes back).
+    for mode in ["APPEND", " append", "bogus"] {
+        let r = ok(
+            &c,
+            "write_engram_file",
+            json!({"name": "coach", "path": "notes/a.md", "content": "覆盖\n", "mode": mode}),
+        )
+        .await;
+        assert!(r.starts_with("已写入: notes/a.md\ncommit: "), "{mode}: {r}");
+        assert_eq!(env.read("coach", "notes/a.md"), "覆盖\n", "{mode}");
+        ok(&c, "undo_last", json!({"name": "coach"})).await;
+        assert_eq!(env.read("coach", "notes/a.md"), "第一行\n第二行\n", "{mode}: undone");
     }
     let r = ok(
         &c,

@@ -90,11 +90,8 @@ impl Engram {
             return Ok("不支持的 format。可选：plain/json/csv".to_owned());
         }
         let (packs, global) = self.pack_stats();
-        let global_cats = {
-            let mut c = count_in_order(global.iter().map(|e| e.category.as_str()));
-            c.sort_by(|a, b| a.0.cmp(&b.0));
-            c
-        };
+        // JSON keeps first-seen order, the plain text sorts (both as the reference does).
+        let global_cats = count_in_order(global.iter().map(|e| e.category.as_str()));
         Ok(match format.as_str() {
             "json" => {
                 let engrams: Vec<Value> = packs
@@ -143,7 +140,11 @@ impl Engram {
                 }
                 out
             }
-            _ => self.stats_plain(&packs, &global, &global_cats),
+            _ => {
+                let mut sorted = global_cats;
+                sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                self.stats_plain(&packs, &global, &sorted)
+            }
         })
     }
 

@@ -15,16 +15,10 @@ pub enum WriteMode {
 }
 
 impl WriteMode {
-    /// Parses `overwrite` / `append`; anything else is an error (the reference silently overwrote).
-    pub fn parse(s: &str) -> Result<Self> {
-        match s.trim() {
-            "" | "overwrite" => Ok(Self::Overwrite),
-            "append" => Ok(Self::Append),
-            other => Err(EngramError::Invalid {
-                field: "mode",
-                reason: format!("{other:?} is not a mode; use \"overwrite\" or \"append\""),
-            }),
-        }
+    /// The reference's rule: exactly `append` (case-sensitive, untrimmed) appends; any other
+    /// value overwrites. An overwrite by mistake is one commit, undone by `undo_last`.
+    pub fn parse(s: &str) -> Self {
+        if s == "append" { Self::Append } else { Self::Overwrite }
     }
 }
 
@@ -64,7 +58,7 @@ impl Engram {
         mode: &str,
         caller: &Caller,
     ) -> Result<String> {
-        let mode = WriteMode::parse(mode)?;
+        let mode = WriteMode::parse(mode);
         let rel = check_writable(path)?;
         limits::check_size("content", content)?;
         let pack = self.resolve(name)?;

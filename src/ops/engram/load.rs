@@ -491,15 +491,25 @@ impl Engram {
     }
 
     /// Records what this process knows after its own write (keeps loads O(1)).
+    /// `expiry_ran`: the write ran the expiry pass first; a write that did not (a tool trace)
+    /// while expired entries were waiting forgets what it knew, so the next load hides them
+    /// again and the next write moves them.
     pub(super) fn note_expiry_after_write(
         &self,
         root: &Path,
         old_head: &str,
         new_head: &str,
         added: Option<&str>,
+        expiry_ran: bool,
     ) {
+        let today = self.now().date_naive();
         let mut cache = self.expiry_cache.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(state) = cache.get(root).filter(|s| s.head == old_head).cloned() else {
+        let Some(state) = cache
+            .get(root)
+            .filter(|s| s.head == old_head)
+            .filter(|s| expiry_ran || (s.pending.is_none() && s.earliest.is_none_or(|d| d >= today)))
+            .cloned()
+        else {
             cache.remove(root);
             return;
         };

@@ -337,7 +337,13 @@ impl Engram {
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
         let repo = crate::store::hold(&repo, &root)?;
-        self.expire_before_write(&repo, &root, caller)?;
+        // A tool trace is bookkeeping: it leaves the user's expired entries where they are (a
+        // load hides them; the next other memory write moves them), as the reference's trace
+        // write does. Every other memory write runs the expiry pass first.
+        let expiry_runs = memory_type != "tool_trace";
+        if expiry_runs {
+            self.expire_before_write(&repo, &root, caller)?;
+        }
         let (commit, (duplicate_of, rank)) = repo.write(|snap| {
             if let Some(earlier) =
                 snap.recent_commit_with_trailer(trailer::DEDUP, &key, now.timestamp() - throttle)?
@@ -362,7 +368,7 @@ impl Engram {
         match (commit, duplicate_of) {
             (Some(c), _) => {
                 let previous = c.previous_head.as_deref().unwrap_or_default();
-                self.note_expiry_after_write(&root, previous, &c.id, expires.as_deref());
+                self.note_expiry_after_write(&root, previous, &c.id, expires.as_deref(), expiry_runs);
                 let mut out = WriteOutcome::new(format!("{text}\ncommit: {}", c.short), Some(&c));
                 out.id = rank.map(|n| super::memory_items::memory_id(&category, &meta.ts, n));
                 Ok(out)
