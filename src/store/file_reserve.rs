@@ -36,6 +36,44 @@ static KNOWN: Mutex<Option<HashMap<PathBuf, Vec<OsString>>>> = Mutex::new(None);
 /// Where refill requests go (the filler thread, started on first use).
 static FILLER: OnceLock<Mutex<Sender<PathBuf>>> = OnceLock::new();
 
+/// Reserves the filler must leave alone (their pack is being removed), each
+/// with how many removals hold it. The filler holds this lock while it fills,
+/// so once [`retire`] returns no fill of that reserve is running or will start.
+static RETIRED: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+
+/// Keeps the filler out of `git_dir`'s reserve while it lives (see [`retire`]).
+pub(super) struct Retired(PathBuf);
+
+/// Stops the filler from touching `git_dir`'s reserve until the returned guard
+/// is dropped, waiting for a fill in progress: a directory being removed must
+/// not get new files meanwhile (`remove_dir_all` fails on a directory that
+/// fills up under it).
+pub(super) fn retire(git_dir: &Path) -> Retired {
+    let reserve = git_dir.join(RESERVE_DIR);
+    let mut retired = RETIRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match retired.iter_mut().find(|(r, _)| *r == reserve) {
+        Some((_, holds)) => *holds += 1,
+        None => retired.push((reserve.clone(), 1)),
+    }
+    let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(names) = known.as_mut() {
+        names.remove(&reserve);
+    }
+    Retired(reserve)
+}
+
+impl Drop for Retired {
+    fn drop(&mut self) {
+        let mut retired = RETIRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = retired.iter().position(|(r, _)| *r == self.0) {
+            retired[i].1 -= 1;
+            if retired[i].1 == 0 {
+                retired.swap_remove(i);
+            }
+        }
+    }
+}
+
 /// An empty reserve file of `git_dir`, opened for writing, its path and its
 /// permissions;
 /// `None` when the reserve has none left (the caller creates its file itself).
@@ -110,6 +148,10 @@ fn request_refill(reserve: PathBuf) {
 /// Creates empty files in `reserve` until it holds [`TARGET`]. Never creates
 /// the git directory itself: a pack removed meanwhile stays removed.
 fn fill(reserve: &Path) {
+    let retired = RETIRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if retired.iter().any(|(r, _)| r == reserve) {
+        return;
+    }
     let Some(spare_dir) = reserve.parent() else { return };
     for dir in [spare_dir, reserve] {
         if super::worktree::ensure_real_dir(dir).is_err() {
@@ -144,6 +186,20 @@ mod tests {
     use std::os::unix::fs::MetadataExt as _;
 
     use super::*;
+
+    #[test]
+    fn a_retired_reserve_gets_no_files_until_the_removal_ends() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let git_dir = tmp.path().join(".git");
+        fs::create_dir_all(&git_dir).expect("mkdir");
+        let retired = retire(&git_dir);
+        let again = retire(&git_dir);
+        assert_eq!(fill_now(&git_dir), 0, "the filler leaves a pack being removed alone");
+        drop(retired);
+        assert_eq!(fill_now(&git_dir), 0, "still held by the second removal");
+        drop(again);
+        assert_eq!(fill_now(&git_dir), TARGET, "filled again once no removal holds it");
+    }
 
     #[test]
     fn links_and_fifos_planted_in_the_reserve_are_never_written_through() {

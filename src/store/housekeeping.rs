@@ -267,6 +267,12 @@ fn wait_for(git_dir: Option<&Path>) {
     }
 }
 
+/// Waits for the background packing job of the pack at `git_dir`, if this
+/// process runs one (before the pack's directory is removed).
+pub(super) fn wait_for_pack(git_dir: &Path) {
+    wait_for(Some(git_dir));
+}
+
 /// Waits until every background packing job of this process has finished
 /// (call before exiting, so that no job is cut off; dropping a [`PackRepo`]
 /// does this for its own pack).

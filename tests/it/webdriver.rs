@@ -15,6 +15,8 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The W3C key of an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// How long [`Browser::find`] waits for an element to appear.
+const FIND_WAIT: Duration = Duration::from_secs(10);
 
 /// A headless chromium session, ended (and its driver killed) on drop.
 pub struct Browser {
@@ -140,9 +142,10 @@ impl Browser {
         v.as_array().into_iter().flatten().filter_map(|e| e[ELEMENT].as_str().map(str::to_owned)).collect()
     }
 
-    /// The one element matching a CSS selector (panics when there is none).
+    /// The first element matching a CSS selector, waiting up to [`FIND_WAIT`] for it to appear
+    /// (a click that navigates returns before the next page is there); panics when none does.
     pub fn find(&self, css: &str) -> String {
-        self.find_all(css).into_iter().next().unwrap_or_else(|| {
+        poll(FIND_WAIT, || self.find_all(css).into_iter().next()).unwrap_or_else(|| {
             let v = self.cmd("POST", "/elements", Some(json!({"using": "css selector", "value": css})));
             panic!("no element {css} on {}: {v}; page: {}", self.url(), self.cmd("GET", "/source", None))
         })

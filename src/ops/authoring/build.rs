@@ -289,12 +289,12 @@ impl Engram {
         progress(stage(1, total, "read documents"));
         fs::create_dir_all(&self.config.packs_dir).map_err(|e| failed("stage", e))?;
         let tmp = staging_dir(&self.config.packs_dir, &req.name);
-        let _ = fs::remove_dir_all(&tmp);
+        let _ = crate::store::remove_pack_dir(&tmp);
         let built = self.build_stages(req, &docs, &tmp, total, progress);
         let report = match built {
             Ok(r) => r,
             Err(e) => {
-                let _ = fs::remove_dir_all(&tmp);
+                let _ = crate::store::remove_pack_dir(&tmp);
                 return Err(e);
             }
         };
@@ -309,7 +309,7 @@ impl Engram {
         let replacing = target.exists();
         if replacing {
             fs::rename(&target, &old).map_err(|e| {
-                let _ = fs::remove_dir_all(&tmp);
+                let _ = crate::store::remove_pack_dir(&tmp);
                 failed("place", e)
             })?;
         }
@@ -317,11 +317,11 @@ impl Engram {
             if replacing {
                 let _ = fs::rename(&old, &target);
             }
-            let _ = fs::remove_dir_all(&tmp);
+            let _ = crate::store::remove_pack_dir(&tmp);
             return Err(failed("place", e));
         }
         if replacing {
-            let _ = fs::remove_dir_all(&old);
+            let _ = crate::store::remove_pack_dir(&old);
         }
         let msgs = crate::lint::lint_pack(&target, &self.config.packs_dir);
         let errors = msgs.iter().filter(|m| m.level == crate::lint::Level::Error).count();

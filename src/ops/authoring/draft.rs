@@ -384,7 +384,7 @@ impl Engram {
             })
         });
         if let Err(e) = written {
-            let _ = std::fs::remove_dir_all(&dir);
+            let _ = crate::store::remove_pack_dir(&dir);
             return Err(bad_draft(e));
         }
         let msgs = crate::lint::lint_pack(&dir, &self.config.packs_dir);

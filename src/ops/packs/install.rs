@@ -76,7 +76,7 @@ pub(crate) fn leftover_staging(packs_dir: &Path, remove: bool) -> Vec<Staging> {
         } else if !remove {
             format!("process {pid} is gone; engram removes it when it next starts")
         } else {
-            match fs::remove_dir_all(&dir) {
+            match crate::store::remove_pack_dir(&dir) {
                 Ok(()) => continue,
                 Err(e) => format!(
                     "process {pid} is gone but the directory cannot be removed ({e}); remove it by hand"
@@ -182,10 +182,10 @@ impl Engram {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
+        let _ = crate::store::remove_pack_dir(&tmp);
         let placed = templates::write_files(&tmp, files).and_then(|()| fs::rename(&tmp, &target));
         if let Err(e) = placed {
-            let _ = fs::remove_dir_all(&tmp);
+            let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(format!("安装失败：复制目录出错。{e}")));
         }
         self.adopt_installed(&target, &format!("install: {name} (bundled)"))?;
@@ -201,7 +201,7 @@ impl Engram {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
+        let _ = crate::store::remove_pack_dir(&tmp);
         let local = Path::new(source);
         // A folder is copied; a repository, with a working tree or bare (a USB disk's
         // `coach.git`), is cloned like a URL.
@@ -214,13 +214,13 @@ impl Engram {
                 .map_err(|e| format!("git clone 出错。{e}"))
         };
         if let Err(e) = fetched {
-            let _ = fs::remove_dir_all(&tmp);
+            let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(format!("安装失败：{e}")));
         }
         match read_meta(&tmp) {
             Ok(_) => {}
             Err(problem) => {
-                let _ = fs::remove_dir_all(&tmp);
+                let _ = crate::store::remove_pack_dir(&tmp);
                 return Err(fail(if problem == "is missing" {
                     "安装失败：仓库根目录缺少 meta.json，已回滚。".to_owned()
                 } else {
@@ -229,7 +229,7 @@ impl Engram {
             }
         }
         if let Err(e) = fs::rename(&tmp, &target) {
-            let _ = fs::remove_dir_all(&tmp);
+            let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(format!("安装失败：{e}")));
         }
         self.adopt_installed(&target, &format!("install: {name} from {source}"))?;
@@ -286,10 +286,10 @@ impl Engram {
             owned.push(("knowledge/分组示例/示例知识.md".into(), NESTED_GROUP_FILE.as_bytes().to_vec()));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
+        let _ = crate::store::remove_pack_dir(&tmp);
         let placed = write_owned(&tmp, &owned).and_then(|()| fs::rename(&tmp, &target));
         if let Err(e) = placed {
-            let _ = fs::remove_dir_all(&tmp);
+            let _ = crate::store::remove_pack_dir(&tmp);
             return Err(EngramError::Init(format!("初始化失败：{e}")));
         }
         self.repo(&target)?;

@@ -53,11 +53,11 @@ impl Engram {
             STAGED.fetch_add(1, Ordering::Relaxed)
         ));
         if let Err(e) = write_pack_files(&staging, name, seed) {
-            let _ = fs::remove_dir_all(&staging);
+            let _ = crate::store::remove_pack_dir(&staging);
             return Err(e);
         }
         if fs::rename(&staging, &dir).is_err() {
-            let _ = fs::remove_dir_all(&staging);
+            let _ = crate::store::remove_pack_dir(&staging);
             write_pack_files(&dir, name, seed)?;
         }
         self.repo(&dir)?;

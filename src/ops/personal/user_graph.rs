@@ -166,7 +166,7 @@ impl UserGraph {
             // The repository and its first commit exist before the pack appears.
             drop(PackRepo::open_or_adopt(&tmp, self.engram.config().store.clone())?);
             if std::fs::rename(&tmp, &dir).is_err() {
-                let _ = std::fs::remove_dir_all(&tmp);
+                let _ = crate::store::remove_pack_dir(&tmp);
                 if !dir.exists() {
                     return Err(StoreError::Io {
                         step: "create the graph pack",
