@@ -1,6 +1,7 @@
 //! Boosts applied after the lexical scores: entries next to a strong hit in
 //! time, and entries inside a time span the query names ("last week", "去年").
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::dates::doc_date_terms;
@@ -35,9 +36,8 @@ impl SearchIndex {
                 r.0 += share;
             }
         }
-        let all = filter.is_empty();
         for (slot, share) in offered {
-            if self.doc_at(slot).is_some_and(|d| all || filter.matches(&d)) {
+            if self.passes(slot, filter) {
                 ranked.push((share, slot));
             }
         }
@@ -46,28 +46,29 @@ impl SearchIndex {
     /// The entries nearest in time to `slot` on each side (same pack, same
     /// UTC day), with their rank (0 = nearest) on that side.
     fn time_neighbours(&self, slot: u32) -> Vec<(usize, u32)> {
-        let Some(doc) = self.doc_at(slot) else { return Vec::new() };
-        let Some(t) = doc.time else { return Vec::new() };
+        let (Some(meta), Some(id)) = (self.meta_at(slot), self.id_at(slot)) else { return Vec::new() };
+        let Some(t) = meta.time else { return Vec::new() };
         let [_, _, day] = doc_date_terms(t);
         let Some(postings) = self.postings(&day) else {
             return Vec::new();
         };
         // Nearest first on each side: (gap, id, slot), at most NEIGHBOURS_PER_SIDE each.
         // Ties go by id, never by slot: slots differ between an index and its stored copy.
-        let mut before: Vec<(u64, String, u32)> = Vec::new();
-        let mut after: Vec<(u64, String, u32)> = Vec::new();
+        let mut before: Vec<(u64, Cow<'_, str>, u32)> = Vec::new();
+        let mut after: Vec<(u64, Cow<'_, str>, u32)> = Vec::new();
         for p in postings.iter() {
             if p.doc == slot {
                 continue;
             }
-            let Some(other) = self.doc_at(p.doc) else { continue };
+            let Some(other) = self.meta_at(p.doc) else { continue };
             let Some(u) = other.time else { continue };
-            if other.pack != doc.pack || u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 {
+            if other.group.pack != meta.group.pack || u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 {
                 continue;
             }
+            let Some(other_id) = self.id_at(p.doc) else { continue };
             // Same time: the smaller id counts as before.
-            let side = if u < t || (u == t && other.id < doc.id) { &mut before } else { &mut after };
-            let key = (u.abs_diff(t), other.id.clone(), p.doc);
+            let side = if u < t || (u == t && other_id < id) { &mut before } else { &mut after };
+            let key = (u.abs_diff(t), other_id, p.doc);
             let at = side.partition_point(|e| *e < key);
             if at < NEIGHBOURS_PER_SIDE {
                 side.insert(at, key);
@@ -88,7 +89,7 @@ impl SearchIndex {
     }
 
     fn newest_time(&self) -> Option<i64> {
-        self.documents().filter_map(|d| d.time).max()
+        (0..self.slot_count() as u32).filter_map(|s| self.time_at(s)).max()
     }
 
     /// Raises the hits inside `spans` by [`TIME_BOOST`] of their score. When
@@ -98,7 +99,7 @@ impl SearchIndex {
     /// the query matched nothing but names a time, the entries of that time
     /// (at most [`TIME_FILL_DAYS`] days of them) are the hits, newest first.
     pub(super) fn apply_time_boost(&self, ranked: &mut Vec<(f32, u32)>, req: &SearchRequest, spans: &[TimeSpan]) {
-        let time_of = |slot: u32| self.doc_at(slot).and_then(|d| d.time);
+        let time_of = |slot: u32| self.time_at(slot);
         let inside = |spans: &[TimeSpan], slot: u32| time_of(slot).is_some_and(|t| spans.iter().any(|s| s.contains(t)));
         let mut spans = spans.to_vec();
         if req.now.is_some()
@@ -121,7 +122,6 @@ impl SearchIndex {
     /// The entries inside `spans` (found through their day terms), scored so
     /// that newer entries come first.
     fn fill_from_spans(&self, ranked: &mut Vec<(f32, u32)>, filter: &Filter, spans: &[TimeSpan]) {
-        let all = filter.is_empty();
         for span in spans {
             let first = span.start.div_euclid(86_400);
             let last = (span.end - 1).div_euclid(86_400).min(first + TIME_FILL_DAYS);
@@ -129,9 +129,8 @@ impl SearchIndex {
                 let [_, _, term] = doc_date_terms(day * 86_400);
                 let Some(postings) = self.postings(&term) else { continue };
                 for p in postings.iter() {
-                    let Some(doc) = self.doc_at(p.doc) else { continue };
-                    let Some(time) = doc.time else { continue };
-                    if span.contains(time) && (all || filter.matches(&doc)) {
+                    let Some(time) = self.time_at(p.doc) else { continue };
+                    if span.contains(time) && self.passes(p.doc, filter) {
                         // Newer first; the score stays small and positive.
                         let age = (span.end - time).max(0) as f32 / 86_400.0;
                         ranked.push((1.0 / (1.0 + age), p.doc));

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::doc::Document;
+use super::meta::DocMeta;
 
 /// Restricts a search to documents whose metadata match.
 ///
@@ -74,16 +75,7 @@ impl Filter {
 
     /// Whether `doc` passes the filter.
     pub fn matches(&self, doc: &Document) -> bool {
-        if self.pack.as_ref().is_some_and(|p| *p != doc.pack) {
-            return false;
-        }
-        if !self.kinds.is_empty() && !self.kinds.contains(&doc.kind) {
-            return false;
-        }
-        if self.category.is_some() && self.category != doc.category {
-            return false;
-        }
-        if self.memory_type.is_some() && self.memory_type != doc.memory_type {
+        if !self.matches_meta(&DocMeta::of(doc)) {
             return false;
         }
         if !self.tags.iter().all(|t| doc.tags.contains(t)) {
@@ -92,8 +84,31 @@ impl Filter {
         if !self.any_tags.is_empty() && !self.any_tags.iter().any(|t| doc.tags.contains(t)) {
             return false;
         }
+        true
+    }
+
+    /// Whether the filter names tags (the only criteria [`Filter::matches_meta`] does not check).
+    pub(super) fn needs_tags(&self) -> bool {
+        !self.tags.is_empty() || !self.any_tags.is_empty()
+    }
+
+    /// Whether a document with this metadata passes every criterion but the tags.
+    pub(super) fn matches_meta(&self, m: &DocMeta<'_>) -> bool {
+        let g = &m.group;
+        if self.pack.as_deref().is_some_and(|p| p != g.pack) {
+            return false;
+        }
+        if !self.kinds.is_empty() && !self.kinds.iter().any(|k| k == g.kind) {
+            return false;
+        }
+        if self.category.is_some() && self.category.as_deref() != g.category {
+            return false;
+        }
+        if self.memory_type.is_some() && self.memory_type.as_deref() != g.memory_type {
+            return false;
+        }
         if self.start.is_some() || self.end.is_some() {
-            let Some(t) = doc.time else { return false };
+            let Some(t) = m.time else { return false };
             if self.start.is_some_and(|s| t < s) || self.end.is_some_and(|e| t >= e) {
                 return false;
             }

@@ -9,6 +9,8 @@ use super::dates::doc_date_terms;
 use super::doc::{Document, Field};
 use super::error::SearchError;
 use super::error::SnapshotError;
+use super::filter::Filter;
+use super::meta::DocMeta;
 use super::params::Bm25Params;
 use super::segment::{Segment, SegmentSource};
 use super::tokenize::Tokenizer;
@@ -246,6 +248,12 @@ impl SearchIndex {
             .filter(|id| id.get(prefix.len()..).is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())))
             .map(str::to_owned)
             .collect()
+    }
+
+    /// How many documents were read from the stored segment since it was
+    /// opened (each is a file read when the segment is a file).
+    pub fn stored_doc_reads(&self) -> u64 {
+        self.base.as_ref().map_or(0, |b| b.doc_reads())
     }
 
     fn base_slots(&self) -> u32 {
@@ -506,11 +514,30 @@ impl SearchIndex {
         }
     }
 
-    /// The path of the document in a slot.
-    pub(super) fn path_at(&self, slot: u32) -> Option<Cow<'_, str>> {
+    /// The time and group (pack, kind, category, memory type, path) of the
+    /// document in a slot, without reading a stored document.
+    pub(super) fn meta_at(&self, slot: u32) -> Option<DocMeta<'_>> {
         match self.locate(slot) {
-            Ok(_) => self.doc_at(slot).map(|d| Cow::Owned(d.into_owned().path)),
-            Err(s) => self.stored(s).map(|s| Cow::Borrowed(s.doc.path.as_str())),
+            Ok(s) if !self.is_dead(s) => self.base.as_ref()?.meta(s),
+            Ok(_) => None,
+            Err(s) => self.stored(s).map(|s| DocMeta::of(&s.doc)),
+        }
+    }
+
+    /// The time of the document in a slot.
+    pub(super) fn time_at(&self, slot: u32) -> Option<i64> {
+        self.meta_at(slot)?.time
+    }
+
+    /// Whether the document in a slot is live and passes `filter` (a stored
+    /// document is read only when the filter names tags).
+    pub(super) fn passes(&self, slot: u32, filter: &Filter) -> bool {
+        match self.meta_at(slot) {
+            None => false,
+            Some(_) if filter.is_empty() => true,
+            Some(m) if !filter.matches_meta(&m) => false,
+            Some(_) if !filter.needs_tags() => true,
+            Some(_) => self.doc_at(slot).is_some_and(|d| filter.matches(&d)),
         }
     }
 

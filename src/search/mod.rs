@@ -18,6 +18,7 @@ pub mod embed;
 mod error;
 mod filter;
 mod index;
+mod meta;
 mod params;
 mod query;
 mod rank;

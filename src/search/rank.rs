@@ -1,6 +1,5 @@
 //! Query evaluation: BM25F scoring, feedback, grouping, top-k and hits.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -186,13 +185,11 @@ impl SearchIndex {
 
     /// Scored documents that pass the filter, unsorted.
     fn candidates(&self, s: &Scores, filter: &Filter) -> Vec<(f32, u32)> {
-        let all = filter.is_empty();
         s.touched
             .iter()
             .filter_map(|&slot| {
                 let score = *s.acc.get(slot as usize)?;
-                let passes = all || filter.matches(self.doc_at(slot)?.as_ref());
-                (score > 0.0 && passes).then_some((score, slot))
+                (score > 0.0 && self.passes(slot, filter)).then_some((score, slot))
             })
             .collect()
     }
@@ -273,14 +270,14 @@ impl SearchIndex {
     /// Adds to each hit a share of the best scores of other hits with the same path.
     fn apply_group_boost(&self, ranked: &mut [(f32, u32)], weight: f32) {
         // Best two scores per path.
-        let paths: Vec<Option<Cow<'_, str>>> =
-            ranked.iter().map(|&(_, slot)| self.path_at(slot)).collect();
+        let paths: Vec<Option<&str>> =
+            ranked.iter().map(|&(_, slot)| self.meta_at(slot).map(|m| m.group.path)).collect();
         let mut best: HashMap<&str, [f32; 2]> = HashMap::new();
         for (&(score, _), path) in ranked.iter().zip(&paths) {
             let Some(path) = path else {
                 continue;
             };
-            let b = best.entry(path.as_ref()).or_insert([0.0; 2]);
+            let b = best.entry(path).or_insert([0.0; 2]);
             if score > b[0] {
                 b[1] = b[0];
                 b[0] = score;
@@ -291,7 +288,6 @@ impl SearchIndex {
         let mut boosts = Vec::with_capacity(ranked.len());
         for (&(score, _), path) in ranked.iter().zip(&paths) {
             let boost = path
-                .as_deref()
                 .and_then(|p| best.get(p))
                 .map_or(0.0, |b| {
                     // Exclude the document's own score from its group's evidence.

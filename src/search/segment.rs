@@ -1,7 +1,8 @@
 //! A stored, immutable segment of a search index, read in place.
 //!
 //! Opening a segment reads only its small tables (the term dictionary, the
-//! field lengths, the document ids and offsets); posting lists and documents
+//! field lengths, the document ids and offsets, each document's time and
+//! group — what boosts and filters read); posting lists and documents
 //! stay where they are (in memory or in a file) and are read when a query
 //! needs them. So opening costs a few megabytes of reads at 100,000
 //! documents instead of decoding every posting and document, and the process
@@ -17,12 +18,13 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::doc::{Document, Field};
 use super::error::SnapshotError;
 use super::index::{FieldTf, Posting};
+use super::meta::{DocMeta, MetaTable};
 use super::snapshot::{self, Reader};
 
 /// Where the bytes of a segment are.
@@ -111,6 +113,9 @@ pub(super) enum Section {
     IdText,
     /// `n_slots + 1` × u64 offsets into the document records.
     DocIndex,
+    /// Distinct groups (pack, kind, category, memory type, path), then per
+    /// slot its time and group (`meta.rs`).
+    Meta,
     /// Posting lists.
     Postings,
     /// Document records (everything but the id).
@@ -118,7 +123,7 @@ pub(super) enum Section {
 }
 
 /// Number of sections.
-pub(super) const SECTIONS: usize = 8;
+pub(super) const SECTIONS: usize = 9;
 /// Bytes of one term-index entry.
 pub(super) const TERM_ENTRY: usize = 24;
 /// Fixed header: magic, format, tokenizer, slot and term counts, field
@@ -139,9 +144,13 @@ pub(super) struct Segment {
     id_index: Vec<u8>,
     id_text: Vec<u8>,
     doc_index: Vec<u8>,
+    /// Time and group of every slot: what boosts and filters read.
+    meta: MetaTable,
     postings: (u64, u64),
     docs: (u64, u64),
     failed: AtomicBool,
+    /// Document records read so far (what a query costs in reads).
+    doc_reads: AtomicU64,
     /// Decoded posting lists of frequent terms, kept between queries.
     cache: Mutex<PostingCache>,
 }
@@ -245,6 +254,7 @@ impl Segment {
             load(Section::IdIndex)?,
             load(Section::IdText)?,
             load(Section::DocIndex)?,
+            load(Section::Meta)?,
         ];
         let mut h = snapshot::Checksum::new(ranges[Section::Postings as usize].0);
         h.update(&header);
@@ -254,7 +264,8 @@ impl Segment {
         if h.finish() != stored_sum {
             return Err(SnapshotError::Checksum);
         }
-        let [term_index, term_text, lens_bytes, id_index, id_text, doc_index] = tables;
+        let [term_index, term_text, lens_bytes, id_index, id_text, doc_index, meta] = tables;
+        let meta = MetaTable::decode(&meta, n_slots)?;
         let lens = lens_bytes
             .chunks_exact(4 * Field::COUNT)
             .map(|c| {
@@ -275,9 +286,11 @@ impl Segment {
             id_index,
             id_text,
             doc_index,
+            meta,
             postings: ranges[Section::Postings as usize],
             docs: ranges[Section::Docs as usize],
             failed: AtomicBool::new(false),
+            doc_reads: AtomicU64::new(0),
             cache: Mutex::default(),
             source,
         };
@@ -348,6 +361,11 @@ impl Segment {
             return bad("doc index");
         }
         Ok(())
+    }
+
+    /// How many document records were read since the segment was opened.
+    pub(super) fn doc_reads(&self) -> u64 {
+        self.doc_reads.load(Ordering::Relaxed)
     }
 
     /// Whether a read after opening failed (the owner should rebuild).
@@ -508,6 +526,7 @@ impl Segment {
         let s = u64_at(&self.doc_index, slot as usize * 8)?;
         let e = u64_at(&self.doc_index, slot as usize * 8 + 8)?;
         let len = usize::try_from(e.checked_sub(s)?).ok()?;
+        self.doc_reads.fetch_add(1, Ordering::Relaxed);
         let bytes = match self.source.read(self.docs.0 + s, len) {
             Ok(b) => b,
             Err(_) => return self.fail(),
@@ -523,6 +542,11 @@ impl Segment {
                 Cow::Owned(b)
             }
         })
+    }
+
+    /// The time and group of the document in a slot (no read).
+    pub(super) fn meta(&self, slot: u32) -> Option<DocMeta<'_>> {
+        self.meta.get(slot)
     }
 
     /// The document in a slot.

@@ -108,3 +108,42 @@ fn a_file_segment_cut_short_after_opening_reports_damage() {
     let _ = opened.search("膝盖 训练 coffee", &Filter::all(), 10);
     assert!(opened.is_damaged());
 }
+
+#[test]
+fn boosts_and_filters_read_only_the_returned_documents() {
+    // One busy day: every entry is a time neighbour of every other.
+    let docs: Vec<Document> = (0..2000)
+        .map(|i| {
+            let mut d = Document::new(format!("memory/log.md#{i:05}"), "", format!("coffee tokyo note {i}"));
+            d.pack = "p".into();
+            d.kind = "memory".into();
+            d.path = "memory/log.md".into();
+            d.category = Some("log".into());
+            d.time = Some(1_700_000_000 + i * 30);
+            d
+        })
+        .collect();
+    let built = SearchIndex::build(docs).expect("build");
+    let opened = SearchIndex::from_snapshot(&built.to_snapshot().expect("snapshot")).expect("open");
+    let before = opened.stored_doc_reads();
+    let mut reqs = vec![
+        SearchRequest::new("coffee").limit(10),
+        SearchRequest::new("coffee tokyo").limit(5).filter(Filter::all().kinds(["memory"]).time_range(Some(0), None)),
+        SearchRequest::new("coffee").limit(10).group_weight(0.3),
+    ];
+    let mut f = Filter::all();
+    f.category = Some("log".into());
+    reqs.push(SearchRequest::new("tokyo").limit(10).filter(f));
+    let mut dated = SearchRequest::new("last week").limit(10);
+    dated.now = Some(1_700_000_000 + 7 * 86_400);
+    reqs.push(dated);
+    for req in &reqs {
+        let reads = opened.stored_doc_reads();
+        let hits = opened.search_with(req);
+        assert_eq!(hits, built.search_with(req), "{req:?}");
+        assert!(!hits.is_empty(), "{req:?}");
+        let read = opened.stored_doc_reads() - reads;
+        assert!(read <= req.limit as u64, "{req:?}: {read} documents read for {} hits", hits.len());
+    }
+    assert!(opened.stored_doc_reads() > before);
+}

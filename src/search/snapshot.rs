@@ -5,7 +5,7 @@
 //! ```text
 //! magic "ENGRMSEG" | format u32 | tokenizer u32 | n_slots u32 | n_terms u32
 //! | 5 × u64 total field lengths | 8 × (u64 offset, u64 length) sections | sections
-//! | u64 checksum of the header and the first six sections (up to the postings)
+//! | u64 checksum of the header and the first seven sections (up to the postings)
 //! term index  n_terms × (u32 text offset, u32 text length, u64 postings offset,
 //!             u32 postings length, u32 document frequency), sorted by term text
 //! term text   the terms' UTF-8
@@ -13,6 +13,8 @@
 //! id index    (n_slots + 1) × u32 offsets into the id text; ids sorted (slot order)
 //! id text     the documents' ids
 //! doc index   (n_slots + 1) × u64 offsets into the records
+//! meta        u32 n_groups × (str pack, kind, opt-str category, memory_type, str path),
+//!             then n_slots × (i64 time or 0, u32 group | 1 << 31 when it has a time)
 //! postings    per term: per document, varint slot delta (the first from 0),
 //!             u8 field mask, one u8 tf per field in the mask; then u32 checksum
 //! docs        per slot: str title, body, context, pack, kind, opt-str category,
@@ -31,13 +33,14 @@ use std::sync::Arc;
 use super::doc::{Document, Field};
 use super::error::SnapshotError;
 use super::index::{Posting, SearchIndex};
+use super::meta::{DocMeta, MetaWriter};
 use super::segment::{HEADER_LEN, SECTIONS, Section, SegmentSource, TERM_ENTRY};
 use super::tokenize::TOKENIZER_VERSION;
 
 /// First bytes of a segment.
 pub(super) const SEGMENT_MAGIC: &[u8; 8] = b"ENGRMSEG";
 /// Format version of segments this build writes and reads.
-pub(super) const FORMAT_VERSION: u32 = 3;
+pub(super) const FORMAT_VERSION: u32 = 4;
 
 /// Where a live document of the index is.
 #[derive(Clone, Copy)]
@@ -152,6 +155,7 @@ impl SearchIndex {
         let mut id_text = Vec::new();
         let mut doc_index = Vec::with_capacity((live.len() + 1) * 8);
         let mut docs = Vec::new();
+        let mut meta = MetaWriter::default();
         let mut total_len = [0u64; Field::COUNT];
         put_u32(&mut id_index, 0);
         doc_index.extend_from_slice(&0u64.to_le_bytes());
@@ -161,12 +165,13 @@ impl SearchIndex {
                 Loc::Base(s) => {
                     let b = base.ok_or(SnapshotError::Corrupt("base"))?;
                     docs.extend_from_slice(&b.raw_doc(s).ok_or(SnapshotError::Corrupt("unreadable document"))?);
+                    meta.push(b.meta(s).ok_or(SnapshotError::Corrupt("meta"))?)?;
                     b.lens(s).unwrap_or_default()
                 }
                 Loc::Overlay(s) => {
-                    if let Some(Some(d)) = self.docs.get(s as usize) {
-                        put_doc_record(&mut docs, &d.doc);
-                    }
+                    let d = &self.docs.get(s as usize).and_then(Option::as_ref).ok_or(SnapshotError::Corrupt("slot"))?.doc;
+                    put_doc_record(&mut docs, d);
+                    meta.push(DocMeta::of(d))?;
                     self.lens.get(s as usize).copied().unwrap_or_default()
                 }
             };
@@ -181,8 +186,9 @@ impl SearchIndex {
             doc_index.extend_from_slice(&(docs.len() as u64).to_le_bytes());
         }
 
+        let meta = meta.finish();
         let sections: [&[u8]; SECTIONS] =
-            [&term_index, &term_text, &lens, &id_index, &id_text, &doc_index, &postings, &docs];
+            [&term_index, &term_text, &lens, &id_index, &id_text, &doc_index, &meta, &postings, &docs];
         let body_len: usize = sections.iter().map(|s| s.len()).sum();
         let mut out = Vec::with_capacity(HEADER_LEN + body_len + 8);
         out.extend_from_slice(SEGMENT_MAGIC);
@@ -205,7 +211,8 @@ impl SearchIndex {
         }
         // The header and the small tables (up to the postings); lists and
         // records carry their own.
-        let sum = checksum(&out[..HEADER_LEN + sections[..6].iter().map(|s| s.len()).sum::<usize>()]);
+        let tables = Section::Postings as usize;
+        let sum = checksum(&out[..HEADER_LEN + sections[..tables].iter().map(|s| s.len()).sum::<usize>()]);
         out.extend_from_slice(&sum.to_le_bytes());
         debug_assert_eq!(Section::Docs as usize, SECTIONS - 1);
         Ok(out)
@@ -234,12 +241,12 @@ fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     put_u32(out, s.len() as u32);
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+pub(super) fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.push(0),
         Some(s) => {
