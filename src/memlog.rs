@@ -149,6 +149,23 @@ impl FullIndex {
         Ok(Self { files, hot, migrated, segments_on_disk: segments })
     }
 
+    /// Whether some file of the full index (its segments and head) contains
+    /// `needle`, read one file at a time and kept by none; `None` when there is
+    /// no full index file yet (the hot index is still to be migrated).
+    pub fn any_file_contains(snap: &Snapshot<'_>, needle: &str) -> Result<Option<bool>, StoreError> {
+        let Some(head) = snap.read_text(FULL_INDEX)? else { return Ok(None) };
+        if head.contains(needle) {
+            return Ok(Some(true));
+        }
+        drop(head);
+        for path in segment_paths(snap, FULL_INDEX_SEGMENTS)? {
+            if snap.read_text(&path)?.is_some_and(|t| t.contains(needle)) {
+                return Ok(Some(true));
+            }
+        }
+        Ok(Some(false))
+    }
+
     /// True when the hot index can be updated from the head alone (it has a
     /// category summary to build on, or there are no rolled segments).
     pub fn can_update_incrementally(&self) -> bool {

@@ -56,6 +56,11 @@ struct ExpiryPlan {
 /// The expiry pass on `snap` for `today`: expired entries move to `<category>-expired.md`,
 /// an old full index is migrated, the indexes are regenerated. Pure: nothing is committed.
 fn expiry_plan(snap: &Snapshot<'_>, today: NaiveDate) -> Result<ExpiryPlan> {
+    // Most packs have no entry with an expiry date: a look for the marker, file by file,
+    // spares parsing every index line of the pack (tens of MB held at once at 100,000 entries).
+    if FullIndex::any_file_contains(snap, EXPIRES_MARK)? == Some(false) {
+        return Ok(ExpiryPlan { changes: None, expired: 0, earliest: None });
+    }
     let mut index = FullIndex::load(snap)?;
     let entries = index.entries();
     let expired: Vec<usize> = entries
@@ -322,12 +327,15 @@ fn onboarded(root: &PackRoot) -> bool {
     })
 }
 
+/// What marks an index line's expiry date (`expires:YYYY-MM-DD`).
+const EXPIRES_MARK: &str = "expires:";
+
 fn earliest_expiry(index: &FullIndex) -> Option<NaiveDate> {
     index
         .entry_lines()
         .iter()
         .filter_map(|l| {
-            let pos = l.find("expires:")?;
+            let pos = l.find(EXPIRES_MARK)?;
             let date = l.get(pos + 8..pos + 18)?;
             NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()
         })
