@@ -76,6 +76,33 @@ fn segment_number(path: &str) -> Option<u32> {
     path.rsplit('/').next()?.strip_suffix(".md")?.parse::<u32>().ok()
 }
 
+/// The files [`FullIndex::load`] reads its lines from, oldest first: the rolled segments, then
+/// the head — or the hot index when there is no head (the reference's migration).
+pub fn full_index_files(snap: &Snapshot<'_>) -> Result<Vec<String>, StoreError> {
+    let mut files = segment_paths(snap, FULL_INDEX_SEGMENTS)?;
+    let migrated = snap.read(FULL_INDEX)?.is_none() && snap.read(HOT_INDEX)?.is_some();
+    files.push(if migrated { HOT_INDEX } else { FULL_INDEX }.to_owned());
+    Ok(files)
+}
+
+/// The files [`CategoryLog::load`] reads a category's blocks from, oldest first: the rolled
+/// segments, then the head.
+pub fn category_files(snap: &Snapshot<'_>, category: &str) -> Result<Vec<String>, StoreError> {
+    let mut files = segment_paths(snap, category)?;
+    files.push(category_path(category));
+    Ok(files)
+}
+
+/// The index entries of one file of the full index, in order, as [`FullIndex::entries`] reads them.
+pub fn index_entries_in(text: &str) -> Vec<IndexEntry> {
+    split_lines(text).iter().filter_map(|l| parse_index_line(l)).collect()
+}
+
+/// The blocks of one category file, in order, as [`CategoryLog::load`] reads them.
+pub fn blocks_in(text: &str) -> Vec<Block> {
+    memory::split_blocks(text).blocks.into_iter().map(|(_, b)| b).collect()
+}
+
 fn next_segment_path(existing: &[String], name: &str) -> String {
     let last = existing.iter().filter_map(|p| segment_number(p)).max().unwrap_or(0);
     format!("{}/{:06}.md", segment_dir(name), last + 1)
@@ -458,7 +485,8 @@ pub fn next_entry_rank(snap: &Snapshot<'_>, category: &str, ts: &str) -> Result<
 
 /// A category file's text as it is, line endings included (`Snapshot::read_text`
 /// turns CRLF into LF, which would rewrite every line of a file saved on Windows).
-fn read_category_file(snap: &Snapshot<'_>, path: &str) -> Result<Option<String>, StoreError> {
+/// Reads a category file as [`CategoryLog::load`] does (bytes kept, invalid UTF-8 replaced).
+pub fn read_category_file(snap: &Snapshot<'_>, path: &str) -> Result<Option<String>, StoreError> {
     Ok(snap.read(path)?.map(|b| match String::from_utf8(b) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),

@@ -5,8 +5,9 @@
 
 Starts `engram ui --port 0 --no-open` on a new packs directory, fills pack `big` with N
 memories (default 10,000) through the JSON API (one commit each, as the page makes them), then
-times each page and API answer over one kept-alive loopback connection: the first answer after
-a commit (the memory list is read from the commit) and the median / worst of 20 repeats.
+times: the first list of the process (every memory file read); the first list and the first
+memory history after another process's commit (an `engram serve` over stdio captures one); and
+each page and API answer over one kept-alive loopback connection, median / worst of 20 repeats.
 Loopback HTTP time is an upper bound of the server's time. Standard library only.
 """
 
@@ -18,6 +19,27 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def foreign_capture(binary, packs, env):
+    """One capture_memory by another process: `engram serve` over stdio."""
+    srv = subprocess.Popen([binary, "serve", "--packs-dir", packs], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    def send(msg):
+        srv.stdin.write(json.dumps(msg) + "\n")
+        srv.stdin.flush()
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+    srv.stdout.readline()
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "capture_memory", "arguments": {
+        "name": "big", "category": "work", "summary": "from another process", "content": "Written by another client."}}})
+    reply = srv.stdout.readline()
+    answer = json.loads(reply)
+    if "error" in answer or answer.get("result", {}).get("isError"):
+        raise SystemExit(f"capture by another process failed: {reply[:300]}")
+    srv.stdin.close()
+    srv.wait(timeout=30)
 
 
 def main():
@@ -56,8 +78,20 @@ def main():
                     "type": "fact", "tags": [f"t{i % 37}"]})
             fill = time.perf_counter() - t0
             print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
-            # More writes, so the next list is read from a new commit (no cache); capture answers
-            # the new id without reading the list.
+            ms, data = call("GET", "/api/packs/big/memories?limit=50")
+            print(f"| first list of the process (every memory file read) | {ms:.1f} ms |")
+            total = json.loads(data)["total"]
+            first_id = json.loads(call("GET", f"/api/packs/big/memories?limit=1&offset={total - 1}")[1])
+            foreign_capture(binary, packs, env)
+            ms, data = call("GET", "/api/packs/big/memories?limit=50")
+            print(f"| first list after another process's commit | {ms:.1f} ms |")
+            newest = json.loads(data)["items"][0]["id"]
+            ms, _ = call("GET", f"/p/big/history?memory={newest}")
+            print(f"| first history of its memory (the index reads the new commits) | {ms:.1f} ms |")
+            oldest = first_id["items"][0]["id"]
+            runs = [call("GET", f"/p/big/history?memory={oldest}")[0] for _ in range(5)]
+            print(f"| history of the oldest memory, median of 5 | {statistics.median(runs):.1f} ms |")
+            # More writes from the page; capture answers the new id without reading the list.
             adds = []
             for i in range(20):
                 ms, data = call("POST", "/api/packs/big/memories", {"category": "work", "summary": f"last {i}", "content": f"last one {i}"})

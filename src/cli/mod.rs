@@ -424,7 +424,8 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let engram = Arc::new(Engram::new(config)?);
     let structured = graph::structured(engram.clone(), &args.structured, &toolsets)?;
     let mut server = EngramServer::with_structured(engram.clone(), &toolsets, structured)
-        .with_options(args.toolsets.options()?);
+        .with_options(args.toolsets.options()?)
+        .with_graph_config(args.structured.config());
     if args.read_only {
         server = server.read_only();
     }

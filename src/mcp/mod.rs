@@ -155,6 +155,9 @@ pub struct EngramServer {
     /// The user of the request's token (`--users-file`), set per request: names its
     /// proposal branch.
     user: Option<String>,
+    /// The graph pack and user of the graph and personal toolsets (`--graph-pack`, `--user`),
+    /// also when those toolsets are off: the page `open_ui` starts shows them.
+    graph_config: StructuredConfig,
 }
 
 /// Why a tool call failed: the tool's own error, or its task died (a panic).
@@ -244,7 +247,15 @@ impl EngramServer {
             untraced: false,
             propose: false,
             user: None,
+            graph_config: StructuredConfig::default(),
         }
+    }
+
+    /// The graph pack and user (`--graph-pack`, `--user`) the page of `open_ui` shows: the
+    /// same as the graph and personal toolsets', whether or not they are served.
+    pub fn with_graph_config(mut self, config: StructuredConfig) -> Self {
+        self.graph_config = config;
+        self
     }
 
     /// `--propose`: tool writes land on `proposals/<client>` (`proposals/<user>` with a users

@@ -1,5 +1,6 @@
 //! The `ui` toolset: `open_ui`, the local web page over the packs (`crate::ui`), started in this
-//! process on first call and found on the next ones.
+//! process on first call and found on the next ones. The page's notes, graph and personal pages
+//! use this server's `--notes-pack`, `--graph-pack` and `--user`.
 
 use std::sync::Mutex;
 
@@ -44,8 +45,14 @@ impl EngramServer {
         let opts = crate::ui::UiOptions { addr, token: None };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let engram = self.engram.clone();
+        // The page shows what this server's tools use: its notes pack, graph pack and user.
+        let stores = crate::ui::Stores {
+            notes_pack: self.options.notes_pack.clone(),
+            structured: self.graph_config.clone(),
+        };
         let task = tokio::spawn(async move {
-            crate::ui::serve(engram, opts, |l| drop(tx.send(l.clone())), std::future::pending()).await
+            crate::ui::serve_with(engram, opts, stores, |l| drop(tx.send(l.clone())), std::future::pending())
+                .await
         });
         match rx.await {
             Ok(l) => {

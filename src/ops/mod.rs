@@ -26,6 +26,7 @@ pub use authoring::{
     BuildEvent, BuildModels, BuildReport, BuildRequest, DraftRequest, FinalizeRequest, TraceRequest,
     TracedCall, create_engram_assistant,
 };
+pub use engram::entry_history::EntryHistory;
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;
 pub use engram::prompt::{SYSTEM_PROMPT_DESCRIPTION, TraceRules};
@@ -33,7 +34,9 @@ pub use packs::registry::{Registry, RegistryEntry, render_entry as render_regist
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
-pub use engram::memory_items::{MemoryItem, MemoryList, MemoryTarget, PastItem, WriteOutcome, memory_id};
+pub use engram::memory_items::{
+    MemoryItem, MemoryList, MemoryTarget, ParsedMemoryFiles, PastItem, WriteOutcome, memory_id,
+};
 pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
 pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
 pub use notes::{

@@ -1,6 +1,9 @@
 //! Reading a pack's history: commits, their trailers and the files they changed.
 
-use git2::{Delta, DiffOptions, Oid, Sort};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+
+use git2::{Delta, DiffOptions, Oid};
 
 use super::{PackRepo, Result, git_err};
 
@@ -76,45 +79,174 @@ pub(super) fn parse_trailers(message: &str) -> Vec<(String, String)> {
     out
 }
 
+/// A walk of history from one commit, newest commit time first, reading each commit only when
+/// it is reached: what `git log` does by default. A commit comes after all of its children that
+/// the walk has reached (a parent is queued only when its child is taken). libgit2's sorted
+/// revwalk reads the whole history before it answers the first commit; this reads as many
+/// commits as it answers, plus their parents.
+struct TimeWalk<'r> {
+    repo: &'r git2::Repository,
+    queue: BinaryHeap<Queued<'r>>,
+    seen: HashSet<Oid>,
+    pushed: u64,
+}
+
+/// A commit waiting in a [`TimeWalk`]: newest time first, then the one queued first.
+struct Queued<'r> {
+    time: i64,
+    order: Reverse<u64>,
+    commit: git2::Commit<'r>,
+}
+
+impl PartialEq for Queued<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.order) == (other.time, other.order)
+    }
+}
+impl Eq for Queued<'_> {}
+impl PartialOrd for Queued<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.time, self.order).cmp(&(other.time, other.order))
+    }
+}
+
+impl<'r> TimeWalk<'r> {
+    fn new(repo: &'r git2::Repository, start: git2::Commit<'r>) -> Self {
+        let mut walk = Self { repo, queue: BinaryHeap::new(), seen: HashSet::new(), pushed: 0 };
+        walk.push(start);
+        walk
+    }
+
+    fn push(&mut self, commit: git2::Commit<'r>) {
+        if self.seen.insert(commit.id()) {
+            self.pushed += 1;
+            let time = commit.time().seconds();
+            self.queue.push(Queued { time, order: Reverse(self.pushed), commit });
+        }
+    }
+
+    /// The next commit, its parents queued.
+    fn next_commit(&mut self) -> std::result::Result<Option<git2::Commit<'r>>, git2::Error> {
+        let Some(commit) = self.pop() else { return Ok(None) };
+        self.push_parents(&commit)?;
+        Ok(Some(commit))
+    }
+
+    /// The next commit, its parents not queued.
+    fn pop(&mut self) -> Option<git2::Commit<'r>> {
+        self.queue.pop().map(|q| q.commit)
+    }
+
+    fn push_parents(&mut self, commit: &git2::Commit<'r>) -> std::result::Result<(), git2::Error> {
+        for id in commit.parent_ids() {
+            if !self.seen.contains(&id) {
+                let parent = self.repo.find_commit(id)?;
+                self.push(parent);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where [`PackRepo::walk_unseen`] stopped.
+#[derive(Debug, Clone, Default)]
+pub struct UnseenWalk {
+    /// The commit walked from (HEAD; `None`: no commit yet).
+    pub head: Option<String>,
+    /// The commits reached that the caller had seen (their parents were not walked).
+    pub boundary: Vec<String>,
+}
+
+/// One page of a pack's history (see [`PackRepo::log_page`]).
+#[derive(Debug, Clone, Default)]
+pub struct LogPage {
+    /// The commits of the page, newest first.
+    pub commits: Vec<CommitInfo>,
+    /// True when at least one more commit passes the query after the page.
+    pub more: bool,
+}
+
 impl PackRepo {
     /// Walks history from HEAD, newest first.
     pub fn log(&self, query: &LogQuery) -> Result<Vec<CommitInfo>> {
+        Ok(self.log_page(query, 0)?.commits)
+    }
+
+    /// Walks history from HEAD, newest first, passing over the first `skip` commits that pass
+    /// the query (read without their files unless the query has a path) and stopping after
+    /// `query.limit`; reads one commit more to tell whether there are more.
+    pub fn log_page(&self, query: &LogQuery, skip: usize) -> Result<LogPage> {
         let dir = &self.dir;
-        let mut out = Vec::new();
-        if self.head_commit()?.is_none() {
-            return Ok(out);
-        }
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(|e| git_err("walking history", dir, e))?;
-        walk.push_head().map_err(|e| git_err("walking history", dir, e))?;
-        for id in walk {
-            let id = id.map_err(|e| git_err("walking history", dir, e))?;
-            let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
+        let mut page = LogPage::default();
+        let Some(start) = self.head_commit()? else { return Ok(page) };
+        let mut walk = TimeWalk::new(&self.repo, start);
+        let mut skipped = 0;
+        while let Some(commit) = walk.next_commit().map_err(|e| git_err("walking history", dir, e))? {
             let time = commit.time().seconds();
             if query.since.is_some_and(|s| time < s) {
                 break;
             }
-            let needs_diff = query.with_files || query.path.is_some();
-            let files = if needs_diff { self.changed_files(&commit, query.with_files)? } else { Vec::new() };
             if let Some(p) = &query.path {
                 let prefix = format!("{}/", p.trim_end_matches('/'));
-                if !files.iter().any(|f| &f.path == p || f.path.starts_with(&prefix)) {
+                let touched = self.changed_files(&commit, false)?;
+                if !touched.iter().any(|f| &f.path == p || f.path.starts_with(&prefix)) {
                     continue;
                 }
             }
+            if skipped < skip {
+                skipped += 1;
+                continue;
+            }
+            if query.limit.is_some_and(|l| page.commits.len() >= l) {
+                page.more = true;
+                break;
+            }
+            let files = if query.with_files { self.changed_files(&commit, true)? } else { Vec::new() };
             let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
-            out.push(CommitInfo {
-                id: id.to_string(),
+            page.commits.push(CommitInfo {
+                id: commit.id().to_string(),
                 time,
                 subject: message.lines().next().unwrap_or("").to_owned(),
                 trailers: parse_trailers(&message),
                 message,
                 parents: commit.parent_count(),
-                files: if query.with_files { files } else { Vec::new() },
+                files,
             });
-            if query.limit.is_some_and(|l| out.len() >= l) {
-                break;
+        }
+        Ok(page)
+    }
+
+    /// Walks history from HEAD, newest first, and calls `visit` with every commit that `seen`
+    /// does not claim, with the files it changed under `under` (a directory) that `keep`
+    /// accepts, texts read. The parents of a seen commit are not walked, so a caller that
+    /// remembers what it saw reads only the commits made since, whoever made them.
+    pub fn walk_unseen(
+        &self,
+        seen: &dyn Fn(&str) -> bool,
+        under: &str,
+        keep: &dyn Fn(&str) -> bool,
+        visit: &mut dyn FnMut(CommitInfo),
+    ) -> Result<UnseenWalk> {
+        let dir = &self.dir;
+        let mut out = UnseenWalk::default();
+        let Some(start) = self.head_commit()? else { return Ok(out) };
+        out.head = Some(start.id().to_string());
+        let mut walk = TimeWalk::new(&self.repo, start);
+        while let Some(commit) = walk.pop() {
+            let id = commit.id().to_string();
+            if seen(&id) {
+                out.boundary.push(id);
+                continue;
             }
+            walk.push_parents(&commit).map_err(|e| git_err("walking history", dir, e))?;
+            let mut info = self.info_of(&commit, false)?;
+            info.files = self.changed_files_where(&commit, true, Some(under), keep)?;
+            visit(info);
         }
         Ok(out)
     }
@@ -134,6 +266,18 @@ impl PackRepo {
     }
 
     fn changed_files(&self, commit: &git2::Commit<'_>, with_text: bool) -> Result<Vec<FileChange>> {
+        self.changed_files_where(commit, with_text, None, &|_| true)
+    }
+
+    /// The files `commit` changed against its first parent, under directory `under` when given
+    /// and accepted by `keep`, with their texts when `with_text`.
+    fn changed_files_where(
+        &self,
+        commit: &git2::Commit<'_>,
+        with_text: bool,
+        under: Option<&str>,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<FileChange>> {
         let dir = &self.dir;
         let new_tree = commit.tree().map_err(|e| git_err("reading a tree", dir, e))?;
         let old_tree = match commit.parent(0) {
@@ -141,6 +285,10 @@ impl PackRepo {
             Err(_) => None,
         };
         let mut opts = DiffOptions::new();
+        if let Some(under) = under {
+            // A plain pathspec matches the directory and everything under it.
+            opts.pathspec(under.trim_end_matches('/'));
+        }
         let diff = self
             .repo
             .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut opts))
@@ -153,6 +301,9 @@ impl PackRepo {
                 .or_else(|| delta.old_file().path())
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            if !keep(&path) {
+                continue;
+            }
             let text = |id: Oid, present: bool| -> Option<String> {
                 if !with_text || !present {
                     return None;

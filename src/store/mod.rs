@@ -69,7 +69,7 @@ use publish::{CommitOutcome, PhaseTimer};
 pub use error::{Result, SecretSource, StoreError};
 pub use gc::PackReport;
 pub use guard::scan_added;
-pub use history::{CommitInfo, FileChange, LogQuery};
+pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk};
 pub use housekeeping::wait_for_background_packing;
 pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
@@ -286,6 +286,15 @@ impl Snapshot<'_> {
             Some((mode, id)) if is_blob_mode(mode) => Ok(Some(id)),
             Some(_) => Err(StoreError::NotAFile { path: path.to_owned() }),
         }
+    }
+
+    /// The blob id of the file at `path` (what its content is known by: equal ids, equal
+    /// content); `None` when it is absent or changed in this snapshot's overlay.
+    pub fn file_id(&self, path: &str) -> Result<Option<String>> {
+        if self.overlay.contains_key(path) {
+            return Ok(None);
+        }
+        Ok(self.blob_entry(path)?.map(|id| id.to_string()))
     }
 
     /// Reads a file as UTF-8 text (lossy for invalid bytes); `None` if absent.

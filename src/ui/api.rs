@@ -7,7 +7,7 @@
 //! | `POST /api/packs/<pack>/memories` `{category, summary, content, type?, tags?, expires?}` | 201 `{id, commit, text}` |
 //! | `PATCH /api/packs/<pack>/memories/<id>` `{base, summary, content, type?, tags?}` | `{id, commit, text}`, 409 `{current}` |
 //! | `DELETE /api/packs/<pack>/memories/<id>` `{base}` (or `?base=`) | `{commit, text}`, 409 `{current}` |
-//! | `GET /api/packs/<pack>/history?limit=` | `[{id, time, subject, tool, client, changes}]` |
+//! | `GET /api/packs/<pack>/history?limit=&offset=` | `[{id, time, subject, tool, client, changes}]` |
 //! | `POST /api/packs/<pack>/revert` `{commit}` | `{commit, text}` |
 //!
 //! Errors are `{error, code}` with a status: 400 bad argument, 401/403 (auth.rs), 404 unknown
@@ -149,10 +149,13 @@ struct AddBody {
 
 /// Captures a memory as `capture_memory` does; answers the new entry's id and the commit.
 pub(crate) fn add_request(
-    state: &UiState,
+    state: &Arc<UiState>,
     req: &CaptureRequest,
 ) -> Result<crate::ops::WriteOutcome, Failure> {
     let mut out = state.engram.capture_memory_item(req, &UiState::caller("capture_memory"))?;
+    if out.commit.is_some() {
+        state.catch_up_later(&req.name);
+    }
     if let (Some(id), Some(commit), Some(parent)) = (&out.id, &out.commit, &out.parent)
         && let Some(item) = state.engram.newest_memory_item(&req.name, commit, id)?
         && item.category == req.category.trim()
@@ -250,7 +253,7 @@ pub(crate) struct Correction {
 
 /// Corrects a memory as `correct_memory` does, if it is unchanged since `base`.
 pub(crate) fn correct_memory(
-    state: &UiState,
+    state: &Arc<UiState>,
     pack: &str,
     id: &str,
     base: Option<&str>,
@@ -266,7 +269,9 @@ pub(crate) fn correct_memory(
         target: Some(target),
         ..CorrectRequest::default()
     };
-    Ok(state.engram.correct_memory_item(&req, &UiState::caller("correct_memory"))?)
+    let out = state.engram.correct_memory_item(&req, &UiState::caller("correct_memory"))?;
+    state.catch_up_later(pack);
+    Ok(out)
 }
 
 /// `PATCH /api/packs/<pack>/memories/<id>`.
@@ -293,13 +298,15 @@ struct BaseBody {
 
 /// Deletes a memory as `delete_memory` does, if it is unchanged since `base`.
 pub(crate) fn delete_memory(
-    state: &UiState,
+    state: &Arc<UiState>,
     pack: &str,
     id: &str,
     base: Option<&str>,
 ) -> Result<crate::ops::WriteOutcome, Failure> {
     let target = target_at(state, pack, id, base)?;
-    Ok(state.engram.delete_memory_item(pack, &target, &UiState::caller("delete_memory"))?)
+    let out = state.engram.delete_memory_item(pack, &target, &UiState::caller("delete_memory"))?;
+    state.catch_up_later(pack);
+    Ok(out)
 }
 
 /// `DELETE /api/packs/<pack>/memories/<id>`.
@@ -316,10 +323,15 @@ pub(crate) async fn delete(
 }
 
 /// A pack's commits, newest first, as the history page and the API show them.
-pub(crate) fn history_entries(state: &UiState, pack: &str, limit: usize) -> Result<Vec<Value>, Failure> {
+pub(crate) fn history_entries(
+    state: &UiState,
+    pack: &str,
+    limit: usize,
+    offset: usize,
+) -> Result<Vec<Value>, Failure> {
     let filter = HistoryFilter { limit, ..HistoryFilter::default() };
-    let commits = state.engram.history(pack, &filter)?;
-    Ok(commits.iter().map(history_entry).collect())
+    let page = state.engram.history_page(pack, &filter, offset)?;
+    Ok(page.commits.iter().map(history_entry).collect())
 }
 
 /// One commit as the API and the history page show it.
@@ -340,8 +352,10 @@ pub(crate) async fn history(
     Path(pack): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, Failure> {
-    let limit = number(&query_pairs(q.as_deref()), "limit", 50)?.clamp(1, 500);
-    let list = blocking(move || history_entries(&state, &pack, limit)).await?;
+    let pairs = query_pairs(q.as_deref());
+    let limit = number(&pairs, "limit", 50)?.clamp(1, 500);
+    let offset = number(&pairs, "offset", 0)?;
+    let list = blocking(move || history_entries(&state, &pack, limit, offset)).await?;
     Ok(json_response(StatusCode::OK, &Value::Array(list)))
 }
 

@@ -47,7 +47,10 @@ use axum::routing::{get, post};
 
 use crate::mcp::http::{HttpError, HttpOptions, check_options};
 use crate::mcp::http_conn::{self, ConnLimits};
-use crate::ops::{Caller, Engram, EngramError, MemoryItem, Personal, StructuredConfig, UserGraph};
+use crate::ops::{
+    Caller, Engram, EngramError, EntryHistory, MemoryItem, ParsedMemoryFiles, Personal, StructuredConfig,
+    UserGraph,
+};
 use filter::Listing;
 
 /// The client name every commit made from the page records (`Engram-Client`).
@@ -87,6 +90,9 @@ impl Listening {
     }
 }
 
+/// Most commits one memory's history shows.
+const MEMORY_COMMITS: usize = 100;
+
 /// Most memory lists kept in memory (one per pack and commit).
 const LIST_CACHE: usize = 8;
 
@@ -125,6 +131,12 @@ pub(crate) struct UiState {
     graph: Result<Arc<UserGraph>, String>,
     /// Installs started from the page, with their progress.
     jobs: packs::Jobs,
+    /// Each pack's entry → commits index (one memory's history), brought up to HEAD when asked
+    /// and, in the background, after each write of the page.
+    entry_histories: Mutex<HashMap<String, Arc<Mutex<EntryHistory>>>>,
+    /// Each pack's memory files as its last list parsed them: a list at a new commit (of this
+    /// process or another) reads only the files that changed.
+    parsed: Mutex<HashMap<String, Arc<Mutex<ParsedMemoryFiles>>>>,
 }
 
 impl UiState {
@@ -144,7 +156,11 @@ impl UiState {
         if let Some((_, items)) = self.lock_lists().iter().find(|(k, _)| *k == key) {
             return Ok((Some(commit), items.clone()));
         }
-        let list = self.engram.memory_items(pack, Some(&commit))?;
+        let parsed = self.parsed_files(pack);
+        let list = {
+            let mut parsed = parsed.lock().unwrap_or_else(|p| p.into_inner());
+            self.engram.memory_items_with(pack, Some(&commit), &mut parsed)?
+        };
         let commit = list.commit.unwrap_or(commit);
         let items = Arc::new(Listing::new(list.items));
         let mut lists = self.lock_lists();
@@ -171,6 +187,58 @@ impl UiState {
             lists.remove(0);
         }
         lists.push(((pack.to_owned(), commit.to_owned()), listing));
+    }
+
+    /// The parsed memory files of `pack`'s last list.
+    fn parsed_files(&self, pack: &str) -> Arc<Mutex<ParsedMemoryFiles>> {
+        let mut all = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        all.entry(pack.to_owned()).or_default().clone()
+    }
+
+    /// The entry → commits index of `pack`.
+    fn entry_history(&self, pack: &str) -> Arc<Mutex<EntryHistory>> {
+        let mut all = self.entry_histories.lock().unwrap_or_else(|p| p.into_inner());
+        all.entry(pack.to_owned()).or_default().clone()
+    }
+
+    /// The commits that added, corrected or removed memory `m` of `pack`, newest first.
+    fn memory_commits(
+        &self,
+        pack: &str,
+        m: &MemoryItem,
+    ) -> Result<Vec<crate::store::CommitInfo>, EngramError> {
+        let index = self.entry_history(pack);
+        let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
+        self.engram.memory_commits(pack, &mut index, m, MEMORY_COMMITS)
+    }
+
+    /// After a write: brings `pack`'s entry index up to HEAD on a blocking thread, unless that
+    /// is already under way (then the next look reads the rest), so a memory's history does not
+    /// wait for the commits made from the page.
+    fn catch_up_later(self: &Arc<Self>, pack: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (state, pack) = (self.clone(), pack.to_owned());
+        drop(runtime.spawn_blocking(move || {
+            let index = state.entry_history(&pack);
+            let Ok(mut index) = index.try_lock() else { return };
+            // A failure here shows (and is retried) when the history is asked for.
+            let _ = state.engram.catch_up_entry_history(&pack, &mut index);
+        }));
+    }
+
+    /// At start, on a blocking thread: reads every pack's memories and brings its entry index up
+    /// to HEAD, so the first pages need not (a page asked for meanwhile waits for that pack's
+    /// read instead of doing it twice). Failures show when the page is asked for.
+    fn warm_up(self: &Arc<Self>) {
+        let state = self.clone();
+        drop(tokio::task::spawn_blocking(move || {
+            for p in state.engram.packs().list() {
+                let _ = state.memories(&p.name, None);
+                let index = state.entry_history(&p.name);
+                let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = state.engram.catch_up_entry_history(&p.name, &mut index);
+            }
+        }));
     }
 
     fn lock_lists(&self) -> std::sync::MutexGuard<'_, ListCache> {
@@ -286,8 +354,11 @@ pub async fn serve_with(
         notes_pack: stores.notes_pack,
         graph,
         jobs: packs::Jobs::default(),
+        entry_histories: Mutex::default(),
+        parsed: Mutex::default(),
     });
     on_listening(&listening);
+    state.warm_up();
     let limits = ConnLimits {
         header_timeout: crate::mcp::http::DEFAULT_HEADER_TIMEOUT,
         idle_timeout: crate::mcp::http::DEFAULT_CONNECTION_IDLE,

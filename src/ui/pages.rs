@@ -25,6 +25,9 @@ use crate::ops::HistoryFilter;
 
 /// Commits on one page of the history.
 const HISTORY_PAGE: usize = 15;
+/// The last page number of the history a link may ask for (the commits before it are walked
+/// over without their files).
+const MAX_PAGE: usize = 100_000;
 
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -277,41 +280,6 @@ fn word_diffs(c: &crate::store::CommitInfo) -> String {
     out
 }
 
-/// The commits, newest first, that added or removed `m`'s entry: its category and time, and the
-/// summary it had then (followed back through corrections, which remove the old summary and add
-/// the new one in one commit).
-fn of_memory(
-    commits: Vec<crate::store::CommitInfo>,
-    m: &crate::ops::MemoryItem,
-) -> Vec<crate::store::CommitInfo> {
-    let stamp = format!(", {})", m.ts);
-    let summaries = |text: &str, sign: &str| -> Vec<String> {
-        let prefix = format!("{sign} [{}] ", m.category);
-        text.lines()
-            .filter_map(|l| l.strip_prefix(prefix.as_str())?.strip_suffix(stamp.as_str()))
-            .filter_map(|rest| rest.rsplit_once(" (").map(|(s, _)| s.to_owned()))
-            .collect()
-    };
-    // A commit names an entry by its summary, or by its text's first line when the index line
-    // did not change with it (a correction of the text alone).
-    let first_line = |t: &str| t.lines().next().unwrap_or_default().to_owned();
-    let mut names = vec![m.summary.clone(), first_line(&m.content)];
-    let mut out = Vec::new();
-    for c in commits {
-        let text = crate::ops::describe_commit(&c);
-        let (added, removed) = (summaries(&text, "+"), summaries(&text, "-"));
-        if added.iter().any(|a| names.contains(a)) {
-            if let [before] = removed.as_slice() {
-                names.push(before.clone());
-            }
-            out.push(c);
-        } else if removed.iter().any(|r| names.contains(r)) {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `GET /p/<pack>/history?page=` — or `?memory=<id>`: the commits that added or removed that
 /// memory's entry (its category and time), from its menu on the memory page.
 pub(crate) async fn history(
@@ -322,11 +290,11 @@ pub(crate) async fn history(
 ) -> Response {
     let cx = Ctx::new(&headers, q.as_deref());
     let l = cx.lang;
-    let page_no = cx.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, 16);
+    let page_no = cx.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, MAX_PAGE);
     let n = name.clone();
     let memory = cx.get("memory").map(str::to_owned);
     let read = blocking(move || {
-        let (filter, item) = match memory {
+        let (commits, item, more) = match memory {
             Some(id) => {
                 let (_, listing) = state.memories(&n, None)?;
                 let Some(item) = listing.items.iter().find(|i| i.id == id).cloned() else {
@@ -335,27 +303,21 @@ pub(crate) async fn history(
                         format!("no memory {id} in pack {n}"),
                     ));
                 };
-                let day = item.ts.get(..10).unwrap_or_default().to_owned();
-                let filter = HistoryFilter {
-                    summary: Some(format!(" [{}] ", item.category)),
-                    since: Some(day),
-                    limit: 100,
-                    ..HistoryFilter::default()
-                };
-                (filter, Some(item))
+                (state.memory_commits(&n, &item)?, Some(item), false)
             }
-            None => (HistoryFilter { limit: page_no * HISTORY_PAGE + 1, ..HistoryFilter::default() }, None),
+            None => {
+                // Only the commits of this page are read with their files.
+                let filter = HistoryFilter { limit: HISTORY_PAGE, ..HistoryFilter::default() };
+                let page = state.engram.history_page(&n, &filter, (page_no - 1) * HISTORY_PAGE)?;
+                (page.commits, None, page.more)
+            }
         };
-        let mut commits = state.engram.history(&n, &filter)?;
-        if let Some(item) = &item {
-            commits = of_memory(commits, item);
-        }
         let rows: Vec<(serde_json::Value, String)> =
             commits.iter().map(|c| (super::api::history_entry(c), word_diffs(c))).collect();
-        Ok((rows, item))
+        Ok((rows, item, more))
     })
     .await;
-    let (rows, item) = match read {
+    let (rows, item, more) = match read {
         Ok(c) => c,
         Err(f) => return cx.failure(&f, &format!("/p/{}/memory", url(&name))),
     };
@@ -387,8 +349,7 @@ pub(crate) async fn history(
             esc(done)
         ));
     }
-    let skip = if item.is_some() { 0 } else { (page_no - 1) * HISTORY_PAGE };
-    for (c, diffs) in rows.iter().skip(skip).take(if item.is_some() { usize::MAX } else { HISTORY_PAGE }) {
+    for (c, diffs) in &rows {
         let id = c["id"].as_str().unwrap_or_default();
         let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
             .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
@@ -411,7 +372,7 @@ pub(crate) async fn history(
             va = l.t("view_as_of"),
         ));
     }
-    if item.is_none() && rows.len() > page_no * HISTORY_PAGE {
+    if more {
         body.push_str(&format!(
             "<nav aria-label=\"{}\" class=\"pages\"><a rel=\"next\" href=\"{here}?page={}\">{}</a></nav>",
             l.t("page_nav"),

@@ -324,6 +324,44 @@ async fn open_ui_starts_the_page_once_and_only_in_the_ui_toolset() {
     c.close().await.expect("close");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_ui_shows_the_servers_notes_pack_graph_pack_and_user() {
+    let env = TestEnv::new();
+    env.init("p");
+    let args = ["--tools", "all", "--notes-pack", "mynotes", "--graph-pack", "gp", "--user", "bob"];
+    let c = env.client_with(&args).await;
+    let stored =
+        c.call("store", json!({"content": "the blue door code", "title": "blue door"})).await.expect("store");
+    assert!(!stored.is_error, "{}", stored.text);
+    let profile = c.call("update_profile", json!({"key": "city", "value": "Lisbon"})).await.expect("profile");
+    assert!(!profile.is_error, "{}", profile.text);
+    let opened = c.call("open_ui", json!({})).await.expect("open_ui");
+    let url = opened
+        .text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .expect("a URL")
+        .to_owned();
+    let rest = url.trim_start_matches("http://");
+    let (authority, query) = rest.split_once('/').expect("a path");
+    let ui = UiServerRef {
+        authority: authority.to_owned(),
+        token: query.trim_start_matches("?token=").to_owned(),
+    };
+    let (notes, personal) =
+        tokio::task::spawn_blocking(move || (ui.get("/notes"), ui.get("/personal"))).await.expect("join");
+    assert_eq!(notes.0, 200, "{}", notes.1);
+    assert!(
+        notes.1.contains("mynotes") && notes.1.contains("blue door"),
+        "the server's notes pack: {}",
+        notes.1
+    );
+    assert_eq!(personal.0, 200, "{}", personal.1);
+    assert!(personal.1.contains("Lisbon"), "the server's graph pack and user: {}", personal.1);
+    assert!(!env.packs.join("personal").exists(), "the default pack is not used");
+    c.close().await.expect("close");
+}
+
 /// A page started by `open_ui` inside a server (no child of its own).
 struct UiServerRef {
     authority: String,
@@ -332,6 +370,12 @@ struct UiServerRef {
 
 impl UiServerRef {
     fn api_get(&self, path: &str) -> (u16, Value) {
+        let (status, body) = self.get(path);
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// A GET with the token; answers (status, body).
+    fn get(&self, path: &str) -> (u16, String) {
         let mut s = std::net::TcpStream::connect(&self.authority).expect("connect");
         let req = format!(
             "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
@@ -342,7 +386,7 @@ impl UiServerRef {
         let _ = s.read_to_string(&mut out);
         let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
         let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
-        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+        (status, body.to_owned())
     }
 }
 
@@ -539,4 +583,111 @@ fn consolidate_archives_a_category_and_pack_files_save_as_one_commit() {
     assert!(page.contains("A careful coach."), "the file as it is now: {page}");
     assert_eq!(commit_count(&dir), n + 2);
     assert_fsck(&dir);
+}
+
+/// The `<article class="commit" data-commit="…">` ids of a history page, in order.
+fn shown_commits(html: &str) -> Vec<String> {
+    html.split("<article class=\"commit\" data-commit=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next().map(str::to_owned))
+        .collect()
+}
+
+/// A capture by another process (an MCP client of its own), as a person's agent makes them.
+fn capture_elsewhere(env: &TestEnv, category: &str, summary: &str, content: &str) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let c = env.client().await;
+        let args = json!({"name": "p", "category": category, "summary": summary, "content": content});
+        ok(&c, "capture_memory", args).await;
+        c.close().await.expect("close");
+    });
+}
+
+#[test]
+fn history_pages_read_their_own_commits_and_say_when_more_follow() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    for i in 0..20 {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "c", "summary": format!("entry {i}"), "content": format!("text {i}")})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let dir = env.pack("p");
+    let all: Vec<String> = git(&dir, &["log", "--format=%H"]).lines().map(str::to_owned).collect();
+    assert!(all.len() > 20, "{all:?}");
+    let auth = format!("Bearer {}", ui.token);
+    let (status, _, first) = ui.request("GET", "/p/p/history", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert_eq!(shown_commits(&first), all[..15], "the newest 15");
+    assert!(first.contains("href=\"/p/p/history?page=2\""), "a next page: {first}");
+    let (_, _, second) = ui.request("GET", "/p/p/history?page=2", &[("Authorization", &auth)], "");
+    assert_eq!(shown_commits(&second), all[15..], "the rest");
+    assert!(!second.contains("history?page=3"), "no page after the last: {second}");
+    assert!(second.contains("entry 4 (") && !second.contains("entry 5 ("), "their own changes: {second}");
+    let (status, api) = ui.api("GET", "/api/packs/p/history?limit=3&offset=15", None);
+    assert_eq!(status, 200, "{api}");
+    let ids: Vec<&str> = api.as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(ids, all[15..18].iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(api[0]["changes"].as_str().unwrap().contains("entry 4"), "{api}");
+}
+
+#[test]
+fn one_memorys_history_follows_corrections_other_processes_and_a_persons_git() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let add = |category: &str, summary: &str, content: &str| -> (String, String) {
+        let body = json!({"category": category, "summary": summary, "content": content});
+        let (status, v) = ui.api("POST", "/api/packs/p/memories", Some(body));
+        assert_eq!(status, 201, "{v}");
+        (v["id"].as_str().unwrap().to_owned(), v["commit"].as_str().unwrap().to_owned())
+    };
+    // Same category and minute (the test clock is fixed): only the text tells them apart.
+    let (tea, added) = add("c", "likes green tea", "Likes green tea.");
+    let (coffee, _) = add("c", "drinks coffee", "Drinks coffee.");
+    let (_, head) = add("d", "likes green tea", "Likes green tea.");
+    let auth = format!("Bearer {}", ui.token);
+    let history = |id: &str| -> Vec<String> {
+        let (status, _, html) =
+            ui.request("GET", &format!("/p/p/history?memory={id}"), &[("Authorization", &auth)], "");
+        assert_eq!(status, 200, "{html}");
+        shown_commits(&html)
+    };
+    assert_eq!(history(&tea), std::slice::from_ref(&added));
+    let (status, v) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{tea}"),
+        Some(json!({"base": head, "summary": "likes oolong tea", "content": "Likes oolong tea now."})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let corrected = v["commit"].as_str().unwrap().to_owned();
+    assert_eq!(history(&tea), [corrected.clone(), added.clone()], "the add and the correction");
+    assert_eq!(history(&coffee).len(), 1, "the other entry of that minute keeps its own");
+
+    // A person edits the text and commits with git; another process captures.
+    let path = dir.join("memory/c.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("Likes oolong tea now.", "Likes oolong tea, hot.")).unwrap();
+    git(&dir, &["commit", "-qam", "by hand"]);
+    let by_hand = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    capture_elsewhere(&env, "c", "reads at night", "Reads at night.");
+    let (_, list) = ui.api("GET", "/api/packs/p/memories?category=c", None);
+    assert_eq!(list["total"], 3, "{list}");
+    let listed = list["items"].as_array().unwrap();
+    assert!(listed.iter().any(|m| m["content"] == "Likes oolong tea, hot."), "the hand edit: {list}");
+    assert!(listed.iter().any(|m| m["summary"] == "reads at night"), "the other process's: {list}");
+    assert_eq!(history(&tea), [by_hand.clone(), corrected.clone(), added.clone()]);
+
+    // The person takes both back: the history and the list follow.
+    git(&dir, &["reset", "-q", "--hard", "HEAD~2"]);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories?category=c", None);
+    assert_eq!(list["total"], 2, "{list}");
+    assert!(list.to_string().contains("Likes oolong tea now."), "{list}");
+    assert_eq!(history(&tea), [corrected, added]);
 }

@@ -16,7 +16,7 @@ use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR, same
 use crate::memory::{Block, is_entry_line, parse_blocks, parse_index_line};
 use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
-    Changes, CommitInfo, CommitMessage, Edit, RevertConflict, Snapshot, StoreError, history_query,
+    Changes, CommitInfo, CommitMessage, Edit, LogPage, RevertConflict, Snapshot, StoreError, history_query,
     parse_since, trailer,
 };
 
@@ -48,7 +48,7 @@ pub fn is_memory_managed(path: &str) -> bool {
         && !name.ends_with("-expired.md")
 }
 
-fn is_index_file(path: &str) -> bool {
+pub(super) fn is_index_file(path: &str) -> bool {
     path == FULL_INDEX || path.starts_with(&format!("{LOG_DIR}/_index_full/"))
 }
 
@@ -175,7 +175,7 @@ fn revert_changes(snap: &Snapshot<'_>, commit: &str) -> Result<(Changes, String,
 }
 
 /// The category a memory file holds entries of: `memory/<c>.md` or a rolled `memory/_log/<c>/N.md`.
-fn category_of(path: &str) -> Option<&str> {
+pub(super) fn category_of(path: &str) -> Option<&str> {
     if let Some(rest) = path.strip_prefix(&format!("{LOG_DIR}/")) {
         return rest.split_once('/').map(|(c, _)| c);
     }
@@ -375,6 +375,13 @@ fn no_commit(rev: &str, dir: &std::path::Path) -> EngramError {
 impl Engram {
     /// The commits of a pack that pass `filter`, newest first, with their files.
     pub fn history(&self, name: &str, filter: &HistoryFilter) -> Result<Vec<CommitInfo>> {
+        Ok(self.history_page(name, filter, 0)?.commits)
+    }
+
+    /// The commits of a pack that pass `filter` after the first `offset` of them, newest first,
+    /// with their files, and whether more follow. Without a summary, tool or client filter,
+    /// the commits passed over and the one that tells "more" are read without their files.
+    pub fn history_page(&self, name: &str, filter: &HistoryFilter, offset: usize) -> Result<LogPage> {
         let path = match filter.path.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
             Some(p) => Some(
                 crate::pack_path::PackPath::parse_user(p)
@@ -393,10 +400,15 @@ impl Engram {
         };
         let limit = filter.limit.clamp(1, 500);
         let needs_scan = filter.summary.is_some() || filter.tool.is_some() || filter.client.is_some();
-        let query = history_query(Some(if needs_scan { SCAN_LIMIT } else { limit }), since, path, true);
+        if !needs_scan {
+            let query = history_query(Some(limit), since, path, true);
+            let page = self.with_existing_repo(&pack.dir, |r| Ok(r.log_page(&query, offset)?))?;
+            return Ok(page.unwrap_or_default());
+        }
+        let query = history_query(Some(SCAN_LIMIT), since, path, true);
         // A folder that is not a repository yet has no history (and a read does not make one).
         let commits = self.with_existing_repo(&pack.dir, |r| Ok(r.log(&query)?))?.unwrap_or_default();
-        Ok(commits
+        let mut passing = commits
             .into_iter()
             .filter(|c| filter.tool.as_deref().is_none_or(|t| c.trailer(trailer::TOOL) == Some(t)))
             .filter(|c| filter.client.as_deref().is_none_or(|cl| client_matches(c, cl)))
@@ -407,8 +419,9 @@ impl Engram {
                         .any(|l| (l.starts_with("+ ") || l.starts_with("- ")) && l.contains(s))
                 })
             })
-            .take(limit)
-            .collect())
+            .skip(offset);
+        let commits: Vec<CommitInfo> = passing.by_ref().take(limit).collect();
+        Ok(LogPage { commits, more: passing.next().is_some() })
     }
 
     /// `memory_history`.

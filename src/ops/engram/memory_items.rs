@@ -8,8 +8,12 @@
 //! from the working tree, so what a page shows is always a commit it can name.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::memlog::{CategoryLog, FullIndex, LinePos};
+use crate::memlog::{
+    CategoryLog, FullIndex, LinePos, blocks_in, category_files, full_index_files, index_entries_in,
+    read_category_file,
+};
 use crate::memory::IndexEntry;
 use crate::ops::{Engram, EngramError, Result};
 use crate::store::{Committed, Snapshot};
@@ -151,39 +155,102 @@ fn contents_by_meta(log: &CategoryLog) -> HashMap<MetaKey, Vec<String>> {
     map
 }
 
-/// Every entry of a snapshot's full index with its content, oldest first (linear in the pack).
-pub(super) fn items_of(snap: &Snapshot<'_>) -> Result<Vec<MemoryItem>> {
-    let index = FullIndex::load(snap)?;
-    let entries = index.entries();
-    let ids = entry_ids(entries.iter().map(|(_, e)| e));
-    let mut logs: HashMap<String, HashMap<MetaKey, Vec<String>>> = HashMap::new();
-    let mut ranks: HashMap<(String, MetaKey), usize> = HashMap::new();
-    let mut items = Vec::with_capacity(entries.len());
-    for ((_, e), id) in entries.into_iter().zip(ids) {
-        if !logs.contains_key(&e.category) {
-            let log = CategoryLog::load(snap, &e.category)?;
-            logs.insert(e.category.clone(), contents_by_meta(&log));
+/// The memory files of a pack, parsed, by blob id: a list at a new commit reads and parses
+/// only the files that changed since the last list (a blob id names its content, so what is
+/// kept is right whoever made the commits). Holds the files of the last list read through it.
+#[derive(Debug, Default)]
+pub struct ParsedMemoryFiles {
+    index: HashMap<String, Arc<Vec<IndexEntry>>>,
+    blocks: HashMap<String, Arc<ParsedBlocks>>,
+}
+
+/// The blocks of one category file that have a meta line: (meta, content), in order.
+type ParsedBlocks = Vec<(MetaKey, String)>;
+
+/// A file through `cache` (by its blob id), else read and parsed; kept in `next`.
+fn parsed<T>(
+    snap: &Snapshot<'_>,
+    path: &str,
+    cache: &HashMap<String, Arc<T>>,
+    next: &mut HashMap<String, Arc<T>>,
+    parse: impl FnOnce() -> Result<T>,
+) -> Result<Arc<T>> {
+    let Some(id) = snap.file_id(path)? else { return Ok(Arc::new(parse()?)) };
+    let value = match cache.get(&id) {
+        Some(v) => v.clone(),
+        None => Arc::new(parse()?),
+    };
+    next.insert(id, value.clone());
+    Ok(value)
+}
+
+/// A block's meta as a borrowed key.
+type MetaRef<'a> = (&'a str, &'a str, Option<&'a str>, &'a [String]);
+
+/// Every entry of a snapshot's full index with its content, oldest first (linear in the pack;
+/// files parsed before are taken from `cache`).
+pub(super) fn items_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Result<Vec<MemoryItem>> {
+    let mut next = ParsedMemoryFiles::default();
+    let mut index_files = Vec::new();
+    for path in full_index_files(snap)? {
+        index_files.push(parsed(snap, &path, &cache.index, &mut next.index, || {
+            Ok(index_entries_in(&snap.read_text(&path)?.unwrap_or_default()))
+        })?);
+    }
+    let entries: Vec<&IndexEntry> = index_files.iter().flat_map(|f| f.iter()).collect();
+    let ids = entry_ids(entries.iter().copied());
+    let mut files_of: HashMap<&str, Vec<Arc<ParsedBlocks>>> = HashMap::new();
+    for e in &entries {
+        if files_of.contains_key(e.category.as_str()) {
+            continue;
         }
-        let key = key_of(&e);
-        let rank = ranks.entry((e.category.clone(), key.clone())).or_insert(0);
-        let content = logs
-            .get(&e.category)
+        let mut files = Vec::new();
+        for path in category_files(snap, &e.category)? {
+            files.push(parsed(snap, &path, &cache.blocks, &mut next.blocks, || {
+                Ok(blocks_in(&read_category_file(snap, &path)?.unwrap_or_default())
+                    .into_iter()
+                    .filter_map(|b| {
+                        let content = b.content().to_owned();
+                        let m = b.meta?;
+                        Some(((m.ts, m.memory_type, m.expires, m.tags), content))
+                    })
+                    .collect())
+            })?);
+        }
+        files_of.insert(e.category.as_str(), files);
+    }
+    let mut contents: HashMap<&str, HashMap<MetaRef<'_>, Vec<&str>>> = HashMap::new();
+    for (category, files) in &files_of {
+        let map = contents.entry(category).or_default();
+        for (key, content) in files.iter().flat_map(|f| f.iter()) {
+            let k = (key.0.as_str(), key.1.as_str(), key.2.as_deref(), key.3.as_slice());
+            map.entry(k).or_default().push(content.as_str());
+        }
+    }
+    let mut ranks: HashMap<(&str, MetaRef<'_>), usize> = HashMap::new();
+    let mut items = Vec::with_capacity(entries.len());
+    for (e, id) in entries.iter().zip(ids) {
+        let key = (e.ts.as_str(), e.memory_type.as_str(), e.expires.as_deref(), e.tags.as_slice());
+        let rank = ranks.entry((e.category.as_str(), key)).or_insert(0);
+        let content = contents
+            .get(e.category.as_str())
             .and_then(|m| m.get(&key))
             .and_then(|v| v.get(*rank))
-            .cloned()
+            .map(|c| (*c).to_owned())
             .unwrap_or_default();
         *rank += 1;
         items.push(MemoryItem {
             id,
-            category: e.category,
-            ts: e.ts,
-            memory_type: e.memory_type,
-            expires: e.expires,
-            tags: e.tags,
-            summary: e.summary,
+            category: e.category.clone(),
+            ts: e.ts.clone(),
+            memory_type: e.memory_type.clone(),
+            expires: e.expires.clone(),
+            tags: e.tags.clone(),
+            summary: e.summary.clone(),
             content,
         });
     }
+    *cache = next;
     Ok(items)
 }
 
@@ -234,6 +301,17 @@ fn items_of_category(
 impl Engram {
     /// A pack's memories at `at` (a commit id or prefix; HEAD when `None`).
     pub fn memory_items(&self, name: &str, at: Option<&str>) -> Result<MemoryList> {
+        self.memory_items_with(name, at, &mut ParsedMemoryFiles::default())
+    }
+
+    /// [`memory_items`](Self::memory_items), reading only the memory files that changed since
+    /// the last list read through `cache`.
+    pub fn memory_items_with(
+        &self,
+        name: &str,
+        at: Option<&str>,
+        cache: &mut ParsedMemoryFiles,
+    ) -> Result<MemoryList> {
         let pack = self.resolve(name)?;
         let list = self.with_existing_repo(&pack.dir, |repo| {
             let Some(head) = repo.current_head()? else { return Ok(MemoryList::default()) };
@@ -242,7 +320,7 @@ impl Engram {
                 None => head,
             };
             let snap = repo.snapshot_at(&commit)?;
-            Ok(MemoryList { items: items_of(&snap)?, commit: Some(commit) })
+            Ok(MemoryList { items: items_of(&snap, cache)?, commit: Some(commit) })
         })?;
         Ok(list.unwrap_or_default())
     }

@@ -3,6 +3,7 @@
 //! undo, the system prompt and the hook texts.
 
 pub(super) mod chapters;
+pub(super) mod entry_history;
 pub(super) mod history;
 pub(super) mod hooks;
 pub(super) mod knowledge;

@@ -1,0 +1,300 @@
+//! Which commits touched a memory entry, without reading the whole history again: an index
+//! from entries (category and time) to the commits that added or removed their blocks or
+//! index lines, read once per commit and extended with only the commits made since it last
+//! looked (by anyone: another process, a sync, a person's `git commit`). When HEAD no longer
+//! descends from the commit it last saw (a reset, a purge), it starts over.
+//!
+//! A commit's changes are read as [`describe_commit`](super::history::describe_commit) reads
+//! them: the entry blocks of the category files (heads and rolled segments together, so a
+//! block moved by a roll is no change) and the lines of the full index, each side as a
+//! multiset. A memory's commits are those that added or removed its block or its index line,
+//! followed back through corrections (a commit that adds the memory's block and removes
+//! another of the same category and time made it from that one).
+
+use std::collections::{HashMap, HashSet};
+
+use super::history::{category_of, is_index_file};
+use crate::memlog::HOT_INDEX;
+use crate::memory::{is_entry_line, parse_blocks, parse_index_line};
+use crate::ops::{Engram, MemoryItem, Result};
+use crate::store::CommitInfo;
+
+/// One change of one commit to one entry.
+#[derive(Debug, Clone, Copy)]
+struct Change {
+    /// The commit (index into [`EntryHistory::commits`]).
+    commit: u32,
+    /// Added (else removed).
+    added: bool,
+    /// An index line (else a block).
+    line: bool,
+    /// The hash of what the block or line says (see [`block_key`], [`line_key`]).
+    key: u64,
+}
+
+/// The entry → commits index of one pack (see the module doc).
+#[derive(Debug, Default)]
+pub struct EntryHistory {
+    /// The HEAD it was brought up to.
+    head: Option<String>,
+    /// Commit ids, in the order they were read; `order[i]` ranks commit `i` (higher: newer).
+    commits: Vec<String>,
+    order: Vec<u64>,
+    /// The rank the next batch starts from.
+    next_order: u64,
+    known: HashSet<String>,
+    /// (category, time) → changes.
+    by_entry: HashMap<(String, String), Vec<Change>>,
+}
+
+/// One entry change of a commit: ((category, time), added, an index line, key).
+type EntryChange = ((String, String), bool, bool, u64);
+
+/// The key of a block: its content and the meta that is not its time.
+fn block_key(content: &str, memory_type: &str, tags: &[String], expires: Option<&str>) -> u64 {
+    crate::graph::fnv1a64_parts(&["b", content, memory_type, &tags.join(","), expires.unwrap_or("")])
+}
+
+/// The key of an index line: its summary and the fields that are not its category and time.
+fn line_key(summary: &str, memory_type: &str, tags: &[String], expires: Option<&str>) -> u64 {
+    crate::graph::fnv1a64_parts(&["l", summary, memory_type, &tags.join(","), expires.unwrap_or("")])
+}
+
+/// True for the files whose changes name entries: category files and the full index.
+fn names_entries(path: &str) -> bool {
+    path != HOT_INDEX && (is_index_file(path) || super::history::is_memory_managed(path))
+}
+
+/// Net added (+1 each) and removed (−1 each) items of a multiset given as old and new items.
+fn net<'a>(old: impl Iterator<Item = &'a str>, new: impl Iterator<Item = &'a str>) -> Vec<(&'a str, i64)> {
+    let mut counts: HashMap<&str, i64> = HashMap::new();
+    for o in old {
+        *counts.entry(o).or_default() -= 1;
+    }
+    for n in new {
+        *counts.entry(n).or_default() += 1;
+    }
+    counts.into_iter().filter(|(_, n)| *n != 0).collect()
+}
+
+/// The entry changes of one commit.
+fn changes_of(c: &CommitInfo) -> Vec<EntryChange> {
+    let mut out = Vec::new();
+    let (mut old_lines, mut new_lines) = (Vec::new(), Vec::new());
+    let mut old_blocks = Vec::new();
+    let mut new_blocks = Vec::new();
+    for f in &c.files {
+        let (old, new) = (f.old.as_deref().unwrap_or(""), f.new.as_deref().unwrap_or(""));
+        if is_index_file(&f.path) {
+            old_lines.extend(old.lines().filter(|l| is_entry_line(l)));
+            new_lines.extend(new.lines().filter(|l| is_entry_line(l)));
+        } else if let Some(category) = category_of(&f.path).filter(|_| names_entries(&f.path)) {
+            old_blocks.extend(parse_blocks(old).into_iter().map(|b| (category, b)));
+            new_blocks.extend(parse_blocks(new).into_iter().map(|b| (category, b)));
+        }
+    }
+    for (line, n) in net(old_lines.into_iter(), new_lines.into_iter()) {
+        let Some(e) = parse_index_line(line) else { continue };
+        let key = line_key(&e.summary, &e.memory_type, &e.tags, e.expires.as_deref());
+        for _ in 0..n.unsigned_abs() {
+            out.push(((e.category.clone(), e.ts.clone()), n > 0, true, key));
+        }
+    }
+    // Blocks are compared by category and text (a roll moves a block between files).
+    let text_of = |(c, b): &(&str, crate::memory::Block)| format!("{c}\u{0}{}", b.text);
+    let old_keys: Vec<String> = old_blocks.iter().map(text_of).collect();
+    let new_keys: Vec<String> = new_blocks.iter().map(text_of).collect();
+    let mut meta_of: HashMap<&str, &(&str, crate::memory::Block)> = HashMap::new();
+    for (k, b) in old_keys.iter().zip(&old_blocks).chain(new_keys.iter().zip(&new_blocks)) {
+        meta_of.insert(k.as_str(), b);
+    }
+    for (k, n) in net(old_keys.iter().map(String::as_str), new_keys.iter().map(String::as_str)) {
+        let Some((category, block)) = meta_of.get(k) else { continue };
+        let Some(m) = &block.meta else { continue };
+        let key = block_key(block.content(), &m.memory_type, &m.tags, m.expires.as_deref());
+        for _ in 0..n.unsigned_abs() {
+            out.push((((*category).to_owned(), m.ts.clone()), n > 0, false, key));
+        }
+    }
+    out
+}
+
+impl EntryHistory {
+    /// Reads the commits made since it last looked (all of them the first time, or when HEAD
+    /// no longer descends from the commit it saw last).
+    fn catch_up(&mut self, repo: &crate::store::PackRepo) -> Result<()> {
+        let mut batch: Vec<(String, Vec<EntryChange>)> = Vec::new();
+        let known = &self.known;
+        let walk = repo.walk_unseen(&|id| known.contains(id), "memory", &names_entries, &mut |c| {
+            batch.push((c.id.clone(), changes_of(&c)));
+        })?;
+        let descends = match &self.head {
+            None => true,
+            Some(old) => walk.head.as_ref() == Some(old) || walk.boundary.contains(old),
+        };
+        if !descends {
+            *self = Self::default();
+            return self.catch_up(repo);
+        }
+        let base = self.next_order;
+        let n = batch.len() as u64;
+        self.next_order += n;
+        // The walk gives the newest first.
+        for (i, (id, changes)) in batch.into_iter().enumerate() {
+            let commit = u32::try_from(self.commits.len()).unwrap_or(u32::MAX);
+            self.commits.push(id.clone());
+            self.order.push(base + n - 1 - i as u64);
+            self.known.insert(id);
+            for (entry, added, line, key) in changes {
+                self.by_entry.entry(entry).or_default().push(Change { commit, added, line, key });
+            }
+        }
+        self.head = walk.head;
+        Ok(())
+    }
+
+    /// The ids of the commits that touched `m`, newest first.
+    fn commits_of(&self, m: &MemoryItem) -> Vec<String> {
+        let Some(changes) = self.by_entry.get(&(m.category.clone(), m.ts.clone())) else {
+            return Vec::new();
+        };
+        let mut by_commit: HashMap<u32, Vec<Change>> = HashMap::new();
+        for c in changes {
+            by_commit.entry(c.commit).or_default().push(*c);
+        }
+        let mut commits: Vec<u32> = by_commit.keys().copied().collect();
+        commits.sort_by_key(|c| std::cmp::Reverse(self.order.get(*c as usize).copied().unwrap_or(0)));
+        let tags = &m.tags;
+        let mut blocks: HashSet<u64> =
+            HashSet::from([block_key(&m.content, &m.memory_type, tags, m.expires.as_deref())]);
+        let mut lines: HashSet<u64> =
+            HashSet::from([line_key(&m.summary, &m.memory_type, tags, m.expires.as_deref())]);
+        let mut out = Vec::new();
+        for commit in commits {
+            let changes = &by_commit[&commit];
+            let mut touched = false;
+            for (line, set) in [(false, &mut blocks), (true, &mut lines)] {
+                let mine = |c: &&Change| c.line == line;
+                touched |= changes.iter().filter(mine).any(|c| set.contains(&c.key));
+                // A commit that made this version from another of the same category and time
+                // (a correction, a revert of one): follow the one it removed.
+                if changes.iter().filter(mine).any(|c| c.added && set.contains(&c.key)) {
+                    set.extend(changes.iter().filter(mine).filter(|c| !c.added).map(|c| c.key));
+                }
+            }
+            if touched && let Some(id) = self.commits.get(commit as usize) {
+                out.push(id.clone());
+            }
+        }
+        out
+    }
+}
+
+impl Engram {
+    /// The commits of pack `name` that added, corrected or removed memory `m`, newest first,
+    /// with their files: `index` is brought up to HEAD first (reading only the commits made
+    /// since it last looked), then only those commits are read.
+    pub fn memory_commits(
+        &self,
+        name: &str,
+        index: &mut EntryHistory,
+        m: &MemoryItem,
+        limit: usize,
+    ) -> Result<Vec<CommitInfo>> {
+        let pack = self.resolve(name)?;
+        let commits = self.with_existing_repo(&pack.dir, |repo| {
+            index.catch_up(repo)?;
+            let ids = index.commits_of(m);
+            let mut out = Vec::new();
+            for id in ids.iter().take(limit) {
+                out.push(repo.commit_info(id, true)?);
+            }
+            Ok(out)
+        })?;
+        Ok(commits.unwrap_or_default())
+    }
+
+    /// Brings `index` up to the pack's HEAD (after a write, so a later look reads nothing).
+    pub fn catch_up_entry_history(&self, name: &str, index: &mut EntryHistory) -> Result<()> {
+        let pack = self.resolve(name)?;
+        self.with_existing_repo(&pack.dir, |repo| index.catch_up(repo))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::FileChange;
+
+    fn block(ts: &str, text: &str) -> String {
+        format!("\n---\n[{ts}] type:fact\n{text}\n")
+    }
+
+    #[test]
+    fn a_roll_is_no_change_and_a_correction_is_followed() {
+        let (a, b, c) =
+            (block("2026-01-01 10:00", "A"), block("2026-01-01 10:01", "B"), block("2026-01-01 10:02", "C"));
+        // One commit appends C and rolls A from the head into a segment.
+        let commit = CommitInfo {
+            id: "1".repeat(40),
+            time: 0,
+            subject: String::new(),
+            message: String::new(),
+            trailers: Vec::new(),
+            parents: 1,
+            files: vec![
+                FileChange {
+                    path: "memory/c.md".into(),
+                    old: Some(format!("{a}{b}")),
+                    new: Some(format!("{b}{c}")),
+                },
+                FileChange { path: "memory/_log/c/000001.md".into(), old: None, new: Some(a.clone()) },
+                FileChange { path: "memory/_index.md".into(), old: Some(a.clone()), new: Some(b.clone()) },
+            ],
+        };
+        let changes = changes_of(&commit);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].0, ("c".to_owned(), "2026-01-01 10:02".to_owned()));
+        assert!(changes[0].1 && !changes[0].2);
+
+        // A correction of B (same category and time), then the current version's history.
+        let b2 = block("2026-01-01 10:01", "B, corrected");
+        let mut index = EntryHistory::default();
+        for (n, files) in [
+            vec![FileChange { path: "memory/c.md".into(), old: Some(String::new()), new: Some(b.clone()) }],
+            vec![FileChange {
+                path: "memory/c.md".into(),
+                old: Some(b.clone()),
+                new: Some(format!("{b}{c}")),
+            }],
+            vec![FileChange {
+                path: "memory/c.md".into(),
+                old: Some(format!("{b}{c}")),
+                new: Some(format!("{b2}{c}")),
+            }],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let c = CommitInfo { id: n.to_string(), files, ..commit.clone() };
+            let commit_no = index.commits.len() as u32;
+            index.commits.push(c.id.clone());
+            index.order.push(n as u64);
+            for (entry, added, line, key) in changes_of(&c) {
+                index.by_entry.entry(entry).or_default().push(Change { commit: commit_no, added, line, key });
+            }
+        }
+        let m = MemoryItem {
+            id: String::new(),
+            category: "c".into(),
+            ts: "2026-01-01 10:01".into(),
+            memory_type: "fact".into(),
+            expires: None,
+            tags: Vec::new(),
+            summary: "b".into(),
+            content: "B, corrected".into(),
+        };
+        assert_eq!(index.commits_of(&m), ["2", "0"], "the correction and the add, not C's commit");
+    }
+}
