@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time `engram ui` answers on a 10,000-memory pack (BENCHMARKS.md, "engram ui").
 
-    cargo build --release && python3 benches/tools/ui_bench.py target/release/engram [N]
+    cargo build --release && python3 benches/tools/ui_bench.py target/release/engram [N] [--prefilled PACKS]
 
 Starts `engram ui --port 0 --no-open` on a new packs directory, fills pack `big` with N
 memories (default 10,000) through the JSON API (one commit each, as the page makes them), then
@@ -9,11 +9,16 @@ times: the first list of the process (every memory file read); the first list an
 memory history after another process's commit (an `engram serve` over stdio captures one); and
 each page and API answer over one kept-alive loopback connection, median / worst of 20 repeats.
 Loopback HTTP time is an upper bound of the server's time. Standard library only.
+
+`--prefilled PACKS`: copy the packs directory PACKS (pack `big`, filled as above by any build)
+and skip the fill, so two builds are timed on the same pack; the page then starts on a pack
+with history it did not write (no write from this process has read anything yet).
 """
 
 import http.client
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,12 +48,22 @@ def foreign_capture(binary, packs, env):
 
 
 def main():
-    binary = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    args = sys.argv[1:]
+    prefilled = None
+    if "--prefilled" in args:
+        i = args.index("--prefilled")
+        prefilled = args[i + 1]
+        del args[i:i + 2]
+    binary = args[0]
+    n = int(args[1]) if len(args) > 1 else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         packs = os.path.join(tmp, "packs")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
-        subprocess.run([binary, "init", "big", "--packs-dir", packs], check=True, env=env, capture_output=True)
+        if prefilled:
+            shutil.copytree(prefilled, packs, symlinks=True)
+        else:
+            subprocess.run([binary, "init", "big", "--packs-dir", packs], check=True, env=env, capture_output=True)
+        started = time.perf_counter()
         ui = subprocess.Popen([binary, "ui", "--port", "0", "--no-open", "--packs-dir", packs],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         try:
@@ -70,14 +85,17 @@ def main():
 
             t0 = time.perf_counter()
             cats = ["preferences", "projects", "people", "decisions", "notes", "health", "travel", "books", "work", "家庭"]
-            for i in range(n):
+            for i in range(0 if prefilled else n):
                 c = cats[i % len(cats)]
                 call("POST", "/api/packs/big/memories", {
                     "category": c, "summary": f"memory {i} about {c}",
                     "content": f"Memory number {i} in {c}: the user said something worth keeping, 第 {i} 条记忆。",
                     "type": "fact", "tags": [f"t{i % 37}"]})
             fill = time.perf_counter() - t0
-            print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
+            if prefilled:
+                print(f"copied {prefilled}; page started {(t0 - started) * 1000:.0f} ms before the first read")
+            else:
+                print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
             ms, data = call("GET", "/api/packs/big/memories?limit=50")
             print(f"| first list of the process (every memory file read) | {ms:.1f} ms |")
             total = json.loads(data)["total"]
