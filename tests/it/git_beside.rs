@@ -44,11 +44,15 @@ fn assert_all_present(pack: &Path, acknowledged: &[String]) {
     let m = memory_files(pack);
     let blocks: Vec<&String> = m.blocks.values().flatten().collect();
     let missing: Vec<&String> = acknowledged.iter().filter(|a| !blocks.contains(a)).collect();
+    // A failure names the commits that added and dropped each missing capture.
+    let trail = |text: &String| git(pack, &["log", "--format=%h %an %s (%p)", "-S", text.as_str()]);
     assert!(
         missing.is_empty(),
-        "{} of {} acknowledged captures missing: {missing:?}",
+        "{} of {} acknowledged captures missing: {missing:?}\ncommits that added or removed them:\n{}\nlast commits:\n{}",
         missing.len(),
-        acknowledged.len()
+        acknowledged.len(),
+        missing.iter().map(|m| trail(m)).collect::<Vec<_>>().join("\n"),
+        git(pack, &["log", "-12", "--format=%h %an %s (%p)"])
     );
     let indexed: Vec<&String> = m.index.iter().map(|(_, s)| s).collect();
     let unindexed: Vec<&String> = acknowledged.iter().filter(|a| !indexed.contains(a)).collect();
