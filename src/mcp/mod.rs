@@ -488,6 +488,11 @@ impl ServerHandler for EngramServer {
         if identity(&context).is_some_and(|id| id.read_only) {
             tools.retain(access::is_reading);
         }
+        if self.propose {
+            // A proposing client may not accept or reject (`review_proposal` refuses it):
+            // not offered, so it takes no place in a client's tool limit.
+            tools.retain(|t| t.name != review_tools::SELF_REVIEW_TOOL);
+        }
         let rank = |name: &str| crate::graph::TOOL_NAMES.iter().position(|n| *n == name).map_or(0, |i| i + 1);
         tools.sort_by_key(|t| rank(&t.name));
         Ok(ListToolsResult::with_all_items(tools))

@@ -8,6 +8,11 @@ use super::EngramServer;
 use super::params::{NameParams, ReviewParams};
 use crate::ops::EngramError;
 
+/// The tool a proposing client (`serve --propose`) is not offered: it may not accept or
+/// reject, and `show` is the CLI's or a reviewer's step (a call still answers `show` and
+/// refuses the rest).
+pub(super) const SELF_REVIEW_TOOL: &str = "review_proposal";
+
 #[tool_router(router = review_tools, vis = "pub(super)")]
 impl EngramServer {
     #[tool(

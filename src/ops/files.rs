@@ -1,9 +1,9 @@
 //! One way to read a pack's files, from the working tree (reads: hand edits
-//! included) or from a store [`Snapshot`] (inside a write).
+//! included) or from a store [`Snapshot`] (inside a write, or a proposing caller's read).
 
 use std::path::Path;
 
-use crate::ops::Result;
+use crate::ops::{Engram, EngramError, Result};
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, Kind, PackRoot};
 use crate::store::{Snapshot, StoreError};
@@ -77,6 +77,33 @@ impl PackFiles for Snapshot<'_> {
         match self.read_text(path) {
             Err(StoreError::NotAFile { .. }) => Ok(None),
             other => Ok(other?),
+        }
+    }
+}
+
+impl Engram {
+    /// Runs `f` on the files a tool call reads of the pack at `dir`: its working tree, or for
+    /// a proposing caller (`serve --propose`) that has a proposal branch there, that branch's
+    /// tip — the pack as it is now plus the caller's own proposals (see `packs/review.rs`).
+    pub(crate) fn read_pack_files<T, E>(
+        &self,
+        dir: &Path,
+        f: impl FnOnce(&dyn PackFiles) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E>
+    where
+        E: From<EngramError>,
+    {
+        match self.proposal_read_target(dir)? {
+            Some(tip) => {
+                self.with_existing_repo(dir, |repo| Ok(f(&repo.snapshot_at(&tip)?)))?.unwrap_or_else(|| {
+                    Err(EngramError::Invalid {
+                        field: "name",
+                        reason: format!("{} is not a repository", dir.display()),
+                    }
+                    .into())
+                })
+            }
+            None => f(&WorkTree::open(dir)?),
         }
     }
 }

@@ -360,9 +360,9 @@ pub struct Engram {
     /// one system call per path component.
     packs_root: PathBuf,
     search_cache: crate::packsearch::SearchCache,
-    /// Whether each pack's `.git/config` asks for proposals, read once (like the repository
-    /// handle's; see `packs/review.rs`).
-    proposing_packs: Mutex<HashMap<PathBuf, bool>>,
+    /// Whether each pack's `.git/config` asks for proposals, read again when the file
+    /// changed (see `packs/review.rs`).
+    proposing_packs: Mutex<HashMap<PathBuf, crate::store::ProposeSetting>>,
 }
 
 impl Engram {
@@ -433,8 +433,23 @@ impl Engram {
     /// the folder when it is not a repository yet: for writers).
     pub fn with_repo<T>(&self, dir: &Path, f: impl FnOnce(&PackRepo) -> Result<T>) -> Result<T> {
         let repo = self.repo(dir)?;
-        let guard = crate::store::hold(&repo, dir)?;
+        let guard = self.hold(&repo, dir)?;
         f(&guard)
+    }
+
+    /// Locks a pack's repository handle (`repo`, of the pack at `dir`) for this process: the
+    /// one way a tool gets at a repository. For a proposing caller (`serve --propose`), its
+    /// proposal branch is first brought up to date with the pack's branch
+    /// ([`Engram::update_own_proposal`]), so what it reads and writes is the pack as it is
+    /// now plus its own proposals.
+    pub(crate) fn hold<'r>(
+        &self,
+        repo: &'r Mutex<PackRepo>,
+        dir: &Path,
+    ) -> Result<std::sync::MutexGuard<'r, PackRepo>> {
+        let guard = crate::store::hold(repo, dir)?;
+        self.update_own_proposal(&guard)?;
+        Ok(guard)
     }
 
     /// Runs `f` with the pack's repository for a read: `None` when the folder
@@ -456,7 +471,7 @@ impl Engram {
                 None => return Ok(None),
             }
         };
-        let guard = crate::store::hold(&repo, dir)?;
+        let guard = self.hold(&repo, dir)?;
         f(&guard).map(Some)
     }
 

@@ -14,7 +14,7 @@ use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
-use super::files::{PackFiles, WorkTree};
+use super::files::PackFiles;
 use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
@@ -420,7 +420,7 @@ impl Notes<'_> {
 
     fn read(&self) -> Result<NoteSet> {
         match self.engram.existing_pack(&self.pack)? {
-            Some(dir) => NoteSet::load(&WorkTree::open(&dir)?),
+            Some(dir) => self.engram.read_pack_files(&dir, NoteSet::load),
             None => Ok(NoteSet { descriptions: BTreeMap::new(), dirs: Vec::new(), notes: Vec::new() }),
         }
     }

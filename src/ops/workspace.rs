@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::files::{PackFiles, WorkTree};
+use super::files::PackFiles;
 use super::packs::own_pack::PackSeed;
 use super::{Caller, Engram, EngramError, limits};
 use crate::frontmatter;
@@ -427,7 +427,7 @@ impl Engram {
 impl Workspace<'_> {
     fn memories(&self) -> Result<Vec<Memory>> {
         match self.engram.existing_pack(&self.pack)? {
-            Some(dir) => load_memories(&WorkTree::open(&dir)?),
+            Some(dir) => self.engram.read_pack_files(&dir, load_memories),
             None => Ok(Vec::new()),
         }
     }

@@ -287,31 +287,7 @@ impl PackRepo {
                     }
                 }
             }
-            let base_id = match self.repo.merge_base(ours.id(), theirs.id()) {
-                Ok(id) => Some(id),
-                Err(e) if e.code() == git2::ErrorCode::NotFound => None,
-                Err(e) => return Err(git_err("finding the merge base", dir, e).into()),
-            };
-            let base_tree = match base_id {
-                Some(id) => Some(
-                    self.repo
-                        .find_commit(id)
-                        .and_then(|c| c.tree())
-                        .map_err(|e| git_err("reading the merge base", dir, e))?,
-                ),
-                None => None,
-            };
-            let ours_tree = ours.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
-            let theirs_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
-            let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
-            let view = MergeView {
-                repo: self,
-                base: self.snapshot_of_tree(base_tree.as_ref().map(|t| t.id()), base_id),
-                ours: self.snapshot_of_tree(Some(ours_tree.id()), Some(ours.id())),
-                theirs: self.snapshot_of_tree(Some(theirs_tree.id()), Some(theirs.id())),
-                changed,
-                incoming_commits: behind,
-            };
+            let (view, ours_tree) = self.merge_view(&ours, &theirs, behind)?;
             let (changes, message, value) = match resolve(&view)? {
                 Integration::Merge { changes, message, value } => (changes, message, value),
                 Integration::Unresolvable { reason, value } => {
@@ -320,7 +296,7 @@ impl PackRepo {
             };
             let proposal = Proposal {
                 at: &at,
-                base: Some(ours_tree.id()),
+                base: Some(ours_tree),
                 changes: &changes,
                 message: &message,
                 kind: Kind::Merge { theirs: theirs.id() },
@@ -334,6 +310,43 @@ impl PackRepo {
                 }
             }
         }
+    }
+
+    /// The [`MergeView`] of `ours` and `theirs` (their merge base, the three trees, the paths
+    /// each side changed), and the id of `ours`'s tree.
+    pub(super) fn merge_view<'r>(
+        &'r self,
+        ours: &git2::Commit<'_>,
+        theirs: &git2::Commit<'_>,
+        incoming_commits: usize,
+    ) -> Result<(MergeView<'r>, Oid)> {
+        let dir = &self.dir;
+        let base_id = match self.repo.merge_base(ours.id(), theirs.id()) {
+            Ok(id) => Some(id),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(git_err("finding the merge base", dir, e)),
+        };
+        let base_tree = match base_id {
+            Some(id) => Some(
+                self.repo
+                    .find_commit(id)
+                    .and_then(|c| c.tree())
+                    .map_err(|e| git_err("reading the merge base", dir, e))?,
+            ),
+            None => None,
+        };
+        let ours_tree = ours.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
+        let theirs_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
+        let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
+        let view = MergeView {
+            repo: self,
+            base: self.snapshot_of_tree(base_tree.as_ref().map(|t| t.id()), base_id),
+            ours: self.snapshot_of_tree(Some(ours_tree.id()), Some(ours.id())),
+            theirs: self.snapshot_of_tree(Some(theirs_tree.id()), Some(theirs.id())),
+            changed,
+            incoming_commits,
+        };
+        Ok((view, ours_tree.id()))
     }
 
     /// Paths whose entry differs between the base and either side.

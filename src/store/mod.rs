@@ -75,7 +75,9 @@ pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
 pub use no_wait::{hold, without_waiting};
 pub use open::clone_pack;
-pub use proposals::{PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, Proposer, proposer, proposing};
+pub use proposals::{
+    PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, ProposeSetting, Proposer, proposer, proposing,
+};
 pub use purge::{PurgeReport, PurgeTarget};
 pub use remote_auth::Credentials;
 pub use revert::{RevertConflict, RevertPlan, parse_since};
@@ -405,8 +407,9 @@ pub struct PackRepo {
     recent: recent::RecentCommits,
     /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).
     scoped_checked: std::sync::atomic::AtomicBool,
-    /// The pack's `.git/config` sets `engram.propose = true` (read when opened; see [`proposals`]).
-    proposes: bool,
+    /// Whether the pack's `.git/config` sets `engram.propose = true` (read again when the file
+    /// changed; see [`proposals`]).
+    proposes: std::sync::Mutex<proposals::ProposeSetting>,
 }
 
 /// True for the modes of a file entry (regular, executable, symbolic link).

@@ -12,7 +12,6 @@ pub(super) const LOCK_FILE: &str = "engram.lock";
 impl PackRepo {
     /// A handle over an opened repository, with empty caches.
     fn handle(dir: &Path, repo: Repository, options: StoreOptions) -> Self {
-        let proposes = Self::config_proposes(&repo);
         Self {
             dir: dir.to_owned(),
             repo,
@@ -22,7 +21,7 @@ impl PackRepo {
             known_index: std::sync::Mutex::new(None),
             recent: Default::default(),
             scoped_checked: std::sync::atomic::AtomicBool::new(false),
-            proposes,
+            proposes: Default::default(),
         }
     }
 

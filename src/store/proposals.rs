@@ -11,11 +11,24 @@
 //! the working tree and the git index (which belong to the checked-out branch) stay as they
 //! are. A proposal branch starts at the checked-out branch's commit of its first write.
 //!
+//! A proposing caller reads and writes "the pack plus its own proposals": when the
+//! checked-out branch moved on since the proposal started, [`PackRepo::update_proposal`]
+//! first brings it into the proposal branch as one merge commit (parents: the proposal's tip,
+//! the branch's commit) whose content is what accepting the proposal at that moment would
+//! give — the caller decides it with sync's memory-aware merge, as for an accept. The
+//! checked-out branch does not change; the proposal's own changes stay exactly the diff
+//! from the branch to the proposal's tip.
+//!
+//! Whether a pack asks for proposals is read from its `.git/config` again whenever that file
+//! changed ([`ProposeSetting`]: one `stat` per look), so `engram review enable|disable`
+//! reaches running servers.
+//!
 //! Accepting merges the branch into the checked-out branch with the memory-aware merge of
 //! sync ([`PackRepo::integrate_no_ff`]: always one merge commit), then deletes the branch;
 //! rejecting deletes it.
 
 use std::cell::RefCell;
+use std::path::Path;
 
 use git2::{ErrorCode, Oid, Signature};
 
@@ -72,7 +85,8 @@ pub struct ProposalInfo {
     pub branch: ProposalBranch,
     /// Its commit.
     pub tip: String,
-    /// Commits on it that the checked-out branch lacks.
+    /// Its own commits that the checked-out branch lacks (merges that brought the branch in
+    /// are not counted).
     pub ahead: usize,
     /// Commits on the checked-out branch since the proposal started.
     pub behind: usize,
@@ -89,31 +103,68 @@ pub struct ProposalSides<'r> {
     pub base: Snapshot<'r>,
     /// The proposal's tip.
     pub tip: Snapshot<'r>,
-    /// Its commits the checked-out branch lacks, newest first.
+    /// Its own commits the checked-out branch lacks, newest first (not the merges that
+    /// brought the branch in).
     pub commits: Vec<(String, String)>,
     /// The files it adds (`A`), changes (`M`) or deletes (`D`), by path.
     pub files: Vec<(char, String)>,
 }
 
+/// The per-pack setting as last read, with the stamp (size, times, inode) of the
+/// `.git/config` it was read from: read again only when the file changed, so a running
+/// server follows `engram review enable|disable` for one `stat` per look.
+#[derive(Debug, Default)]
+pub struct ProposeSetting {
+    seen: Option<(ConfigStamp, bool)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ConfigStamp {
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+}
+
+impl ProposeSetting {
+    /// Whether the config file `config` (a pack's `.git/config`) sets `engram.propose = true`.
+    pub fn get(&mut self, config: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        let Ok(meta) = std::fs::metadata(config) else {
+            self.seen = None;
+            return false;
+        };
+        let stamp = ConfigStamp {
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+        };
+        if let Some((seen, on)) = self.seen
+            && seen == stamp
+        {
+            return on;
+        }
+        let on = meta.is_file()
+            && git2::Config::open(config).and_then(|c| c.get_bool(PROPOSE_CONFIG_KEY)).unwrap_or(false);
+        self.seen = Some((stamp, on));
+        on
+    }
+
+    /// [`ProposeSetting::get`] for the pack at `dir` (`<dir>/.git/config`).
+    pub fn get_at(&mut self, dir: &Path) -> bool {
+        self.get(&dir.join(".git").join("config"))
+    }
+}
+
 impl PackRepo {
-    /// Whether the pack's `.git/config` asks for proposals (`engram.propose = true`).
-    pub(super) fn config_proposes(repo: &git2::Repository) -> bool {
-        repo.config()
-            .and_then(|mut c| c.snapshot())
-            .and_then(|c| c.get_bool(PROPOSE_CONFIG_KEY))
-            .unwrap_or(false)
+    /// Whether the pack's `.git/config` asks for proposals now (`engram.propose = true`).
+    fn config_proposes(&self) -> bool {
+        self.proposes.lock().unwrap_or_else(|e| e.into_inner()).get(&self.git_dir().join("config"))
     }
 
-    /// Whether the pack at `dir` asks for proposals, read from its `.git/config` alone (no
-    /// repository opened, no lock): for reads deciding whether to look at a proposal branch.
-    pub fn config_proposes_at(dir: &std::path::Path) -> bool {
-        let path = dir.join(".git").join("config");
-        path.is_file()
-            && git2::Config::open(&path).and_then(|c| c.get_bool(PROPOSE_CONFIG_KEY)).unwrap_or(false)
-    }
-
-    /// Sets or clears the per-pack setting (`engram review enable|disable`): takes effect for
-    /// servers that open the pack afterwards.
+    /// Sets or clears the per-pack setting (`engram review enable|disable`): running servers
+    /// see it at their next call on the pack.
     pub fn set_proposes(&self, on: bool) -> Result<()> {
         let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
         cfg.set_bool(PROPOSE_CONFIG_KEY, on).map_err(|e| git_err("writing config", &self.dir, e))
@@ -121,16 +172,116 @@ impl PackRepo {
 
     /// The proposal branch this thread's writes to this pack land on, if any.
     pub fn proposal_target(&self) -> Option<ProposalBranch> {
-        PROPOSER.with(|p| p.borrow().clone()).filter(|p| p.always || self.proposes).map(|p| p.branch)
+        PROPOSER.with(|p| p.borrow().clone()).filter(|p| p.always || self.config_proposes()).map(|p| p.branch)
     }
 
     /// The commit this thread's loads and searches of the pack read instead of the working
-    /// tree: the tip of its proposal branch, when it proposes on this pack and has one.
+    /// tree: the tip of its proposal branch, when it proposes on this pack and has one (see
+    /// [`PackRepo::update_proposal`], which brings the pack's branch into it first).
     pub fn read_target(&self) -> Result<Option<String>> {
         match self.proposal_target() {
             Some(branch) => Ok(self.ref_target(&branch.ref_name())?.map(|o| o.to_string())),
             None => Ok(None),
         }
+    }
+
+    /// Runs `f` on the commit this thread's reads of the pack see: the proposal branch's tip
+    /// for a proposing caller that has one ([`PackRepo::read_target`]), else HEAD.
+    pub fn read_current<T, E>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let at = match self.proposal_target() {
+            Some(branch) => match self.ref_target(&branch.ref_name())? {
+                Some(tip) => Some(tip),
+                None => self.head_oid()?,
+            },
+            None => self.head_oid()?,
+        };
+        f(&self.snapshot_of(at)?)
+    }
+
+    /// Brings the pack's branch into this thread's proposal branch when the branch moved on
+    /// since the proposal started (or was last brought up to date): one merge commit on the
+    /// proposal branch, parents its tip and the branch's commit, whose content `resolve`
+    /// decides on the [`MergeView`] of an accept (ours: the pack's branch, theirs: the
+    /// proposal), so the proposing caller sees the pack plus its own proposals. Through
+    /// [`PackRepo::publish`] (`Kind::Proposal` with a merge parent); the pack's branch, its
+    /// working tree and its index do not change. `None` when there is nothing to do (no
+    /// proposal, up to date, or a read-only store).
+    pub fn update_proposal<T, E>(
+        &self,
+        mut resolve: impl FnMut(&MergeView<'_>, &ProposalBranch) -> Result<Integration<T>, E>,
+    ) -> Result<Option<Integrated<T>>, E>
+    where
+        E: From<StoreError>,
+    {
+        let Some(branch) = self.proposal_target() else { return Ok(None) };
+        if self.options.read_only || !self.proposal_behind(&branch)? {
+            return Ok(None);
+        }
+        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
+            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
+        }
+        let _lock = self.lock()?;
+        recover::finish_pending(self)?;
+        let dir = &self.dir;
+        let name = branch.ref_name();
+        let mut retries = Retries::new();
+        loop {
+            if !self.proposal_behind(&branch)? {
+                return Ok(None);
+            }
+            let (Some(tip), Some(head)) = (self.ref_target(&name)?, self.head_oid()?) else {
+                return Ok(None);
+            };
+            let find = |id: Oid| self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e));
+            let (ours, theirs) = (find(head)?, find(tip)?);
+            let (_, own) = self
+                .repo
+                .graph_ahead_behind(head, tip)
+                .map_err(|e| git_err("comparing histories", dir, e))?;
+            let (view, head_tree) = self.merge_view(&ours, &theirs, own)?;
+            let (changes, message, value) = match resolve(&view, &branch)? {
+                Integration::Merge { changes, message, value } => (changes, message, value),
+                Integration::Unresolvable { reason, value } => {
+                    return Ok(Some(Integrated::Unresolvable { reason, value }));
+                }
+            };
+            drop(view);
+            let at = BranchHead { branch: name.clone(), id: Some(tip) };
+            let proposal = Proposal {
+                at: &at,
+                base: Some(head_tree),
+                changes: &changes,
+                message: &message,
+                kind: Kind::Proposal { expected: Some(tip), merge: Some(head) },
+            };
+            let mut index_lock = IndexLock::acquire(self)?;
+            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(commit) => {
+                    drop(index_lock);
+                    housekeeping::after_write(self);
+                    return Ok(Some(Integrated::Merged { commit, value }));
+                }
+                CommitOutcome::Unchanged | CommitOutcome::Retry => {
+                    drop(index_lock);
+                    retries.again(dir)?;
+                }
+            }
+        }
+    }
+
+    /// Whether `branch` exists and lacks the checked-out branch's commit.
+    fn proposal_behind(&self, branch: &ProposalBranch) -> Result<bool> {
+        let (Some(tip), Some(head)) = (self.ref_target(&branch.ref_name())?, self.head_oid()?) else {
+            return Ok(false);
+        };
+        Ok(tip != head
+            && !self
+                .repo
+                .graph_descendant_of(tip, head)
+                .map_err(|e| git_err("comparing histories", &self.dir, e))?)
     }
 
     /// [`PackRepo::write`] onto `branch`: the edit runs on the branch's tip (the checked-out
@@ -175,7 +326,7 @@ impl PackRepo {
                 base: snapshot.tree,
                 changes: &changes,
                 message: &message,
-                kind: Kind::Proposal { expected: tip },
+                kind: Kind::Proposal { expected: tip, merge: None },
             };
             // Not needed for the files (none change), but `publish` runs under it like every commit.
             let mut index_lock = IndexLock::acquire(self)?;
@@ -221,6 +372,30 @@ impl PackRepo {
         }
     }
 
+    /// The proposal's own commits from `tip` back to `base` (excluded), newest first, at most
+    /// `max`: the merges that brought the pack's branch in ([`PackRepo::update_proposal`])
+    /// are left out.
+    fn own_commits(&self, tip: Oid, base: Option<Oid>, max: usize) -> Result<Vec<git2::Commit<'_>>> {
+        let dir = &self.dir;
+        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
+        walk.push(tip).map_err(|e| git_err("walking history", dir, e))?;
+        if let Some(base) = base {
+            walk.hide(base).map_err(|e| git_err("walking history", dir, e))?;
+        }
+        let mut out = Vec::new();
+        for id in walk {
+            let id = id.map_err(|e| git_err("walking history", dir, e))?;
+            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
+            if c.parent_count() <= 1 {
+                out.push(c);
+                if out.len() >= max {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The proposal branches of the pack, by name.
     pub fn proposals(&self) -> Result<Vec<ProposalInfo>> {
         let dir = &self.dir;
@@ -236,13 +411,16 @@ impl PackRepo {
             // A branch a person made by hand with a name engram would not give is left out.
             let Ok(branch) = ProposalBranch::parse(name) else { continue };
             let commit = self.repo.find_commit(tip).map_err(|e| git_err("reading a proposal", dir, e))?;
-            let (ahead, behind) = match head {
-                Some(head) => self
-                    .repo
-                    .graph_ahead_behind(tip, head)
-                    .map_err(|e| git_err("comparing histories", dir, e))?,
-                None => (0, 0),
+            let behind = match head {
+                Some(head) => {
+                    self.repo
+                        .graph_ahead_behind(tip, head)
+                        .map_err(|e| git_err("comparing histories", dir, e))?
+                        .1
+                }
+                None => 0,
             };
+            let ahead = self.own_commits(tip, head, usize::MAX)?.len();
             out.push(ProposalInfo {
                 branch,
                 tip: tip.to_string(),
@@ -286,20 +464,14 @@ impl PackRepo {
             },
             None => None,
         };
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", dir, e))?;
-        walk.push(tip).map_err(|e| git_err("walking history", dir, e))?;
-        if let Some(base) = base {
-            walk.hide(base).map_err(|e| git_err("walking history", dir, e))?;
-        }
-        let mut commits = Vec::new();
-        for id in walk.take(1000) {
-            let id = id.map_err(|e| git_err("walking history", dir, e))?;
-            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
-            commits.push((
-                super::short_id(&id.to_string()),
-                c.summary().ok().flatten().unwrap_or_default().to_owned(),
-            ));
-        }
+        let commits = self
+            .own_commits(tip, base, 1000)?
+            .into_iter()
+            .map(|c| {
+                let subject = c.summary().ok().flatten().unwrap_or_default().to_owned();
+                (super::short_id(&c.id().to_string()), subject)
+            })
+            .collect();
         let tree_of = |id: Option<Oid>| -> Result<Option<git2::Tree<'_>>> {
             id.map(|id| self.repo.find_commit(id).and_then(|c| c.tree()))
                 .transpose()

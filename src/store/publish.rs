@@ -49,6 +49,10 @@ pub(super) enum Kind {
     Proposal {
         /// What the proposal ref must still hold: `None` when the write creates it.
         expected: Option<Oid>,
+        /// The checked-out branch's commit when this brings it into the proposal (its second
+        /// parent; see [`PackRepo::update_proposal`]): `changes` then apply to that commit's
+        /// tree, not to the proposal's.
+        merge: Option<Oid>,
     },
 }
 
@@ -247,7 +251,7 @@ impl PackRepo {
                     problem: "the new root tree is missing".into(),
                 })?;
                 let merge_parent = match kind {
-                    Kind::Merge { theirs } => Some(theirs),
+                    Kind::Merge { theirs } | Kind::Proposal { merge: Some(theirs), .. } => Some(theirs),
                     _ => None,
                 };
                 if head.is_some() && base == Some(tree_id) && merge_parent.is_none() {
@@ -269,7 +273,7 @@ impl PackRepo {
         };
         let old = head;
         trace.mark("commit-object");
-        if let Kind::Proposal { expected } = kind {
+        if let Kind::Proposal { expected, .. } = kind {
             // Another branch than the checked-out one: the ref moves, nothing else does.
             let log = format!("engram: {}", truncate_chars(&message.subject, 60));
             if !self.move_proposal_ref(&at.branch, expected, commit_id, &log, &sig)? {
@@ -797,7 +801,9 @@ fn check_paths(root: &PackRoot, changes: &Changes, kind: Kind) -> Result<()> {
         if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
             return Err(StoreError::BadMeta { problem, hand_edit: matches!(kind, Kind::WorkingTree { .. }) });
         }
-        if matches!(kind, Kind::Tool { .. } | Kind::Proposal { .. }) && !changes.memory && parsed.is_memory()
+        if matches!(kind, Kind::Tool { .. } | Kind::Proposal { merge: None, .. })
+            && !changes.memory
+            && parsed.is_memory()
         {
             return Err(bad(
                 path,

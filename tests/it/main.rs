@@ -34,6 +34,7 @@ mod personal_tools;
 mod portable_names;
 mod publish;
 mod review;
+mod review_reads;
 mod search;
 mod secrets;
 mod security;

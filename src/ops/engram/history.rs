@@ -548,8 +548,8 @@ impl Engram {
     }
 
     /// `load_engram` by a caller that proposes on this pack (`serve --propose`) and has a
-    /// proposal branch: the pack at that branch's tip (the main branch as of its first
-    /// proposal, plus its proposals). `None` otherwise.
+    /// proposal branch: the pack at that branch's tip (the pack's branch as it is now, brought
+    /// in by [`Engram::update_own_proposal`], plus the caller's proposals). `None` otherwise.
     pub(super) fn load_engram_proposed(&self, name: &str, query: &str) -> Result<Option<String>> {
         if crate::store::proposer().is_none() {
             // Outside a tool call (CLI, web page): no branch to look at, nothing resolved twice.

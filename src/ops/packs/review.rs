@@ -62,7 +62,7 @@ fn refuse_self_review(repo: &PackRepo, name: &str) -> Result<()> {
 impl Engram {
     /// `engram review enable|disable`: the per-pack setting (`engram.propose` in the pack's
     /// `.git/config`): every MCP client's writes to the pack become proposals, with or
-    /// without `serve --propose` (servers opened before see it when they restart).
+    /// without `serve --propose` (running servers see it at their next call on the pack).
     pub fn set_pack_review(&self, name: &str, on: bool) -> Result<String> {
         let (_, repo) = self.review_repo(name)?;
         repo.set_proposes(on)?;
@@ -222,7 +222,8 @@ impl Engram {
     }
 
     /// The commit a proposing caller's reads of the pack at `dir` see instead of the working
-    /// tree (its proposal branch's tip), if any. Costs nothing outside a proposing call.
+    /// tree (its proposal branch's tip, brought up to date with the pack's branch first), if
+    /// any. Costs nothing outside a proposing call.
     pub(crate) fn proposal_read_target(&self, dir: &std::path::Path) -> Result<Option<String>> {
         if !self.proposes_at(dir) || !PackRepo::is_repository(dir) {
             return Ok(None);
@@ -239,7 +240,44 @@ impl Engram {
             return true;
         }
         let mut known = self.proposing_packs.lock().unwrap_or_else(|e| e.into_inner());
-        *known.entry(dir.to_owned()).or_insert_with(|| PackRepo::config_proposes_at(dir))
+        known.entry(dir.to_owned()).or_default().get_at(dir)
+    }
+
+    /// Before a proposing caller reads or writes the pack: brings the pack's branch into its
+    /// proposal branch when the branch moved on ([`PackRepo::update_proposal`], one merge
+    /// commit on the proposal branch: what accepting it now would give, by sync's
+    /// memory-aware merge), so it sees the pack as it is now plus its own proposals. Nothing
+    /// outside a proposing call, or when the proposal is up to date. A proposal that cannot
+    /// be merged (a symbolic link changed) is read as it is, and the server's log says so.
+    pub(crate) fn update_own_proposal(&self, repo: &PackRepo) -> Result<()> {
+        if crate::store::proposer().is_none() {
+            return Ok(());
+        }
+        let caller = Caller { tool: "review".into(), client: Some("engram-serve".into()) };
+        let outcome = repo.update_proposal(|view, branch| {
+            let label = branch.to_string();
+            let cx = MergeContext { host: branch.name(), remote: &label, now: self.now(), caller: &caller };
+            let mut merge = resolve(view, &cx)?;
+            if let crate::store::Integration::Merge { message, value, .. } = &mut merge {
+                message.subject = format!(
+                    "review: bring the pack's branch into {branch} ({} memories{})",
+                    value.memories,
+                    match value.memory_conflicts.len() + value.file_conflicts.len() {
+                        0 => String::new(),
+                        n => format!(", {n} conflicts"),
+                    }
+                );
+            }
+            Ok::<_, EngramError>(merge)
+        })?;
+        if let Some(Integrated::Unresolvable { reason, .. }) = outcome {
+            eprintln!(
+                "engram: {}: the pack's branch cannot be merged into {}: {reason}; its reads show the proposal as it is",
+                repo.dir().display(),
+                repo.proposal_target().map(|b| b.to_string()).unwrap_or_default()
+            );
+        }
+        Ok(())
     }
 }
 

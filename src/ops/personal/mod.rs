@@ -195,7 +195,7 @@ impl Personal {
         if !crate::store::PackRepo::is_repository(&self.graph.pack_dir()) {
             return Ok(Vec::new());
         }
-        self.graph.with_repo(|repo| repo.read_head(|snap| Ok(snap.read_files_recursive(&full)?)))
+        self.graph.with_repo(|repo| repo.read_current(|snap| Ok(snap.read_files_recursive(&full)?)))
     }
 
     // ----- profile -----

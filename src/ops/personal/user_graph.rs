@@ -187,18 +187,23 @@ impl UserGraph {
         self.engram.with_repo(&dir, f)
     }
 
-    /// Runs `f` on the graph of HEAD (empty when the pack does not exist).
+    /// Runs `f` on the graph of HEAD (empty when the pack does not exist), or of a proposing
+    /// caller's proposal branch ([`PackRepo::read_current`]).
     pub fn read<T>(&self, f: impl FnOnce(&GraphSnapshot) -> T) -> Result<T> {
         let dir = self.pack_dir();
         if !PackRepo::is_repository(&dir) {
             return Ok(f(&GraphSnapshot::new()));
         }
         self.engram.with_repo(&dir, |repo| {
-            let head = repo.head_id();
+            // HEAD, or a proposing caller's proposal branch (`serve --propose`).
+            let head = match repo.read_target()? {
+                Some(tip) => Some(tip),
+                None => repo.head_id(),
+            };
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             if !cache.valid || cache.head != head {
                 let graph_dir = format!("{}graph", self.prefix);
-                let (head, files) = repo.read_head(|snap| {
+                let (head, files) = repo.read_current(|snap| {
                     Ok::<_, EngramError>((snap.head(), snap.read_files_recursive(&graph_dir)?))
                 })?;
                 let prefix = self.prefix.as_str();
