@@ -248,7 +248,8 @@ impl Engram {
     /// commit on the proposal branch: what accepting it now would give, by sync's
     /// memory-aware merge), so it sees the pack as it is now plus its own proposals. Nothing
     /// outside a proposing call, or when the proposal is up to date. A proposal that cannot
-    /// be merged (a symbolic link changed) is read as it is, and the server's log says so.
+    /// be brought up to date (a symbolic link changed on both sides, a full or read-only
+    /// disk) is read and written as it is, and the server's log says why: reads keep working.
     pub(crate) fn update_own_proposal(&self, repo: &PackRepo) -> Result<()> {
         if crate::store::proposer().is_none() {
             return Ok(());
@@ -269,14 +270,19 @@ impl Engram {
                 );
             }
             Ok::<_, EngramError>(merge)
-        })?;
-        if let Some(Integrated::Unresolvable { reason, .. }) = outcome {
-            eprintln!(
-                "engram: {}: the pack's branch cannot be merged into {}: {reason}; its reads show the proposal as it is",
-                repo.dir().display(),
-                repo.proposal_target().map(|b| b.to_string()).unwrap_or_default()
-            );
-        }
+        });
+        let reason = match outcome {
+            Ok(Some(Integrated::Unresolvable { reason, .. })) => reason,
+            Ok(_) => return Ok(()),
+            // Not waiting on the event loop: the call runs again on a blocking thread.
+            Err(e @ EngramError::Store(crate::store::StoreError::WouldWait { .. })) => return Err(e),
+            Err(e) => e.to_string(),
+        };
+        eprintln!(
+            "engram: {}: the pack's branch was not merged into {}: {reason}; the proposal is read as it is",
+            repo.dir().display(),
+            repo.proposal_target().map(|b| b.to_string()).unwrap_or_default()
+        );
         Ok(())
     }
 }
