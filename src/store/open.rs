@@ -122,6 +122,12 @@ impl PackRepo {
         self.repo.path().to_owned()
     }
 
+    /// Where engram keeps a cache of its own about this repository: `.git/engram-<name>`
+    /// (beside `engram-sync.json`; never committed, safe to delete).
+    pub fn cache_file(&self, name: &str) -> PathBuf {
+        self.git_dir().join(format!("engram-{name}"))
+    }
+
     pub(super) fn lock(&self) -> Result<File> {
         let path = self.git_dir().join(LOCK_FILE);
         let file = OpenOptions::new()

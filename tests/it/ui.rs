@@ -689,5 +689,28 @@ fn one_memorys_history_follows_corrections_other_processes_and_a_persons_git() {
     let (_, list) = ui.api("GET", "/api/packs/p/memories?category=c", None);
     assert_eq!(list["total"], 2, "{list}");
     assert!(list.to_string().contains("Likes oolong tea now."), "{list}");
-    assert_eq!(history(&tea), [corrected, added]);
+    assert_eq!(history(&tea), [corrected.clone(), added.clone()]);
+    drop(ui);
+
+    // The index kept in .git/ serves the next launch; a history it no longer matches, or a
+    // damaged file, is read again.
+    let kept = dir.join(".git/engram-entry-history");
+    assert!(std::fs::read_to_string(&kept).unwrap().contains(&corrected), "kept between launches");
+    let next_history = |ui: &UiServer, id: &str| -> Vec<String> {
+        let auth = format!("Bearer {}", ui.token);
+        let (status, _, html) =
+            ui.request("GET", &format!("/p/p/history?memory={id}"), &[("Authorization", &auth)], "");
+        assert_eq!(status, 200, "{html}");
+        shown_commits(&html)
+    };
+    let ui = UiServer::start(&env);
+    assert_eq!(next_history(&ui, &tea), [corrected.clone(), added.clone()]);
+    drop(ui);
+    git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    let ui = UiServer::start(&env);
+    assert_eq!(next_history(&ui, &tea), std::slice::from_ref(&added), "the correction is gone");
+    drop(ui);
+    std::fs::write(&kept, "not an index\n").unwrap();
+    let ui = UiServer::start(&env);
+    assert_eq!(next_history(&ui, &tea), std::slice::from_ref(&added), "rebuilt");
 }

@@ -10,6 +10,10 @@
 //! multiset. A memory's commits are those that added or removed its block or its index line,
 //! followed back through corrections (a commit that adds the memory's block and removes
 //! another of the same category and time made it from that one).
+//!
+//! The index is kept in `.git/engram-entry-history` (batches appended as they are read; a
+//! file that does not parse, or a history that no longer contains its HEAD, is rebuilt), so
+//! only the first look at a pack ever reads its whole history.
 
 use std::collections::{HashMap, HashSet};
 
@@ -119,28 +123,131 @@ fn changes_of(c: &CommitInfo) -> Vec<EntryChange> {
     out
 }
 
+/// The file the index is kept in between launches, under `.git/`.
+const CACHE_FILE: &str = "entry-history";
+/// Its first line.
+const CACHE_HEADER: &str = "engram entry-history 1";
+
+/// One batch of the walk: HEAD then, and each new commit (newest first) with its changes.
+type Batch = (Option<String>, Vec<(String, Vec<EntryChange>)>);
+
+/// A batch as lines of the cache file.
+fn render_batch((head, commits): &Batch) -> String {
+    let mut out = format!("B {}\n", head.as_deref().unwrap_or("-"));
+    for (id, changes) in commits {
+        out.push_str(&format!("C {id}\n"));
+        for ((category, ts), added, line, key) in changes {
+            let (a, l) = (if *added { 'a' } else { 'r' }, if *line { 'l' } else { 'b' });
+            out.push_str(&format!("{a}{l} {key:016x} {ts}\t{category}\n"));
+        }
+    }
+    out
+}
+
+/// The batches of a cache file; `None` when it is not one (then it is rebuilt).
+fn parse_batches(text: &str) -> Option<Vec<Batch>> {
+    let mut lines = text.lines();
+    if lines.next()? != CACHE_HEADER {
+        return None;
+    }
+    let mut batches: Vec<Batch> = Vec::new();
+    for line in lines {
+        let (tag, rest) = line.split_once(' ')?;
+        match tag {
+            "B" => batches.push(((rest != "-").then(|| rest.to_owned()), Vec::new())),
+            "C" => batches.last_mut()?.1.push((rest.to_owned(), Vec::new())),
+            _ => {
+                let (added, line) = match tag {
+                    "ab" => (true, false),
+                    "rb" => (false, false),
+                    "al" => (true, true),
+                    "rl" => (false, true),
+                    _ => return None,
+                };
+                let (key, entry) = rest.split_once(' ')?;
+                let (ts, category) = entry.split_once('\t')?;
+                let key = u64::from_str_radix(key, 16).ok()?;
+                let change = ((category.to_owned(), ts.to_owned()), added, line, key);
+                batches.last_mut()?.1.last_mut()?.1.push(change);
+            }
+        }
+    }
+    Some(batches)
+}
+
 impl EntryHistory {
     /// Reads the commits made since it last looked (all of them the first time, or when HEAD
-    /// no longer descends from the commit it saw last).
+    /// no longer descends from the commit it saw last). The index is kept in `.git/` between
+    /// launches: the first look of a process reads it and then only the newer commits.
     fn catch_up(&mut self, repo: &crate::store::PackRepo) -> Result<()> {
-        let mut batch: Vec<(String, Vec<EntryChange>)> = Vec::new();
+        let file = repo.cache_file(CACHE_FILE);
+        if self.head.is_none() && self.commits.is_empty() {
+            let kept = std::fs::read_to_string(&file).ok().and_then(|t| parse_batches(&t));
+            for batch in kept.unwrap_or_default() {
+                self.apply(batch);
+            }
+        }
+        let mut commits: Vec<(String, Vec<EntryChange>)> = Vec::new();
         let known = &self.known;
         let walk = repo.walk_unseen(&|id| known.contains(id), "memory", &names_entries, &mut |c| {
-            batch.push((c.id.clone(), changes_of(&c)));
+            commits.push((c.id.clone(), changes_of(&c)));
         })?;
         let descends = match &self.head {
             None => true,
             Some(old) => walk.head.as_ref() == Some(old) || walk.boundary.contains(old),
         };
         if !descends {
-            *self = Self::default();
-            return self.catch_up(repo);
+            return self.catch_up_fresh(repo, &file);
         }
+        if commits.is_empty() && self.head == walk.head {
+            return Ok(());
+        }
+        let batch = (walk.head, commits);
+        self.save(&file, &batch);
+        self.apply(batch);
+        Ok(())
+    }
+
+    /// [`catch_up`](Self::catch_up) from nothing: the file is written anew.
+    fn catch_up_fresh(&mut self, repo: &crate::store::PackRepo, file: &std::path::Path) -> Result<()> {
+        *self = Self::default();
+        let mut commits: Vec<(String, Vec<EntryChange>)> = Vec::new();
+        let walk = repo.walk_unseen(&|_| false, "memory", &names_entries, &mut |c| {
+            commits.push((c.id.clone(), changes_of(&c)));
+        })?;
+        let batch = (walk.head, commits);
+        self.save(file, &batch);
+        self.apply(batch);
+        Ok(())
+    }
+
+    /// Appends a batch to the file (a new file gets the header). A failure only costs the next
+    /// launch a longer first look.
+    fn save(&self, file: &std::path::Path, batch: &Batch) {
+        use std::io::Write as _;
+        let mut text = String::new();
+        if self.commits.is_empty() || !file.exists() {
+            let _ = std::fs::remove_file(file);
+            text.push_str(CACHE_HEADER);
+            text.push('\n');
+        }
+        text.push_str(&render_batch(batch));
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if appended.is_err() {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+
+    /// Adds a batch: its commits ranked newest first, after every commit known before.
+    fn apply(&mut self, (head, commits): Batch) {
         let base = self.next_order;
-        let n = batch.len() as u64;
+        let n = commits.len() as u64;
         self.next_order += n;
-        // The walk gives the newest first.
-        for (i, (id, changes)) in batch.into_iter().enumerate() {
+        for (i, (id, changes)) in commits.into_iter().enumerate() {
             let commit = u32::try_from(self.commits.len()).unwrap_or(u32::MAX);
             self.commits.push(id.clone());
             self.order.push(base + n - 1 - i as u64);
@@ -149,8 +256,7 @@ impl EntryHistory {
                 self.by_entry.entry(entry).or_default().push(Change { commit, added, line, key });
             }
         }
-        self.head = walk.head;
-        Ok(())
+        self.head = head;
     }
 
     /// The ids of the commits that touched `m`, newest first.
@@ -296,5 +402,23 @@ mod tests {
             content: "B, corrected".into(),
         };
         assert_eq!(index.commits_of(&m), ["2", "0"], "the correction and the add, not C's commit");
+    }
+
+    #[test]
+    fn batches_read_back_as_written() {
+        let batch: Batch = (
+            Some("h".repeat(40)),
+            vec![
+                ("a".repeat(40), vec![(("家庭".into(), "2026-01-01 10:00".into()), true, false, u64::MAX)]),
+                ("b".repeat(40), vec![(("c".into(), "2026-01-01 10:01".into()), false, true, 7)]),
+            ],
+        );
+        let text = format!("{CACHE_HEADER}\n{}{}", render_batch(&batch), render_batch(&(None, Vec::new())));
+        let back = parse_batches(&text).expect("parses");
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].0, batch.0);
+        assert_eq!(back[0].1, batch.1);
+        assert!(parse_batches("engram entry-history 0\n").is_none());
+        assert!(parse_batches(&format!("{CACHE_HEADER}\nzz 1 2\n")).is_none());
     }
 }
