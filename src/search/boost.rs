@@ -2,7 +2,7 @@
 //! time, and entries inside a time span the query names ("last week", "去年").
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::dates::doc_date_terms;
 use super::filter::Filter;
@@ -14,33 +14,40 @@ use super::when::{TimeSpan, query_time_spans};
 impl SearchIndex {
     /// Lends each of the strongest hits' score to the entries next to it in
     /// time (same pack, same day, at most [`NEIGHBOUR_MAX_GAP`] apart;
-    /// [`NEIGHBOURS_PER_SIDE`] on each side, the nearer weighing more). A
-    /// neighbour that matched nothing becomes a hit of its own if it passes
-    /// the filter. Shares offered to one entry add up.
-    pub(super) fn apply_neighbour_boost(&self, ranked: &mut Vec<(f32, u32)>, filter: &Filter, weight: f32) {
-        let mut sources = ranked.clone();
+    /// [`NEIGHBOURS_PER_SIDE`] on each side, the nearer weighing more) that are
+    /// hits themselves: neighbours are re-ranked, never added. Shares offered
+    /// to one entry add up. Returns, for each entry whose shares outweigh its
+    /// own score (it ranks where it does mostly for being beside a stronger
+    /// hit), the slot of the hit that lent it the most.
+    pub(super) fn apply_neighbour_boost(&self, ranked: &mut [(f32, u32)], weight: f32) -> HashMap<u32, u32> {
+        let mut sources = ranked.to_vec();
         self.top_k(&mut sources, NEIGHBOUR_SOURCES);
-        let mut offered: HashMap<u32, f32> = HashMap::new();
+        let hits: HashSet<u32> = ranked.iter().map(|r| r.1).collect();
+        // slot -> (total share, best share, its source)
+        let mut offered: HashMap<u32, (f32, f32, u32)> = HashMap::new();
         for &(score, slot) in &sources {
             for (rank, n) in self.time_neighbours(slot) {
+                if !hits.contains(&n) {
+                    continue;
+                }
                 let share = weight * score / (1 + rank) as f32;
-                let e = offered.entry(n).or_insert(0.0);
-                *e += share;
+                let e = offered.entry(n).or_insert((0.0, 0.0, slot));
+                e.0 += share;
+                if share > e.1 {
+                    (e.1, e.2) = (share, slot);
+                }
             }
         }
-        if offered.is_empty() {
-            return;
-        }
+        let mut beside = HashMap::new();
         for r in ranked.iter_mut() {
-            if let Some(share) = offered.remove(&r.1) {
+            if let Some((share, _, source)) = offered.remove(&r.1) {
+                if share > r.0 {
+                    beside.insert(r.1, source);
+                }
                 r.0 += share;
             }
         }
-        for (slot, share) in offered {
-            if self.passes(slot, filter) {
-                ranked.push((share, slot));
-            }
-        }
+        beside
     }
 
     /// The entries nearest in time to `slot` on each side (same pack, same

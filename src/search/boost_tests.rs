@@ -24,18 +24,45 @@ fn ids(hits: &[Hit]) -> Vec<&str> {
 }
 
 #[test]
-fn the_entry_after_a_strong_hit_is_found_with_it() {
+fn the_entry_after_a_strong_hit_rises_with_it_and_says_so() {
     let idx = SearchIndex::build(vec![
         at("q", "Where did you travel in the summer?", NOW),
-        at("a", "Lake Tahoe, it was so calm", NOW + 60),
-        at("other-day", "We should go again", NOW + DAY),
-        at("far", "Nothing to do with it", NOW + 3 * 3600),
+        at("b-next", "Lake Tahoe, it was calm that summer", NOW + 60),
+        at("c-unrelated", "It was so calm", NOW + 120),
+        at("a-other-day", "Lake Tahoe, it was calm that summer", NOW + DAY),
+        at("d-far", "Lake Tahoe, it was calm that summer", NOW + 3 * 3600),
     ])
     .expect("build");
-    let plain = idx.search_with(&SearchRequest::new("travel").limit(10).neighbour_weight(0.0));
-    assert_eq!(ids(&plain), ["q"]);
+    let plain = idx.search_with(&SearchRequest::new("travel summer").limit(10).neighbour_weight(0.0));
+    assert_eq!(ids(&plain), ["q", "a-other-day", "b-next", "d-far"], "a tie, broken by id");
+    assert!(plain.iter().all(|h| h.beside.is_none()));
+    let hits = idx.search_with(&SearchRequest::new("travel summer").limit(10));
+    assert_eq!(
+        ids(&hits),
+        ["q", "b-next", "a-other-day", "d-far"],
+        "the next entry rises; not another day's, not three hours later"
+    );
+    assert_eq!(hits[1].beside.as_deref(), Some("q"), "it says whose context it is");
+    assert!(hits.iter().all(|h| h.id == "b-next" || h.beside.is_none()));
+    // An entry that holds none of the query's words is never a hit, however near.
     let hits = idx.search_with(&SearchRequest::new("travel").limit(10));
-    assert_eq!(ids(&hits), ["q", "a"], "the next entry, not another day's, not three hours later");
+    assert_eq!(ids(&hits), ["q"]);
+}
+
+#[test]
+fn an_entry_answering_every_part_of_the_question_beats_one_repeating_a_part() {
+    let idx = SearchIndex::build(vec![
+        Document::new("a-repeat", "", "kayak kayak kayak kayak trip"),
+        Document::new("b-both", "", "kayak on the lake"),
+        Document::new("c", "", "lake view"),
+        Document::new("d", "", "lake house"),
+        Document::new("e", "", "quiet lake"),
+        Document::new("f", "", "mountain hut"),
+        Document::new("g", "", "city walk"),
+    ])
+    .expect("build");
+    let hits = idx.search_with(&SearchRequest::new("kayak lake").limit(3));
+    assert_eq!(ids(&hits)[..2], ["b-both", "a-repeat"]);
 }
 
 #[test]

@@ -60,9 +60,11 @@ pub(crate) const NAME_WEIGHT: f32 = 2.5;
 pub(crate) const QUERY_UNIGRAM_IN_RUN_WEIGHT: f32 = 0.2;
 
 /// Share of a strong hit's score given to its neighbours in time (the entries
-/// just before and after it in the same pack, on the same day): what was said
-/// around a hit often completes it. An entry next to several strong hits
-/// gains from each. `0.0` turns the boost off.
+/// just before and after it in the same pack, on the same day) that match the
+/// query too: what was said around a hit often completes it. An entry next to
+/// several strong hits gains from each. Neighbours are only re-ranked, never
+/// added: an entry holding none of the query's words is not a hit. `0.0`
+/// turns the boost off.
 pub const NEIGHBOUR_WEIGHT: f32 = 0.4;
 /// How many of the best first-pass hits lend score to their neighbours.
 pub(crate) const NEIGHBOUR_SOURCES: usize = 30;
@@ -70,6 +72,14 @@ pub(crate) const NEIGHBOUR_SOURCES: usize = 30;
 pub(crate) const NEIGHBOURS_PER_SIDE: usize = 2;
 /// Entries further apart than this (seconds) are not neighbours.
 pub(crate) const NEIGHBOUR_MAX_GAP: i64 = 3600;
+/// How strongly a document's score follows its coverage of the query: the
+/// score is multiplied by `coverage ^ COVERAGE_EXPONENT`, where coverage is
+/// the idf-weighted share of the query's terms the document holds (a term no
+/// document holds weighs as the rarest term). BM25 sums per-term evidence, so
+/// many repetitions of one frequent word can outweigh a document that answers
+/// every part of the question; this is Lucene's classic coordination factor,
+/// weighted by idf.
+pub(crate) const COVERAGE_EXPONENT: f32 = 1.0;
 /// Hits inside a time span the query names gain this share of their score.
 pub(crate) const TIME_BOOST: f32 = 0.5;
 /// At most this many days of entries answer a query that names a time and matches nothing else.

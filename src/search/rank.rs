@@ -7,7 +7,7 @@ use super::doc::Field;
 use super::filter::Filter;
 use super::index::SearchIndex;
 use super::embed::{Embeddings, RERANK_DEPTH, RERANK_WEIGHT, cosine};
-use super::params::FeedbackParams;
+use super::params::{COVERAGE_EXPONENT, FeedbackParams};
 use super::query::parse_query;
 use super::request::{Hit, SearchRequest};
 use super::snippet::make_snippet;
@@ -18,6 +18,19 @@ use super::tokenize::{Tokenizer, is_cjk};
 struct WeightedTerm {
     text: Box<str>,
     weight: f32,
+    /// How the term counts towards coverage.
+    covers: Covers,
+}
+
+/// How a query term counts towards a document's coverage of the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Covers {
+    /// A word, number or date of the query: held or missing.
+    Word,
+    /// A CJK character or bigram of the query: counts when held, never as missing.
+    Cjk,
+    /// A term feedback added: not part of the query.
+    No,
 }
 
 /// Score accumulators for one evaluation.
@@ -25,6 +38,9 @@ struct Scores {
     acc: Vec<f32>,
     mask: Vec<u8>,
     touched: Vec<u32>,
+    /// The idf-weighted query weight each document holds of the query's words
+    /// and of its CJK terms.
+    cover: Vec<[f32; 2]>,
 }
 
 impl SearchIndex {
@@ -49,6 +65,7 @@ impl SearchIndex {
             .map(|q| WeightedTerm {
                 text: q.text.as_str().into(),
                 weight: q.weight,
+                covers: if is_cjk_term(&q.text) { Covers::Cjk } else { Covers::Word },
             })
             .collect();
         let spans = self.query_spans(req);
@@ -56,8 +73,16 @@ impl SearchIndex {
             return Vec::new();
         }
 
+        // The whole query's weight, terms no document here holds included (with
+        // the idf of a term in no document): a document's coverage is its
+        // share of the query, comparable between packs.
+        let query_mass: f32 = parsed
+            .iter()
+            .filter(|q| !is_cjk_term(&q.text))
+            .map(|q| q.weight * self.idf(self.doc_freq(&q.text)))
+            .sum();
         let mut scores = self.score(&terms);
-        let mut ranked = self.candidates(&scores, &req.filter);
+        let mut ranked = self.candidates(&scores, &req.filter, query_mass);
         if let Some(fb) = &req.feedback
             && !ranked.is_empty()
         {
@@ -65,15 +90,17 @@ impl SearchIndex {
             if !expansion.is_empty() {
                 terms.extend(expansion);
                 scores = self.score(&terms);
-                ranked = self.candidates(&scores, &req.filter);
+                ranked = self.candidates(&scores, &req.filter, query_mass);
             }
         }
         if req.group_weight > 0.0 {
             self.apply_group_boost(&mut ranked, req.group_weight);
         }
-        if req.neighbour_weight > 0.0 {
-            self.apply_neighbour_boost(&mut ranked, &req.filter, req.neighbour_weight);
-        }
+        let beside = if req.neighbour_weight > 0.0 {
+            self.apply_neighbour_boost(&mut ranked, req.neighbour_weight)
+        } else {
+            HashMap::new()
+        };
         if !spans.is_empty() {
             self.apply_time_boost(&mut ranked, req, &spans);
         }
@@ -115,6 +142,7 @@ impl SearchIndex {
                     path: doc.path.clone(),
                     pack: doc.pack.clone(),
                     fields,
+                    beside: beside.get(&slot).and_then(|&s| self.id_at(s)).map(|id| id.into_owned()),
                     snippet: make_snippet(
                         &mut tokenizer,
                         source,
@@ -149,18 +177,25 @@ impl SearchIndex {
             acc: vec![0.0; self.slot_count()],
             mask: vec![0; self.slot_count()],
             touched: Vec::new(),
+            cover: vec![[0.0; 2]; self.slot_count()],
         };
         for t in terms {
             let Some(postings) = self.postings(&t.text) else {
                 continue;
             };
             let qw = t.weight * self.idf(postings.len());
+            let cover = match t.covers {
+                Covers::Word => [qw, 0.0],
+                Covers::Cjk => [0.0, qw],
+                Covers::No => [0.0; 2],
+            };
             for posting in postings.iter() {
                 let d = posting.doc as usize;
-                let (Some(lens), Some(acc), Some(mask)) = (
+                let (Some(lens), Some(acc), Some(mask), Some(covered)) = (
                     self.field_lens(posting.doc),
                     s.acc.get_mut(d),
                     s.mask.get_mut(d),
+                    s.cover.get_mut(d),
                 ) else {
                     continue;
                 };
@@ -177,18 +212,30 @@ impl SearchIndex {
                     s.touched.push(posting.doc);
                 }
                 *mask |= bits;
+                covered[0] += cover[0];
+                covered[1] += cover[1];
                 *acc += qw * tf / (p.k1 + tf);
             }
         }
         s
     }
 
-    /// Scored documents that pass the filter, unsorted.
-    fn candidates(&self, s: &Scores, filter: &Filter) -> Vec<(f32, u32)> {
+    /// Scored documents that pass the filter, unsorted. Each score is scaled
+    /// by the document's coverage of the query to the power
+    /// [`COVERAGE_EXPONENT`]: the idf-weighted share of the query's words
+    /// (`query_mass`) it holds, its CJK terms counting only when held.
+    fn candidates(&self, s: &Scores, filter: &Filter, query_mass: f32) -> Vec<(f32, u32)> {
         s.touched
             .iter()
             .filter_map(|&slot| {
-                let score = *s.acc.get(slot as usize)?;
+                let mut score = *s.acc.get(slot as usize)?;
+                // CJK terms held count as covered and their mass joins the
+                // whole; CJK terms missing are not counted as missing.
+                let [words, cjk] = s.cover.get(slot as usize).copied().unwrap_or_default();
+                let whole = query_mass + cjk;
+                if whole > 0.0 {
+                    score *= ((words + cjk) / whole).min(1.0).powf(COVERAGE_EXPONENT);
+                }
                 (score > 0.0 && self.passes(slot, filter)).then_some((score, slot))
             })
             .collect()
@@ -263,6 +310,7 @@ impl SearchIndex {
             .map(|(text, v)| WeightedTerm {
                 text,
                 weight: fb.weight * qmass * v / mass,
+                covers: Covers::No,
             })
             .collect()
     }
@@ -316,6 +364,15 @@ impl SearchIndex {
         }
         ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     }
+}
+
+/// Whether a query term is a CJK character or bigram. Such terms count for
+/// coverage only when a document holds them: a CJK run is not cut into
+/// words, its bigrams overlap and straddle word boundaries, and question
+/// phrases (什么时候, 有没有) are no part of the topic, so a missing bigram
+/// says little about whether a document answers.
+fn is_cjk_term(text: &str) -> bool {
+    text.chars().next().is_some_and(is_cjk)
 }
 
 fn is_single_cjk(text: &str) -> bool {

@@ -107,4 +107,9 @@ pub struct Hit {
     pub fields: Vec<Field>,
     /// Excerpt of the body (or title) around the best match.
     pub snippet: String,
+    /// The id of a stronger hit this one was said next to, when being next to
+    /// it weighs more in its score than its own words (see
+    /// [`super::params::NEIGHBOUR_WEIGHT`]): the hit is context of that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beside: Option<String>,
 }

@@ -164,8 +164,9 @@ fn memory_search_finds_chinese_and_history_shows_word_diffs_in_a_browser() {
     b.click(&b.find("form.filter button[type=submit]"));
     wait_for(WAIT, "the search", || b.url().contains("q=").then_some(()));
     let shown: Vec<String> = b.find_all("article.memory h3").iter().map(|e| b.text(e)).collect();
-    // Best first: entries written beside a strong hit may follow it (the engine's
-    // neighbour boost), but the one that holds the words leads.
+    // Best first: entries written beside a strong hit and holding a word of the
+    // query may follow it (the engine's neighbour boost), but the one that holds
+    // the words leads.
     assert_eq!(shown.first().map(String::as_str), Some("喜欢绿茶"), "{}", b.body_text());
 
     // A correction from the memory's menu; the history shows the changed words.

@@ -65,6 +65,28 @@ async fn title_hits_rank_above_body_hits_and_hits_say_where_they_are() {
 }
 
 #[tokio::test]
+async fn an_entry_next_to_a_strong_hit_is_marked_as_its_context_and_unrelated_ones_are_not_hits() {
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture("coach", "chat", "Where did you travel in the summer?", "question"))
+        .await;
+    ok(&c, "capture_memory", capture("coach", "chat", "Lake Tahoe, it was calm that summer.", "answer"))
+        .await;
+    ok(&c, "capture_memory", capture("coach", "chat", "It was so calm and quiet.", "remark")).await;
+    let text = ok(&c, "search_memory", json!({"query": "travel summer", "name": "coach"})).await;
+    let h = hits(&text);
+    assert_eq!(h.len(), 2, "an entry holding none of the words is no hit, however near:\n{text}");
+    assert!(h[0].contains("question") && !h[0].contains("context:"), "{text}");
+    assert!(h[1].contains("answer"), "{text}");
+    assert!(
+        h[1].contains("context: written next to [2026-11-22 10:00], a stronger hit"),
+        "the hit raised by its neighbour says so:\n{text}"
+    );
+    c.close().await.expect("close");
+}
+
+#[tokio::test]
 async fn filters_restrict_kind_category_type_tags_time_and_pack() {
     let env = TestEnv::new();
     make_pack(&env, "coach");

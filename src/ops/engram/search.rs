@@ -12,6 +12,9 @@
 //!    score 7.42 · matched: title, body · tags: 伤病
 //!    > 用户去年打篮球时扭伤了左膝，现在做深蹲…
 //! ```
+//! A hit that ranks where it does mostly for being written next to a stronger
+//! hit (the engine's neighbour boost) says so after `matched:`
+//! (`context: written next to [2026-02-25 10:00], a stronger hit`).
 //! Knowledge and example hits show `[knowledge] pack · path · file title › heading`.
 
 use serde::Serialize;
@@ -89,6 +92,11 @@ pub struct SearchHit {
     pub fields: Vec<String>,
     /// Excerpt around the best match.
     pub snippet: String,
+    /// A stronger hit this one was written next to (its entry time, or its
+    /// title), when that nearness weighs more in the score than its own
+    /// words: this hit is context of that one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<String>,
 }
 
 /// The result of a search.
@@ -284,6 +292,11 @@ fn hits_of(index: &PackIndex, pack: &str, req: &SearchRequest) -> Vec<SearchHit>
                 tags: doc.tags.clone(),
                 score: h.score,
                 fields: h.fields.iter().map(|f| f.name().to_owned()).collect(),
+                beside: h.beside.as_deref().and_then(|id| index.document(id)).map(|d| match d.time {
+                    Some(t) if d.kind == KIND_MEMORY => format!("[{}]", format_ts(t)),
+                    _ if !d.title.is_empty() => d.title.clone(),
+                    _ => d.path.clone(),
+                }),
                 snippet: h.snippet,
             })
         })
@@ -318,6 +331,9 @@ pub fn render(o: &SearchOutcome) -> String {
         }
         out.push_str(&head);
         out.push_str(&format!("\n   score {:.2} · matched: {}", h.score, h.fields.join(", ")));
+        if let Some(b) = &h.beside {
+            out.push_str(&format!(" · context: written next to {b}, a stronger hit"));
+        }
         if !h.tags.is_empty() {
             out.push_str(&format!(" · tags: {}", h.tags.join(",")));
         }
