@@ -1,7 +1,6 @@
 //! Boosts applied after the lexical scores: entries next to a strong hit in
 //! time, and entries inside a time span the query names ("last week", "去年").
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::dates::doc_date_terms;
@@ -53,36 +52,37 @@ impl SearchIndex {
     /// The entries nearest in time to `slot` on each side (same pack, same
     /// UTC day), with their rank (0 = nearest) on that side.
     fn time_neighbours(&self, slot: u32) -> Vec<(usize, u32)> {
-        let (Some(meta), Some(id)) = (self.meta_at(slot), self.id_at(slot)) else { return Vec::new() };
+        let Some(meta) = self.meta_at(slot) else { return Vec::new() };
         let Some(t) = meta.time else { return Vec::new() };
         let [_, _, day] = doc_date_terms(t);
         let Some(postings) = self.postings(&day) else {
             return Vec::new();
         };
-        // Nearest first on each side: (gap, id, slot), at most NEIGHBOURS_PER_SIDE each.
-        // Ties go by id, never by slot: slots differ between an index and its stored copy.
-        let mut before: Vec<(u64, Cow<'_, str>, u32)> = Vec::new();
-        let mut after: Vec<(u64, Cow<'_, str>, u32)> = Vec::new();
+        // Nearest first on each side: (gap, slot), at most NEIGHBOURS_PER_SIDE each.
+        // Ties go by id (`cmp_ids`), never by slot number: slots differ between an index
+        // and its stored copy.
+        let mut before: Vec<(u64, u32)> = Vec::new();
+        let mut after: Vec<(u64, u32)> = Vec::new();
+        let key_less = |a: &(u64, u32), b: &(u64, u32)| a.0.cmp(&b.0).then_with(|| self.cmp_ids(a.1, b.1)).is_lt();
         for p in postings.iter() {
             if p.doc == slot {
                 continue;
             }
             let Some(other) = self.meta_at(p.doc) else { continue };
             let Some(u) = other.time else { continue };
-            if other.group.pack != meta.group.pack || u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 {
+            if u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 || other.group.pack != meta.group.pack {
                 continue;
             }
-            let Some(other_id) = self.id_at(p.doc) else { continue };
             // Same time: the smaller id counts as before.
-            let side = if u < t || (u == t && other_id < id) { &mut before } else { &mut after };
-            let key = (u.abs_diff(t), other_id, p.doc);
-            let at = side.partition_point(|e| *e < key);
+            let side = if u < t || (u == t && self.cmp_ids(p.doc, slot).is_lt()) { &mut before } else { &mut after };
+            let key = (u.abs_diff(t), p.doc);
+            let at = side.partition_point(|e| key_less(e, &key));
             if at < NEIGHBOURS_PER_SIDE {
                 side.insert(at, key);
                 side.truncate(NEIGHBOURS_PER_SIDE);
             }
         }
-        before.iter().enumerate().chain(after.iter().enumerate()).map(|(r, e)| (r, e.2)).collect()
+        before.iter().enumerate().chain(after.iter().enumerate()).map(|(r, e)| (r, e.1)).collect()
     }
 
     /// The spans of the time expressions of the query, resolved against the

@@ -70,7 +70,17 @@ impl Filter {
 
     /// Whether the filter matches every document.
     pub fn is_empty(&self) -> bool {
-        *self == Self::default()
+        // Field by field: comparing with a default filter built one per call costs as much
+        // as the check itself on every candidate of a search.
+        let Filter { pack, kinds, category, memory_type, tags, any_tags, start, end } = self;
+        pack.is_none()
+            && kinds.is_empty()
+            && category.is_none()
+            && memory_type.is_none()
+            && tags.is_empty()
+            && any_tags.is_empty()
+            && start.is_none()
+            && end.is_none()
     }
 
     /// Whether `doc` passes the filter.

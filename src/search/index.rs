@@ -256,6 +256,17 @@ impl SearchIndex {
         self.base.as_ref().map_or(0, |b| b.doc_reads())
     }
 
+    /// The order of the ids of two live slots' documents. The stored
+    /// segment's slots are in id order, so two of them need no id read.
+    pub(super) fn cmp_ids(&self, a: u32, b: u32) -> std::cmp::Ordering {
+        let stored = self.base_slots();
+        if a < stored && b < stored {
+            a.cmp(&b)
+        } else {
+            self.id_at(a).unwrap_or_default().cmp(&self.id_at(b).unwrap_or_default())
+        }
+    }
+
     fn base_slots(&self) -> u32 {
         self.base.as_ref().map_or(0, |b| b.n_slots())
     }

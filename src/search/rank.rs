@@ -1,7 +1,7 @@
 //! Query evaluation: BM25F scoring, feedback, grouping, top-k and hits.
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
 
 use super::doc::Field;
 use super::filter::Filter;
@@ -243,13 +243,29 @@ impl SearchIndex {
 
     /// Orders `ranked` best first (ties by id) and keeps the first `k`.
     pub(super) fn top_k(&self, ranked: &mut Vec<(f32, u32)>, k: usize) {
-        let id = |slot: u32| self.id_at(slot).unwrap_or_default();
         let cmp = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
-            b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(&id(b.1)))
+            b.0.total_cmp(&a.0).then_with(|| self.cmp_ids(a.1, b.1))
         };
         if ranked.len() > k && k > 0 {
-            ranked.select_nth_unstable_by(k - 1, cmp);
-            ranked.truncate(k);
+            // The k-th best score first (plain number compares over every hit), so the
+            // full order is taken only over the hits that can be among the first k.
+            let mut best: BinaryHeap<Reverse<u32>> = BinaryHeap::with_capacity(k + 1);
+            for r in ranked.iter() {
+                let key = score_key(r.0);
+                if best.len() < k {
+                    best.push(Reverse(key));
+                } else if best.peek().is_some_and(|m| key > m.0) {
+                    best.pop();
+                    best.push(Reverse(key));
+                }
+            }
+            if let Some(&Reverse(kth)) = best.peek() {
+                ranked.retain(|r| score_key(r.0) >= kth);
+            }
+            if ranked.len() > k {
+                ranked.select_nth_unstable_by(k - 1, cmp);
+                ranked.truncate(k);
+            }
         }
         ranked.sort_unstable_by(cmp);
     }
@@ -373,6 +389,12 @@ impl SearchIndex {
 /// says little about whether a document answers.
 fn is_cjk_term(text: &str) -> bool {
     text.chars().next().is_some_and(is_cjk)
+}
+
+/// A score as a number whose order is [`f32::total_cmp`]'s.
+fn score_key(s: f32) -> u32 {
+    let b = s.to_bits();
+    if b >> 31 == 1 { !b } else { b | 1 << 31 }
 }
 
 fn is_single_cjk(text: &str) -> bool {
