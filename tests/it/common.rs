@@ -226,3 +226,20 @@ pub const EXAMPLE_PACKS: [&str; 12] = [
     "template",
     "user-persona",
 ];
+
+/// The pack's branches, one per line.
+pub fn branches(pack: &Path) -> String {
+    git(pack, &["branch", "--list", "--format=%(refname:short)"])
+}
+
+/// Runs `engram args…`, asserting it succeeds; its standard output.
+pub fn cli_ok(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.cli(args);
+    assert!(
+        out.status.success(),
+        "engram {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

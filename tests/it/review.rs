@@ -18,21 +18,6 @@ fn log(pack: &Path, branch: &str) -> String {
     git(pack, &["log", "--format=%s%n%b", branch])
 }
 
-fn branches(pack: &Path) -> String {
-    git(pack, &["branch", "--list", "--format=%(refname:short)"])
-}
-
-fn cli_ok(env: &TestEnv, args: &[&str]) -> String {
-    let out = env.cli(args);
-    assert!(
-        out.status.success(),
-        "engram {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn head(pack: &Path) -> String {
     git(pack, &["rev-parse", "HEAD"]).trim().to_owned()
 }

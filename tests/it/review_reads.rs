@@ -18,21 +18,6 @@ fn head(pack: &Path) -> String {
     git(pack, &["rev-parse", "HEAD"]).trim().to_owned()
 }
 
-fn branches(pack: &Path) -> String {
-    git(pack, &["branch", "--list", "--format=%(refname:short)"])
-}
-
-fn cli_ok(env: &TestEnv, args: &[&str]) -> String {
-    let out = env.cli(args);
-    assert!(
-        out.status.success(),
-        "engram {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The memory entry lines of a `load_engram` answer that contain `text`.
 fn entries_with(load: &str, text: &str) -> usize {
     load.lines().filter(|l| l.starts_with("- `memory/") && l.contains(text)).count()

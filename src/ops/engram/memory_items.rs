@@ -41,6 +41,20 @@ pub struct MemoryItem {
 }
 
 impl MemoryItem {
+    /// The item of index entry `e` with stable id `id` and block text `content`.
+    fn of_entry(id: String, e: &IndexEntry, content: String) -> Self {
+        MemoryItem {
+            id,
+            category: e.category.clone(),
+            ts: e.ts.clone(),
+            memory_type: e.memory_type.clone(),
+            expires: e.expires.clone(),
+            tags: e.tags.clone(),
+            summary: e.summary.clone(),
+            content,
+        }
+    }
+
     /// True when the entry's visible fields are equal (the id aside).
     fn same_as(&self, other: &MemoryItem) -> bool {
         (&self.category, &self.memory_type, &self.expires, &self.tags, &self.summary, &self.content)
@@ -239,16 +253,7 @@ pub(super) fn items_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Re
             .map(|c| (*c).to_owned())
             .unwrap_or_default();
         *rank += 1;
-        items.push(MemoryItem {
-            id,
-            category: e.category.clone(),
-            ts: e.ts.clone(),
-            memory_type: e.memory_type.clone(),
-            expires: e.expires.clone(),
-            tags: e.tags.clone(),
-            summary: e.summary.clone(),
-            content,
-        });
+        items.push(MemoryItem::of_entry(id, e, content));
     }
     *cache = next;
     Ok(items)
@@ -286,16 +291,7 @@ fn items_of_category(
     let log = CategoryLog::load(snap, &e.category)?;
     let content =
         contents_by_meta(&log).get(&key_of(e)).and_then(|v| v.get(rank)).cloned().unwrap_or_default();
-    Ok(MemoryItem {
-        id: ids[i].clone(),
-        category: e.category.clone(),
-        ts: e.ts.clone(),
-        memory_type: e.memory_type.clone(),
-        expires: e.expires.clone(),
-        tags: e.tags.clone(),
-        summary: e.summary.clone(),
-        content,
-    })
+    Ok(MemoryItem::of_entry(ids[i].clone(), e, content))
 }
 
 impl Engram {
@@ -385,16 +381,7 @@ impl Engram {
             else {
                 return Ok(None);
             };
-            Ok(Some(MemoryItem {
-                id: id.to_owned(),
-                category: e.category,
-                ts: e.ts,
-                memory_type: e.memory_type,
-                expires: e.expires,
-                tags: e.tags,
-                summary: e.summary,
-                content,
-            }))
+            Ok(Some(MemoryItem::of_entry(id.to_owned(), &e, content)))
         })?;
         Ok(item.flatten())
     }
