@@ -253,7 +253,7 @@ pub fn render_blocks(blocks: &[Block]) -> String {
 }
 
 /// A parsed entry line of `_index.md` / `_index_full.md`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IndexEntry {
     /// Category (file stem under `memory/`).
     pub category: String,

@@ -13,6 +13,10 @@ Loopback HTTP time is an upper bound of the server's time. Standard library only
 `--prefilled PACKS`: copy the packs directory PACKS (pack `big`, filled as above by any build)
 and skip the fill, so two builds are timed on the same pack; the page then starts on a pack
 with history it did not write (no write from this process has read anything yet).
+`--fill-into PACKS`: only fill the packs directory PACKS (for `--prefilled`; an interrupted
+fill goes on from the memories already there) and stop.
+What a page keeps in `.git/` between launches (`engram-entry-history`, `engram-memory-files`)
+is in it; delete `PACKS/big/.git/engram-*` to time a first launch on a pack never opened.
 """
 
 import http.client
@@ -54,14 +58,20 @@ def main():
         i = args.index("--prefilled")
         prefilled = args[i + 1]
         del args[i:i + 2]
+    fill_into = None
+    if "--fill-into" in args:
+        i = args.index("--fill-into")
+        fill_into = args[i + 1]
+        del args[i:i + 2]
     binary = args[0]
     n = int(args[1]) if len(args) > 1 else 10_000
     with tempfile.TemporaryDirectory() as tmp:
-        packs = os.path.join(tmp, "packs")
+        packs = fill_into or os.path.join(tmp, "packs")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
+        resume = bool(fill_into) and os.path.isdir(os.path.join(packs, "big"))
         if prefilled:
             shutil.copytree(prefilled, packs, symlinks=True)
-        else:
+        elif not resume:
             subprocess.run([binary, "init", "big", "--packs-dir", packs], check=True, env=env, capture_output=True)
         started = time.perf_counter()
         ui = subprocess.Popen([binary, "ui", "--port", "0", "--no-open", "--packs-dir", packs],
@@ -74,9 +84,17 @@ def main():
             headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
             def call(method, path, body=None):
+                nonlocal conn
                 t = time.perf_counter()
-                conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-                res = conn.getresponse()
+                try:
+                    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+                    res = conn.getresponse()
+                except (http.client.RemoteDisconnected, ConnectionError):
+                    # The server closed the kept-alive connection: once more on a new one.
+                    conn = http.client.HTTPConnection(host, int(port))
+                    t = time.perf_counter()
+                    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+                    res = conn.getresponse()
                 data = res.read()
                 ms = (time.perf_counter() - t) * 1000
                 if res.status >= 300:
@@ -85,7 +103,11 @@ def main():
 
             t0 = time.perf_counter()
             cats = ["preferences", "projects", "people", "decisions", "notes", "health", "travel", "books", "work", "家庭"]
-            for i in range(0 if prefilled else n):
+            start = 0
+            if fill_into and resume:
+                start = json.loads(call("GET", "/api/packs/big/memories?limit=1")[1])["total"]
+                print(f"resuming the fill at {start}")
+            for i in range(start, 0 if prefilled else n):
                 c = cats[i % len(cats)]
                 call("POST", "/api/packs/big/memories", {
                     "category": c, "summary": f"memory {i} about {c}",
@@ -96,6 +118,9 @@ def main():
                 print(f"copied {prefilled}; page started {(t0 - started) * 1000:.0f} ms before the first read")
             else:
                 print(f"filled {n} memories through the API in {fill:.1f} s ({n / fill:.0f} writes/s)")
+            if fill_into:
+                print(f"reuse it: --prefilled {fill_into}")
+                return
             ms, data = call("GET", "/api/packs/big/memories?limit=50")
             print(f"| first list of the process (every memory file read) | {ms:.1f} ms |")
             total = json.loads(data)["total"]

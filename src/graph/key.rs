@@ -69,7 +69,9 @@ pub fn fnv1a64_parts(parts: &[&str]) -> u64 {
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 
-fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
+/// FNV-1a of `bytes` after the bytes that made `hash` (`fnv1a64(a + b)` is
+/// `fnv1a64_extend(fnv1a64(a), b)`).
+pub fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     for &byte in bytes {
         hash ^= u64::from(byte);

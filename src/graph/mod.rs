@@ -109,7 +109,7 @@ pub use entity_access::{read_entity, upsert_entity};
 pub use error::GraphError;
 pub use files::{GraphChanges, GraphFiles, GraphProblem, ProblemKind};
 pub use jsonl::{GraphImport, ImportReport, export_jsonl, import_jsonl};
-pub use key::{GRAPH_DIR, fnv1a64, fnv1a64_parts};
+pub use key::{GRAPH_DIR, fnv1a64, fnv1a64_extend, fnv1a64_parts};
 pub use mem_files::MemFiles;
 pub use model::{Entity, Relation};
 pub use output::ToolOutput;

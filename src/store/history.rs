@@ -117,9 +117,13 @@ impl Ord for Queued<'_> {
 
 impl<'r> TimeWalk<'r> {
     fn new(repo: &'r git2::Repository, start: git2::Commit<'r>) -> Self {
-        let mut walk = Self { repo, queue: BinaryHeap::new(), seen: HashSet::new(), pushed: 0 };
+        let mut walk = Self::empty(repo);
         walk.push(start);
         walk
+    }
+
+    fn empty(repo: &'r git2::Repository) -> Self {
+        Self { repo, queue: BinaryHeap::new(), seen: HashSet::new(), pushed: 0 }
     }
 
     fn push(&mut self, commit: git2::Commit<'r>) {
@@ -156,10 +160,22 @@ impl<'r> TimeWalk<'r> {
 /// Where [`PackRepo::walk_unseen`] stopped.
 #[derive(Debug, Clone, Default)]
 pub struct UnseenWalk {
-    /// The commit walked from (HEAD; `None`: no commit yet).
+    /// The commit walked from (HEAD; `None`: no commit yet, or a walk resumed from `rest`).
     pub head: Option<String>,
     /// The commits reached that the caller had seen (their parents were not walked).
     pub boundary: Vec<String>,
+    /// The commits still queued when the time ran out (empty: the walk is complete); walking
+    /// on from them (`WalkFrom::Rest`) reads the rest of the history, newest first.
+    pub rest: Vec<String>,
+}
+
+/// Where [`PackRepo::walk_unseen`] starts.
+#[derive(Debug, Clone, Copy)]
+pub enum WalkFrom<'a> {
+    /// HEAD.
+    Head,
+    /// The commits a walk left queued ([`UnseenWalk::rest`]).
+    Rest(&'a [String]),
 }
 
 /// One page of a pack's history (see [`PackRepo::log_page`]).
@@ -221,12 +237,18 @@ impl PackRepo {
         Ok(page)
     }
 
-    /// Walks history from HEAD, newest first, and calls `visit` with every commit that `seen`
-    /// does not claim, with the files it changed under `under` (a directory) that `keep`
-    /// accepts, texts read. The parents of a seen commit are not walked, so a caller that
-    /// remembers what it saw reads only the commits made since, whoever made them.
+    /// Walks history from HEAD (or on from where a walk stopped), newest first, and calls
+    /// `visit` with every commit that `seen` does not claim, with the files it changed under
+    /// `under` (a directory) that `keep` accepts, texts read. The parents of a seen commit are
+    /// not walked, so a caller that remembers what it saw reads only the commits made since,
+    /// whoever made them. With `until`, the walk stops once that time has passed (after at least
+    /// one commit) and answers the commits still queued in [`UnseenWalk::rest`]: a long walk is
+    /// read in bounded steps, and the repository handle is free between them. Commits never
+    /// change, so a walk resumed after another process moved HEAD reads the same history.
     pub fn walk_unseen(
         &self,
+        from: WalkFrom<'_>,
+        until: Option<std::time::Instant>,
         seen: &dyn Fn(&str) -> bool,
         under: &str,
         keep: &dyn Fn(&str) -> bool,
@@ -234,9 +256,22 @@ impl PackRepo {
     ) -> Result<UnseenWalk> {
         let dir = &self.dir;
         let mut out = UnseenWalk::default();
-        let Some(start) = self.head_commit()? else { return Ok(out) };
-        out.head = Some(start.id().to_string());
-        let mut walk = TimeWalk::new(&self.repo, start);
+        let mut walk = TimeWalk::empty(&self.repo);
+        match from {
+            WalkFrom::Head => {
+                let Some(start) = self.head_commit()? else { return Ok(out) };
+                out.head = Some(start.id().to_string());
+                walk.push(start);
+            }
+            WalkFrom::Rest(ids) => {
+                for id in ids {
+                    let oid = Oid::from_str(id).map_err(|e| git_err("walking history", dir, e))?;
+                    let commit =
+                        self.repo.find_commit(oid).map_err(|e| git_err("walking history", dir, e))?;
+                    walk.push(commit);
+                }
+            }
+        }
         while let Some(commit) = walk.pop() {
             let id = commit.id().to_string();
             if seen(&id) {
@@ -247,6 +282,10 @@ impl PackRepo {
             let mut info = self.info_of(&commit, false)?;
             info.files = self.changed_files_where(&commit, true, Some(under), keep)?;
             visit(info);
+            if until.is_some_and(|t| std::time::Instant::now() >= t) {
+                out.rest = walk.queue.iter().map(|q| q.commit.id().to_string()).collect();
+                break;
+            }
         }
         Ok(out)
     }

@@ -70,12 +70,12 @@ use publish::{CommitOutcome, PhaseTimer};
 pub use error::{Result, SecretSource, StoreError};
 pub use gc::PackReport;
 pub use guard::scan_added;
-pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk};
+pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFrom};
 pub use housekeeping::wait_for_background_packing;
 pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
 pub use no_wait::{hold, without_waiting};
-pub use open::clone_pack;
+pub use open::{clone_pack, init_git};
 pub use proposals::{
     PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, ProposeSetting, Proposer, proposer, proposing,
 };

@@ -153,6 +153,12 @@ impl PackRepo {
 /// index entries and tree entries are not checked for existence one lookup at
 /// a time (every id engram puts there was written first, and the index copy a
 /// write swaps in would otherwise look up every tracked file in every pack).
+/// Initialises libgit2 now (its global state: TLS certificates are loaded once per process,
+/// tens of milliseconds), so a server can do it before its first request needs a repository.
+pub fn init_git() {
+    configure_libgit2();
+}
+
 pub(super) fn configure_libgit2() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {

@@ -19,12 +19,21 @@ pub(crate) const MAX_HITS: usize = 100;
 pub(crate) struct Listing {
     /// Every live entry, oldest first.
     pub items: Vec<MemoryItem>,
-    /// Item positions by the search engine's join key (category, time, type, tags).
-    by_key: HashMap<String, Vec<usize>>,
-    /// Likely duplicates: item position → position of the other entry it repeats.
-    dups: OnceLock<HashMap<usize, usize>>,
+    /// Item positions by the search engine's join key (category, time, type, tags): made on the
+    /// first text filter.
+    by_key: OnceLock<HashMap<String, Vec<usize>>>,
+    /// Positions by id, and likely duplicates: made on the first look.
+    marks: OnceLock<Marks>,
     /// Archived and expired entries, read on first use.
     pub(crate) past: OnceLock<Vec<PastItem>>,
+}
+
+/// What [`Listing::duplicate_of`] reads.
+struct Marks {
+    /// Item position by id (the id's 64 bits).
+    at: HashMap<u64, usize>,
+    /// Likely duplicates: item position → position of the earlier entry it repeats.
+    dups: HashMap<usize, usize>,
 }
 
 fn key(category: &str, ts: &str, memory_type: &str, tags: &[String]) -> String {
@@ -32,18 +41,22 @@ fn key(category: &str, ts: &str, memory_type: &str, tags: &[String]) -> String {
 }
 
 /// Text as duplicates are compared: lowercase, letters and digits only (any script).
-fn fold(s: &str) -> String {
-    s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric()).collect()
+fn fold(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric())
+}
+
+/// The hash of a folded text and its length in characters (nothing is allocated).
+fn folded_hash(s: &str) -> (u64, usize) {
+    let mut buf = [0u8; 4];
+    fold(s).fold((crate::graph::fnv1a64(b""), 0), |(h, n), c| {
+        (crate::graph::fnv1a64_extend(h, c.encode_utf8(&mut buf).as_bytes()), n + 1)
+    })
 }
 
 impl Listing {
     /// The listing of `items` (oldest first).
     pub(crate) fn new(items: Vec<MemoryItem>) -> Self {
-        let mut by_key: HashMap<String, Vec<usize>> = HashMap::with_capacity(items.len());
-        for (i, m) in items.iter().enumerate() {
-            by_key.entry(key(&m.category, &m.ts, &m.memory_type, &m.tags)).or_default().push(i);
-        }
-        Self { items, by_key, dups: OnceLock::new(), past: OnceLock::new() }
+        Self { items, by_key: OnceLock::new(), marks: OnceLock::new(), past: OnceLock::new() }
     }
 
     /// An empty listing (a pack without commits).
@@ -51,44 +64,63 @@ impl Listing {
         Self::new(Vec::new())
     }
 
+    /// Item positions by the search engine's join key.
+    fn by_key(&self) -> &HashMap<String, Vec<usize>> {
+        self.by_key.get_or_init(|| {
+            let mut by_key: HashMap<String, Vec<usize>> = HashMap::with_capacity(self.items.len());
+            for (i, m) in self.items.iter().enumerate() {
+                by_key.entry(key(&m.category, &m.ts, &m.memory_type, &m.tags)).or_default().push(i);
+            }
+            by_key
+        })
+    }
+
     /// Likely duplicates: an entry whose text (or summary) is, letters and digits folded, the
     /// same as an earlier entry's of the same category — what `capture_memory`'s duplicate
-    /// check refuses within 30 seconds, found here across any time.
-    fn dups(&self) -> &HashMap<usize, usize> {
-        self.dups.get_or_init(|| {
-            let mut seen: HashMap<(&str, String), usize> = HashMap::new();
-            let mut out = HashMap::new();
+    /// check refuses within 30 seconds, found here across any time. Texts are compared by the
+    /// hash of their folded form, and a match is confirmed on the texts themselves.
+    fn marks(&self) -> &Marks {
+        self.marks.get_or_init(|| {
+            let mut at = HashMap::with_capacity(self.items.len());
+            // (category, a summary, folded hash) → the first entry with it.
+            let mut seen: HashMap<(&str, bool, u64), usize> = HashMap::with_capacity(self.items.len() * 2);
+            let mut dups = HashMap::new();
             for (i, m) in self.items.iter().enumerate() {
-                for text in [fold(&m.content), format!("\u{1f}{}", fold(&m.summary))] {
-                    if text.chars().count() < 4 {
+                if let Ok(id) = u64::from_str_radix(&m.id, 16) {
+                    at.insert(id, i);
+                }
+                // A summary's key was its folded text after one marker character.
+                for (summary, text) in [(false, &m.content), (true, &m.summary)] {
+                    let (hash, len) = folded_hash(text);
+                    if len + usize::from(summary) < 4 {
                         continue;
                     }
-                    match seen.get(&(m.category.as_str(), text.clone())) {
+                    match seen.get(&(m.category.as_str(), summary, hash)) {
                         Some(&first) => {
-                            out.entry(i).or_insert(first);
+                            let earlier = &self.items[first];
+                            let earlier = if summary { &earlier.summary } else { &earlier.content };
+                            if fold(earlier).eq(fold(text)) {
+                                dups.entry(i).or_insert(first);
+                            }
                         }
                         None => {
-                            seen.insert((m.category.as_str(), text), i);
+                            seen.insert((m.category.as_str(), summary, hash), i);
                         }
                     }
                 }
             }
-            out
+            Marks { at, dups }
         })
     }
 
     /// The earlier entry `m` likely repeats, if any.
     pub(crate) fn duplicate_of(&self, m: &MemoryItem) -> Option<&MemoryItem> {
-        let pos = self.position(m)?;
-        self.dups().get(&pos).map(|&first| &self.items[first])
-    }
-
-    fn position(&self, m: &MemoryItem) -> Option<usize> {
-        self.by_key
-            .get(&key(&m.category, &m.ts, &m.memory_type, &m.tags))?
-            .iter()
-            .copied()
-            .find(|&i| self.items[i].id == m.id)
+        let marks = self.marks();
+        let pos = *marks.at.get(&u64::from_str_radix(&m.id, 16).ok()?)?;
+        if self.items[pos].id != m.id {
+            return None;
+        }
+        marks.dups.get(&pos).map(|&first| &self.items[first])
     }
 }
 
@@ -205,7 +237,7 @@ impl Filter {
                 for h in out.hits.iter().filter(|h| h.pack == pack) {
                     let (Some(cat), Some(ts)) = (h.category.as_deref(), h.entry.as_deref()) else { continue };
                     let ty = h.memory_type.as_deref().unwrap_or_default();
-                    let Some(candidates) = listing.by_key.get(&key(cat, ts, ty, &h.tags)) else { continue };
+                    let Some(candidates) = listing.by_key().get(&key(cat, ts, ty, &h.tags)) else { continue };
                     // Same key: the one with this summary first, else the first not yet taken.
                     let pick = candidates
                         .iter()

@@ -96,6 +96,21 @@ const MEMORY_COMMITS: usize = 100;
 /// Most memory lists kept in memory (one per pack and commit).
 const LIST_CACHE: usize = 8;
 
+/// How long one step of an entry index build holds a pack's repository handle.
+const INDEX_STEP: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The pause between two steps, in which a waiting page takes the handle.
+const INDEX_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// A pack's entry → commits index, and who is bringing it up to HEAD in the background.
+#[derive(Default)]
+struct IndexSlot {
+    /// The index.
+    index: Mutex<EntryHistory>,
+    /// Held by the one background build of this pack.
+    building: Mutex<()>,
+}
+
 /// Memory lists by (pack, commit), oldest use first.
 type ListCache = Vec<((String, String), Arc<Listing>)>;
 
@@ -133,7 +148,7 @@ pub(crate) struct UiState {
     jobs: packs::Jobs,
     /// Each pack's entry → commits index (one memory's history), brought up to HEAD when asked
     /// and, in the background, after each write of the page.
-    entry_histories: Mutex<HashMap<String, Arc<Mutex<EntryHistory>>>>,
+    entry_histories: Mutex<HashMap<String, Arc<IndexSlot>>>,
     /// Each pack's memory files as its last list parsed them: a list at a new commit (of this
     /// process or another) reads only the files that changed.
     parsed: Mutex<HashMap<String, Arc<Mutex<ParsedMemoryFiles>>>>,
@@ -157,10 +172,18 @@ impl UiState {
             return Ok((Some(commit), items.clone()));
         }
         let parsed = self.parsed_files(pack);
-        let list = {
+        let (list, keep) = {
             let mut parsed = parsed.lock().unwrap_or_else(|p| p.into_inner());
-            self.engram.memory_items_with(pack, Some(&commit), &mut parsed)?
+            let list = self.engram.memory_items_with(pack, Some(&commit), &mut parsed)?;
+            (list, parsed.to_keep())
         };
+        // The parsed files for the next launch, written after this answer.
+        if let Some(job) = keep {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || job.write())),
+                Err(_) => job.write(),
+            }
+        }
         let commit = list.commit.unwrap_or(commit);
         let items = Arc::new(Listing::new(list.items));
         let mut lists = self.lock_lists();
@@ -196,7 +219,7 @@ impl UiState {
     }
 
     /// The entry → commits index of `pack`.
-    fn entry_history(&self, pack: &str) -> Arc<Mutex<EntryHistory>> {
+    fn entry_history(&self, pack: &str) -> Arc<IndexSlot> {
         let mut all = self.entry_histories.lock().unwrap_or_else(|p| p.into_inner());
         all.entry(pack.to_owned()).or_default().clone()
     }
@@ -208,7 +231,7 @@ impl UiState {
         m: &MemoryItem,
     ) -> Result<Vec<crate::store::CommitInfo>, EngramError> {
         let index = self.entry_history(pack);
-        let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
+        let mut index = index.index.lock().unwrap_or_else(|p| p.into_inner());
         self.engram.memory_commits(pack, &mut index, m, MEMORY_COMMITS)
     }
 
@@ -218,25 +241,40 @@ impl UiState {
     fn catch_up_later(self: &Arc<Self>, pack: &str) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let (state, pack) = (self.clone(), pack.to_owned());
-        drop(runtime.spawn_blocking(move || {
-            let index = state.entry_history(&pack);
-            let Ok(mut index) = index.try_lock() else { return };
-            // A failure here shows (and is retried) when the history is asked for.
-            let _ = state.engram.catch_up_entry_history(&pack, &mut index);
-        }));
+        drop(runtime.spawn_blocking(move || state.catch_up_in_steps(&pack)));
+    }
+
+    /// Brings `pack`'s entry index up to HEAD in steps of [`INDEX_STEP`], each holding the
+    /// pack's repository handle (and the index) only that long, so a list or a write asked for
+    /// meanwhile waits at most one step. Returns at once when another thread is at it.
+    /// A failure here shows (and is retried) when a memory's history is asked for.
+    fn catch_up_in_steps(&self, pack: &str) {
+        let index = self.entry_history(pack);
+        let Ok(_alone) = index.building.try_lock() else { return };
+        loop {
+            let done = {
+                let mut index = index.index.lock().unwrap_or_else(|p| p.into_inner());
+                self.engram.catch_up_entry_history(pack, &mut index, Some(INDEX_STEP))
+            };
+            if !matches!(done, Ok(false)) {
+                return;
+            }
+            // Let a thread that waits for the handle take it before the next step.
+            std::thread::sleep(INDEX_PAUSE);
+        }
     }
 
     /// At start, on a blocking thread: reads every pack's memories and brings its entry index up
-    /// to HEAD, so the first pages need not (a page asked for meanwhile waits for that pack's
-    /// read instead of doing it twice). Failures show when the page is asked for.
+    /// to HEAD (in steps), so the first pages need not (a page asked for meanwhile waits for
+    /// that pack's read instead of doing it twice). Failures show when the page is asked for.
     fn warm_up(self: &Arc<Self>) {
         let state = self.clone();
         drop(tokio::task::spawn_blocking(move || {
             for p in state.engram.packs().list() {
                 let _ = state.memories(&p.name, None);
-                let index = state.entry_history(&p.name);
-                let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = state.engram.catch_up_entry_history(&p.name, &mut index);
+            }
+            for p in state.engram.packs().list() {
+                state.catch_up_in_steps(&p.name);
             }
         }));
     }
@@ -357,6 +395,8 @@ pub async fn serve_with(
         entry_histories: Mutex::default(),
         parsed: Mutex::default(),
     });
+    // libgit2's global start (its TLS certificates) before the first page needs a repository.
+    let _ = tokio::task::spawn_blocking(crate::store::init_git).await;
     on_listening(&listening);
     state.warm_up();
     let limits = ConnLimits {

@@ -714,3 +714,71 @@ fn one_memorys_history_follows_corrections_other_processes_and_a_persons_git() {
     let ui = UiServer::start(&env);
     assert_eq!(next_history(&ui, &tea), std::slice::from_ref(&added), "rebuilt");
 }
+
+/// Waits (bounded) until `file` exists and contains `text`: the page writes its kept files
+/// after it answers.
+fn wait_for_text(file: &std::path::Path, text: &str) -> String {
+    for _ in 0..500 {
+        if let Ok(kept) = std::fs::read_to_string(file)
+            && kept.contains(text)
+        {
+            return kept;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{} never held {text:?}", file.display());
+}
+
+#[test]
+fn the_kept_memory_files_never_hide_a_change_by_another_process_or_by_git() {
+    let env = TestEnv::new();
+    env.init("p");
+    let dir = env.pack("p");
+    let kept = dir.join(".git/engram-memory-files");
+    capture_elsewhere(&env, "c", "likes tea", "Likes green tea.");
+    capture_elsewhere(&env, "c", "drinks coffee", "Drinks coffee.");
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 2, "{list}");
+    wait_for_text(&kept, "Drinks coffee.");
+    drop(ui);
+
+    // While no page runs: a person edits a memory and commits with git, another process
+    // captures one. The kept file still holds the old texts.
+    let path = dir.join("memory/c.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("Likes green tea.", "Likes oolong tea.")).unwrap();
+    git(&dir, &["commit", "-qam", "by hand"]);
+    capture_elsewhere(&env, "c", "reads at night", "Reads at night.");
+    assert!(std::fs::read_to_string(&kept).unwrap().contains("Likes green tea."));
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 3, "{list}");
+    let contents: Vec<&str> =
+        list["items"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(contents, ["Reads at night.", "Drinks coffee.", "Likes oolong tea."], "{list}");
+    wait_for_text(&kept, "Likes oolong tea.");
+    drop(ui);
+
+    // The person takes it back with git; then the kept file is damaged: still the pack's list.
+    git(&dir, &["reset", "-q", "--hard", "HEAD~2"]);
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 2, "{list}");
+    assert!(list.to_string().contains("Likes green tea.") && !list.to_string().contains("oolong"), "{list}");
+    let text = wait_for_text(&kept, "Likes green tea.");
+    drop(ui);
+
+    // The kept file is what a launch reads for the files whose blobs it names: a text planted
+    // in it (the pack unchanged) shows, which proves the launch did not read the pack's files.
+    std::fs::write(&kept, text.replace("Drinks coffee.", "Drinks cocoa.")).unwrap();
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert!(list.to_string().contains("Drinks cocoa."), "read from the kept file: {list}");
+    drop(ui);
+    std::fs::write(&kept, "engram memory-files 1\n{\"index\": [[\"0\", 5]]}").unwrap();
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    assert_eq!(list["total"], 2, "{list}");
+    assert!(list.to_string().contains("Drinks coffee."), "{list}");
+}

@@ -21,7 +21,7 @@ use super::history::{category_of, is_index_file};
 use crate::memlog::HOT_INDEX;
 use crate::memory::{is_entry_line, parse_blocks, parse_index_line};
 use crate::ops::{Engram, MemoryItem, Result};
-use crate::store::CommitInfo;
+use crate::store::{CommitInfo, WalkFrom};
 
 /// One change of one commit to one entry.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +49,25 @@ pub struct EntryHistory {
     known: HashSet<String>,
     /// (category, time) → changes.
     by_entry: HashMap<(String, String), Vec<Change>>,
+    /// The file in `.git/` has been read.
+    loaded: bool,
+    /// A walk left unfinished by a bounded step.
+    walking: Option<Walking>,
+}
+
+/// A walk of the history that a bounded step left unfinished (see [`EntryHistory::step`]).
+#[derive(Debug, Default)]
+struct Walking {
+    /// HEAD when it started.
+    head: Option<String>,
+    /// The commits still queued: the next step walks on from them.
+    rest: Vec<String>,
+    /// The commits read so far, newest first, with their changes.
+    commits: Vec<(String, Vec<EntryChange>)>,
+    /// Their ids.
+    read: HashSet<String>,
+    /// The commits reached that were known before (see [`crate::store::UnseenWalk`]).
+    boundary: Vec<String>,
 }
 
 /// One entry change of a commit: ((category, time), added, an index line, key).
@@ -177,48 +196,67 @@ fn parse_batches(text: &str) -> Option<Vec<Batch>> {
 
 impl EntryHistory {
     /// Reads the commits made since it last looked (all of them the first time, or when HEAD
-    /// no longer descends from the commit it saw last). The index is kept in `.git/` between
-    /// launches: the first look of a process reads it and then only the newer commits.
+    /// no longer descends from the commit it saw last), in one go.
     fn catch_up(&mut self, repo: &crate::store::PackRepo) -> Result<()> {
+        while !self.step(repo, None)? {}
+        Ok(())
+    }
+
+    /// Reads on towards HEAD until `until` when given (at least one commit), else to the end:
+    /// `Ok(true)` when the index is up to HEAD. A walk left unfinished is taken up by the next
+    /// step (of any caller), so a long first read holds the repository handle only a bounded
+    /// time at once. The index is kept in `.git/` between launches: the first step of a
+    /// process reads it, then only the newer commits.
+    fn step(&mut self, repo: &crate::store::PackRepo, until: Option<std::time::Instant>) -> Result<bool> {
         let file = repo.cache_file(CACHE_FILE);
-        if self.head.is_none() && self.commits.is_empty() {
+        if !self.loaded {
+            self.loaded = true;
             let kept = std::fs::read_to_string(&file).ok().and_then(|t| parse_batches(&t));
             for batch in kept.unwrap_or_default() {
                 self.apply(batch);
             }
         }
-        let mut commits: Vec<(String, Vec<EntryChange>)> = Vec::new();
-        let known = &self.known;
-        let walk = repo.walk_unseen(&|id| known.contains(id), "memory", &names_entries, &mut |c| {
-            commits.push((c.id.clone(), changes_of(&c)));
+        // A failed step drops its walk: the next one starts again from HEAD.
+        let (mut w, resumed) = match self.walking.take() {
+            Some(w) => (w, true),
+            None => (Walking::default(), false),
+        };
+        let rest = std::mem::take(&mut w.rest);
+        let from = if resumed { WalkFrom::Rest(&rest) } else { WalkFrom::Head };
+        let mut new: Vec<(String, Vec<EntryChange>)> = Vec::new();
+        let (known, read) = (&self.known, &w.read);
+        let seen = |id: &str| known.contains(id) || read.contains(id);
+        let walk = repo.walk_unseen(from, until, &seen, "memory", &names_entries, &mut |c| {
+            new.push((c.id.clone(), changes_of(&c)));
         })?;
+        if !resumed {
+            w.head = walk.head;
+        }
+        w.read.extend(new.iter().map(|(id, _)| id.clone()));
+        w.commits.extend(new);
+        w.boundary.extend(walk.boundary);
+        w.rest = walk.rest;
+        if !w.rest.is_empty() {
+            self.walking = Some(w);
+            return Ok(false);
+        }
         let descends = match &self.head {
             None => true,
-            Some(old) => walk.head.as_ref() == Some(old) || walk.boundary.contains(old),
+            Some(old) => w.head.as_ref() == Some(old) || w.boundary.contains(old),
         };
         if !descends {
-            return self.catch_up_fresh(repo, &file);
+            // Start over from nothing: the file is written anew.
+            *self = Self { loaded: true, ..Self::default() };
+            return Ok(false);
         }
-        if commits.is_empty() && self.head == walk.head {
-            return Ok(());
+        if w.commits.is_empty() && self.head == w.head {
+            return Ok(!resumed);
         }
-        let batch = (walk.head, commits);
+        let batch = (w.head, w.commits);
         self.save(&file, &batch);
         self.apply(batch);
-        Ok(())
-    }
-
-    /// [`catch_up`](Self::catch_up) from nothing: the file is written anew.
-    fn catch_up_fresh(&mut self, repo: &crate::store::PackRepo, file: &std::path::Path) -> Result<()> {
-        *self = Self::default();
-        let mut commits: Vec<(String, Vec<EntryChange>)> = Vec::new();
-        let walk = repo.walk_unseen(&|_| false, "memory", &names_entries, &mut |c| {
-            commits.push((c.id.clone(), changes_of(&c)));
-        })?;
-        let batch = (walk.head, commits);
-        self.save(file, &batch);
-        self.apply(batch);
-        Ok(())
+        // A resumed walk ends at the HEAD it started from: the next step looks at HEAD now.
+        Ok(!resumed)
     }
 
     /// Appends a batch to the file (a new file gets the header). A failure only costs the next
@@ -320,11 +358,22 @@ impl Engram {
         Ok(commits.unwrap_or_default())
     }
 
-    /// Brings `index` up to the pack's HEAD (after a write, so a later look reads nothing).
-    pub fn catch_up_entry_history(&self, name: &str, index: &mut EntryHistory) -> Result<()> {
+    /// Brings `index` up to the pack's HEAD (after a write, so a later look reads nothing), in
+    /// one go, or with `step` for about that long only: `Ok(true)` when it is up to HEAD, else
+    /// call again (the repository handle is free in between, so pages are not held up).
+    pub fn catch_up_entry_history(
+        &self,
+        name: &str,
+        index: &mut EntryHistory,
+        step: Option<std::time::Duration>,
+    ) -> Result<bool> {
         let pack = self.resolve(name)?;
-        self.with_existing_repo(&pack.dir, |repo| index.catch_up(repo))?;
-        Ok(())
+        let until = step.map(|d| std::time::Instant::now() + d);
+        let done = self.with_existing_repo(&pack.dir, |repo| match until {
+            Some(t) => index.step(repo, Some(t)),
+            None => index.catch_up(repo).map(|()| true),
+        })?;
+        Ok(done.unwrap_or(true))
     }
 }
 
@@ -402,6 +451,62 @@ mod tests {
             content: "B, corrected".into(),
         };
         assert_eq!(index.commits_of(&m), ["2", "0"], "the correction and the add, not C's commit");
+    }
+
+    #[test]
+    fn a_history_read_in_steps_is_the_history_read_in_one_go() {
+        use crate::ops::{Caller, CaptureRequest, Config, Engram};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let engram = Engram::new(Config::new(tmp.path().to_owned())).expect("engram");
+        engram.init_engram("p", false).expect("init");
+        let caller = Caller { tool: "capture_memory".into(), client: None };
+        let capture = |i: usize| {
+            let req = CaptureRequest {
+                name: "p".into(),
+                category: format!("c{}", i % 3),
+                summary: format!("entry {i}"),
+                content: format!("text number {i}"),
+                ..CaptureRequest::default()
+            };
+            engram.capture_memory(&req, &caller).expect("capture");
+        };
+        (0..12).for_each(capture);
+        let dir = engram.resolve("p").expect("pack").dir;
+        let read = |index: &mut EntryHistory, until: Option<std::time::Instant>| -> bool {
+            engram.with_existing_repo(&dir, |repo| index.step(repo, until)).expect("step").expect("repo")
+        };
+        // Steps whose time is up at once read one commit each; another commit lands midway.
+        let mut stepped = EntryHistory::default();
+        for _ in 0..3 {
+            assert!(!read(&mut stepped, Some(std::time::Instant::now())), "one commit a step");
+        }
+        assert_eq!(stepped.walking.as_ref().map(|w| w.commits.len()), Some(3));
+        assert!(stepped.commits.is_empty(), "nothing is applied before the walk ends");
+        capture(12);
+        let mut steps = 3;
+        while !read(&mut stepped, Some(std::time::Instant::now())) {
+            steps += 1;
+            assert!(steps < 100, "the walk ends");
+        }
+        let file = engram.with_existing_repo(&dir, |repo| Ok(repo.cache_file(CACHE_FILE))).unwrap().unwrap();
+        let kept = std::fs::read_to_string(&file).expect("kept");
+        std::fs::remove_file(&file).expect("remove");
+        let mut whole = EntryHistory::default();
+        assert!(read(&mut whole, None));
+        let set = |h: &EntryHistory| h.commits.iter().cloned().collect::<HashSet<String>>();
+        assert_eq!(set(&stepped), set(&whole), "the same commits, the one made midway too");
+        assert_eq!(stepped.head, whole.head);
+        let mut reread = EntryHistory::default();
+        std::fs::write(&file, kept).expect("restore");
+        assert!(read(&mut reread, None));
+        let items = engram.memory_items("p", None).expect("items").items;
+        assert_eq!(items.len(), 13);
+        for m in &items {
+            let of = whole.commits_of(m);
+            assert_eq!(of.len(), 1, "{m:?}");
+            assert_eq!(stepped.commits_of(m), of, "{m:?}");
+            assert_eq!(reread.commits_of(m), of, "{m:?}");
+        }
     }
 
     #[test]

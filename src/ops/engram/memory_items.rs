@@ -171,56 +171,164 @@ fn contents_by_meta(log: &CategoryLog) -> HashMap<MetaKey, Vec<String>> {
 
 /// The memory files of a pack, parsed, by blob id: a list at a new commit reads and parses
 /// only the files that changed since the last list (a blob id names its content, so what is
-/// kept is right whoever made the commits). Holds the files of the last list read through it.
+/// kept is right whoever made the commits). Holds the files of the last list read through it,
+/// and keeps them between launches in `.git/engram-memory-files` ([`KEPT_FILE`]): the first
+/// list of a launch reads that one file instead of every memory file, and parses only the
+/// files whose blob is not in it (changed by another process, a sync or a person's commit).
 #[derive(Debug, Default)]
 pub struct ParsedMemoryFiles {
     index: HashMap<String, Arc<Vec<IndexEntry>>>,
     blocks: HashMap<String, Arc<ParsedBlocks>>,
+    /// The kept file, once a list has looked for it.
+    kept: Option<std::path::PathBuf>,
+    /// Files parsed since the kept file was written (or read).
+    changed: usize,
+    /// When the kept file was last written (or read).
+    kept_at: Option<std::time::Instant>,
 }
+
+/// The kept file is written again when a quarter of the files were parsed since, else at most
+/// this often (a list after each commit parses only a head file or two: rewriting the whole
+/// file each time would cost more than it saves).
+const KEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The name of the kept file under `.git/` (`engram-memory-files`).
+pub const KEPT_FILE: &str = "memory-files";
+/// The version of its format (its first line); another version is not read.
+const KEPT_VERSION: &str = "engram memory-files 1";
 
 /// The blocks of one category file that have a meta line: (meta, content), in order.
 type ParsedBlocks = Vec<(MetaKey, String)>;
 
-/// A file through `cache` (by its blob id), else read and parsed; kept in `next`.
+/// The kept file's body (after its version line).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept<K, I, B> {
+    /// Full-index files: (blob id, entries).
+    index: Vec<(K, I)>,
+    /// Category files: (blob id, blocks).
+    blocks: Vec<(K, B)>,
+}
+
+/// What [`ParsedMemoryFiles::to_keep`] hands over: the parsed files to write to the kept file.
+#[derive(Debug)]
+pub struct KeepJob {
+    file: std::path::PathBuf,
+    index: Vec<(String, Arc<Vec<IndexEntry>>)>,
+    blocks: Vec<(String, Arc<ParsedBlocks>)>,
+}
+
+impl KeepJob {
+    /// Writes the kept file (a new file renamed over the old one, so a reader sees one or the
+    /// other whole). A failure only costs the next launch a full read.
+    pub fn write(self) {
+        let body = Kept {
+            index: self.index.iter().map(|(id, v)| (id.as_str(), v.as_slice())).collect(),
+            blocks: self.blocks.iter().map(|(id, v)| (id.as_str(), v.as_slice())).collect(),
+        };
+        let Ok(json) = serde_json::to_string(&body) else { return };
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = self.file.with_extension(format!("tmp{}-{n}", std::process::id()));
+        let written = std::fs::write(&tmp, format!("{KEPT_VERSION}\n{json}"))
+            .and_then(|()| std::fs::rename(&tmp, &self.file));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+impl ParsedMemoryFiles {
+    /// Reads the kept file at `file` the first time (a missing, damaged or other-version file
+    /// is as none: the files are parsed from the commit).
+    fn look_for_kept(&mut self, file: std::path::PathBuf) {
+        if self.kept.is_some() {
+            return;
+        }
+        let kept = std::fs::read_to_string(&file).ok().and_then(|text| {
+            let json = text.strip_prefix(KEPT_VERSION)?.strip_prefix('\n')?;
+            serde_json::from_str::<Kept<String, Vec<IndexEntry>, ParsedBlocks>>(json).ok()
+        });
+        if let Some(k) = kept {
+            self.index.extend(k.index.into_iter().map(|(id, v)| (id, Arc::new(v))));
+            self.blocks.extend(k.blocks.into_iter().map(|(id, v)| (id, Arc::new(v))));
+        }
+        self.kept = Some(file);
+        self.kept_at = Some(std::time::Instant::now());
+    }
+
+    /// The files to write to the kept file when enough were parsed since it was written (see
+    /// [`KEEP_EVERY`]; then marked written): the caller writes them with [`KeepJob::write`],
+    /// off the answer's path.
+    pub fn to_keep(&mut self) -> Option<KeepJob> {
+        let files = self.index.len() + self.blocks.len();
+        let due = self.changed * 4 >= files || self.kept_at.is_none_or(|t| t.elapsed() >= KEEP_EVERY);
+        if self.changed == 0 || !due {
+            return None;
+        }
+        let file = self.kept.clone()?;
+        self.changed = 0;
+        self.kept_at = Some(std::time::Instant::now());
+        Some(KeepJob {
+            file,
+            index: self.index.iter().map(|(id, v)| (id.clone(), v.clone())).collect(),
+            blocks: self.blocks.iter().map(|(id, v)| (id.clone(), v.clone())).collect(),
+        })
+    }
+}
+
+/// A file through `cache` (by its blob id), else read and parsed (then counted in `changed`);
+/// kept in `next`.
 fn parsed<T>(
     snap: &Snapshot<'_>,
     path: &str,
     cache: &HashMap<String, Arc<T>>,
     next: &mut HashMap<String, Arc<T>>,
+    changed: &mut usize,
     parse: impl FnOnce() -> Result<T>,
 ) -> Result<Arc<T>> {
     let Some(id) = snap.file_id(path)? else { return Ok(Arc::new(parse()?)) };
     let value = match cache.get(&id) {
         Some(v) => v.clone(),
-        None => Arc::new(parse()?),
+        None => {
+            *changed += 1;
+            Arc::new(parse()?)
+        }
     };
     next.insert(id, value.clone());
     Ok(value)
 }
 
-/// A block's meta as a borrowed key.
+/// A meta (time, type, expiry, tags) as a borrowed key.
 type MetaRef<'a> = (&'a str, &'a str, Option<&'a str>, &'a [String]);
 
 /// Every entry of a snapshot's full index with its content, oldest first (linear in the pack;
 /// files parsed before are taken from `cache`).
 pub(super) fn items_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Result<Vec<MemoryItem>> {
-    let mut next = ParsedMemoryFiles::default();
+    let mut next = ParsedMemoryFiles {
+        kept: cache.kept.clone(),
+        changed: cache.changed,
+        kept_at: cache.kept_at,
+        ..Default::default()
+    };
     let mut index_files = Vec::new();
     for path in full_index_files(snap)? {
-        index_files.push(parsed(snap, &path, &cache.index, &mut next.index, || {
+        index_files.push(parsed(snap, &path, &cache.index, &mut next.index, &mut next.changed, || {
             Ok(index_entries_in(&snap.read_text(&path)?.unwrap_or_default()))
         })?);
     }
     let entries: Vec<&IndexEntry> = index_files.iter().flat_map(|f| f.iter()).collect();
     let ids = entry_ids(entries.iter().copied());
-    let mut files_of: HashMap<&str, Vec<Arc<ParsedBlocks>>> = HashMap::new();
-    for e in &entries {
-        if files_of.contains_key(e.category.as_str()) {
-            continue;
-        }
+    // Each category's entries (positions in `entries`), in index order.
+    let mut of_category: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        of_category.entry(e.category.as_str()).or_default().push(i);
+    }
+    let mut contents: Vec<&str> = vec![""; entries.len()];
+    let mut files_of: Vec<Vec<Arc<ParsedBlocks>>> = Vec::with_capacity(of_category.len());
+    for category in of_category.keys() {
         let mut files = Vec::new();
-        for path in category_files(snap, &e.category)? {
-            files.push(parsed(snap, &path, &cache.blocks, &mut next.blocks, || {
+        for path in category_files(snap, category)? {
+            files.push(parsed(snap, &path, &cache.blocks, &mut next.blocks, &mut next.changed, || {
                 Ok(blocks_in(&read_category_file(snap, &path)?.unwrap_or_default())
                     .into_iter()
                     .filter_map(|b| {
@@ -231,32 +339,63 @@ pub(super) fn items_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Re
                     .collect())
             })?);
         }
-        files_of.insert(e.category.as_str(), files);
+        files_of.push(files);
     }
-    let mut contents: HashMap<&str, HashMap<MetaRef<'_>, Vec<&str>>> = HashMap::new();
-    for (category, files) in &files_of {
-        let map = contents.entry(category).or_default();
-        for (key, content) in files.iter().flat_map(|f| f.iter()) {
-            let k = (key.0.as_str(), key.1.as_str(), key.2.as_deref(), key.3.as_slice());
-            map.entry(k).or_default().push(content.as_str());
-        }
+    for ((_, positions), files) in of_category.iter().zip(&files_of) {
+        let blocks: Vec<&(MetaKey, String)> = files.iter().flat_map(|f| f.iter()).collect();
+        join_contents(&entries, positions, &blocks, &mut contents);
     }
-    let mut ranks: HashMap<(&str, MetaRef<'_>), usize> = HashMap::new();
-    let mut items = Vec::with_capacity(entries.len());
-    for (e, id) in entries.iter().zip(ids) {
-        let key = (e.ts.as_str(), e.memory_type.as_str(), e.expires.as_deref(), e.tags.as_slice());
-        let rank = ranks.entry((e.category.as_str(), key)).or_insert(0);
-        let content = contents
-            .get(e.category.as_str())
-            .and_then(|m| m.get(&key))
-            .and_then(|v| v.get(*rank))
-            .map(|c| (*c).to_owned())
-            .unwrap_or_default();
-        *rank += 1;
-        items.push(MemoryItem::of_entry(id, e, content));
-    }
+    let items = entries
+        .iter()
+        .zip(ids)
+        .zip(contents)
+        .map(|((e, id), content)| MemoryItem::of_entry(id, e, content.to_owned()))
+        .collect();
     *cache = next;
     Ok(items)
+}
+
+/// The meta of an index entry as a borrowed key.
+fn meta_ref(e: &IndexEntry) -> MetaRef<'_> {
+    (e.ts.as_str(), e.memory_type.as_str(), e.expires.as_deref(), e.tags.as_slice())
+}
+
+/// A block's meta as a borrowed key.
+fn block_ref(key: &MetaKey) -> MetaRef<'_> {
+    (key.0.as_str(), key.1.as_str(), key.2.as_deref(), key.3.as_slice())
+}
+
+/// Gives each entry of one category (`positions` in `entries`) its text: the `n`th entry with
+/// some meta gets the `n`th block of the category with that meta, in file order. When the
+/// blocks have the entries' metas in the entries' order (as the tools write them), that is
+/// block `i` for entry `i`, found without a map.
+fn join_contents<'a>(
+    entries: &[&IndexEntry],
+    positions: &[usize],
+    blocks: &[&'a (MetaKey, String)],
+    contents: &mut [&'a str],
+) {
+    let aligned = blocks.len() == positions.len()
+        && positions.iter().zip(blocks).all(|(&i, b)| meta_ref(entries[i]) == block_ref(&b.0));
+    if aligned {
+        for (&i, b) in positions.iter().zip(blocks) {
+            contents[i] = b.1.as_str();
+        }
+        return;
+    }
+    let mut by_meta: HashMap<MetaRef<'a>, Vec<&'a str>> = HashMap::new();
+    for b in blocks {
+        by_meta.entry(block_ref(&b.0)).or_default().push(b.1.as_str());
+    }
+    let mut ranks: HashMap<MetaRef<'_>, usize> = HashMap::new();
+    for &i in positions {
+        let key = meta_ref(entries[i]);
+        let rank = ranks.entry(key).or_insert(0);
+        if let Some(c) = by_meta.get(&key).and_then(|v| v.get(*rank)) {
+            contents[i] = c;
+        }
+        *rank += 1;
+    }
 }
 
 /// Picks the entry a [`MemoryTarget`] names inside a write, checking it is still what the
@@ -315,6 +454,7 @@ impl Engram {
                 Some(rev) => repo.resolve_commit(rev)?,
                 None => head,
             };
+            cache.look_for_kept(repo.cache_file(KEPT_FILE));
             let snap = repo.snapshot_at(&commit)?;
             Ok(MemoryList { items: items_of(&snap, cache)?, commit: Some(commit) })
         })?;
@@ -396,6 +536,30 @@ impl Engram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_join_by_meta_and_rank_in_or_out_of_order() {
+        let e = |ts: &str, summary: &str| IndexEntry {
+            category: "c".into(),
+            ts: ts.into(),
+            memory_type: "fact".into(),
+            expires: None,
+            tags: vec![],
+            summary: summary.into(),
+        };
+        let entries = [e("2026-01-01 10:00", "a"), e("2026-01-01 10:01", "b"), e("2026-01-01 10:00", "c")];
+        let refs: Vec<&IndexEntry> = entries.iter().collect();
+        let b = |ts: &str, text: &str| ((ts.to_owned(), "fact".to_owned(), None, vec![]), text.to_owned());
+        let (a, bb, c) = (b("2026-01-01 10:00", "A"), b("2026-01-01 10:01", "B"), b("2026-01-01 10:00", "C"));
+        let join = |blocks: &[&(MetaKey, String)]| {
+            let mut contents = vec![""; 3];
+            join_contents(&refs, &[0, 1, 2], blocks, &mut contents);
+            contents.iter().map(|c| c.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(join(&[&a, &bb, &c]), ["A", "B", "C"], "in order");
+        assert_eq!(join(&[&bb, &a, &c]), ["A", "B", "C"], "a block moved by hand: by meta, then rank");
+        assert_eq!(join(&[&a, &c]), ["A", "", "C"], "a missing block: empty text");
+    }
 
     #[test]
     fn ids_count_same_minute_entries_per_category() {
