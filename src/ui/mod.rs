@@ -99,7 +99,7 @@ const LIST_CACHE: usize = 8;
 /// How long one step of an entry index build holds a pack's repository handle.
 const INDEX_STEP: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The pause between two steps, in which a waiting page takes the handle.
+/// The pause between two steps while a list is under way, in which it takes the handle.
 const INDEX_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A pack's entry → commits index, and who is bringing it up to HEAD in the background.
@@ -152,6 +152,8 @@ pub(crate) struct UiState {
     /// Each pack's memory files as its last list parsed them: a list at a new commit (of this
     /// process or another) reads only the files that changed.
     parsed: Mutex<HashMap<String, Arc<Mutex<ParsedMemoryFiles>>>>,
+    /// Lists under way: the background index build pauses between its steps only for them.
+    listing: std::sync::atomic::AtomicUsize,
 }
 
 impl UiState {
@@ -162,6 +164,17 @@ impl UiState {
 
     /// A pack's memories at `at` (HEAD when `None`), oldest first, and the commit they are from.
     fn memories(&self, pack: &str, at: Option<&str>) -> Result<(Option<String>, Arc<Listing>), EngramError> {
+        self.listing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let out = self.memories_now(pack, at);
+        self.listing.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        out
+    }
+
+    fn memories_now(
+        &self,
+        pack: &str,
+        at: Option<&str>,
+    ) -> Result<(Option<String>, Arc<Listing>), EngramError> {
         let commit = match at {
             Some(rev) => Some(rev.to_owned()),
             None => self.engram.head_commit(pack)?,
@@ -259,8 +272,10 @@ impl UiState {
             if !matches!(done, Ok(false)) {
                 return;
             }
-            // Let a thread that waits for the handle take it before the next step.
-            std::thread::sleep(INDEX_PAUSE);
+            // A list under way may wait for the handle: let it take it before the next step.
+            if self.listing.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                std::thread::sleep(INDEX_PAUSE);
+            }
         }
     }
 
@@ -394,6 +409,7 @@ pub async fn serve_with(
         jobs: packs::Jobs::default(),
         entry_histories: Mutex::default(),
         parsed: Mutex::default(),
+        listing: Default::default(),
     });
     // libgit2's global start (its TLS certificates) before the first page needs a repository.
     let _ = tokio::task::spawn_blocking(crate::store::init_git).await;
