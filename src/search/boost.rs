@@ -10,22 +10,30 @@ use super::params::{NEIGHBOUR_MAX_GAP, NEIGHBOUR_SOURCES, NEIGHBOURS_PER_SIDE, T
 use super::request::SearchRequest;
 use super::when::{TimeSpan, query_time_spans};
 
+/// A hit lending score to its neighbours: (score, slot) and the neighbours
+/// with their rank on their side.
+pub(super) type NeighbourSource = ((f32, u32), Vec<(usize, u32)>);
+
 impl SearchIndex {
-    /// Lends each of the strongest hits' score to the entries next to it in
+    /// Lends each source's score ([`Self::neighbour_sources`]) to the entries next to it in
     /// time (same pack, same day, at most [`NEIGHBOUR_MAX_GAP`] apart;
     /// [`NEIGHBOURS_PER_SIDE`] on each side, the nearer weighing more) that are
     /// hits themselves: neighbours are re-ranked, never added. Shares offered
     /// to one entry add up. Returns, for each entry whose shares outweigh its
     /// own score (it ranks where it does mostly for being beside a stronger
     /// hit), the slot of the hit that lent it the most.
-    pub(super) fn apply_neighbour_boost(&self, ranked: &mut [(f32, u32)], weight: f32) -> HashMap<u32, u32> {
-        let mut sources = ranked.to_vec();
-        self.top_k(&mut sources, NEIGHBOUR_SOURCES);
+    pub(super) fn apply_neighbour_boost(
+        &self,
+        ranked: &mut [(f32, u32)],
+        weight: f32,
+        sources: &[NeighbourSource],
+    ) -> HashMap<u32, u32> {
         let hits: HashSet<u32> = ranked.iter().map(|r| r.1).collect();
         // slot -> (total share, best share, its source)
         let mut offered: HashMap<u32, (f32, f32, u32)> = HashMap::new();
-        for &(score, slot) in &sources {
-            for (rank, n) in self.time_neighbours(slot) {
+        for ((score, slot), neighbours) in sources {
+            let (score, slot) = (*score, *slot);
+            for &(rank, n) in neighbours {
                 if !hits.contains(&n) {
                     continue;
                 }
@@ -49,38 +57,54 @@ impl SearchIndex {
         beside
     }
 
+    /// The strongest hits of `ranked` (at most [`NEIGHBOUR_SOURCES`], best
+    /// first) with their neighbours in time ([`Self::time_neighbours`]).
+    pub(super) fn neighbour_sources(&self, ranked: &[(f32, u32)]) -> Vec<NeighbourSource> {
+        let mut sources = ranked.to_vec();
+        self.top_k(&mut sources, NEIGHBOUR_SOURCES);
+        sources.into_iter().map(|s| (s, self.time_neighbours(s.1))).collect()
+    }
+
     /// The entries nearest in time to `slot` on each side (same pack, same
     /// UTC day), with their rank (0 = nearest) on that side.
     fn time_neighbours(&self, slot: u32) -> Vec<(usize, u32)> {
         let Some(meta) = self.meta_at(slot) else { return Vec::new() };
         let Some(t) = meta.time else { return Vec::new() };
         let [_, _, day] = doc_date_terms(t);
-        let Some(postings) = self.postings(&day) else {
-            return Vec::new();
-        };
         // Nearest first on each side: (gap, slot), at most NEIGHBOURS_PER_SIDE each.
         // Ties go by id (`cmp_ids`), never by slot number: slots differ between an index
         // and its stored copy.
         let mut before: Vec<(u64, u32)> = Vec::new();
         let mut after: Vec<(u64, u32)> = Vec::new();
         let key_less = |a: &(u64, u32), b: &(u64, u32)| a.0.cmp(&b.0).then_with(|| self.cmp_ids(a.1, b.1)).is_lt();
-        for p in postings.iter() {
-            if p.doc == slot {
-                continue;
+        let consider = |doc: u32, before: &mut Vec<(u64, u32)>, after: &mut Vec<(u64, u32)>| {
+            if doc == slot {
+                return;
             }
-            let Some(other) = self.meta_at(p.doc) else { continue };
-            let Some(u) = other.time else { continue };
+            let Some(other) = self.meta_at(doc) else { return };
+            let Some(u) = other.time else { return };
             if u.abs_diff(t) > NEIGHBOUR_MAX_GAP as u64 || other.group.pack != meta.group.pack {
-                continue;
+                return;
             }
             // Same time: the smaller id counts as before.
-            let side = if u < t || (u == t && self.cmp_ids(p.doc, slot).is_lt()) { &mut before } else { &mut after };
-            let key = (u.abs_diff(t), p.doc);
+            let side = if u < t || (u == t && self.cmp_ids(doc, slot).is_lt()) { before } else { after };
+            let key = (u.abs_diff(t), doc);
             let at = side.partition_point(|e| key_less(e, &key));
             if at < NEIGHBOURS_PER_SIDE {
                 side.insert(at, key);
                 side.truncate(NEIGHBOURS_PER_SIDE);
             }
+        };
+        for doc in self.changed_with(&day) {
+            consider(doc, &mut before, &mut after);
+        }
+        // The stored entries nearest first, until neither side can take one more.
+        let full = |side: &[(u64, u32)], gap: u64| side.len() == NEIGHBOURS_PER_SIDE && side.iter().all(|e| e.0 < gap);
+        for (gap, doc) in self.stored_near_in_time(&day, t) {
+            if gap > NEIGHBOUR_MAX_GAP as u64 || (full(&before, gap) && full(&after, gap)) {
+                break;
+            }
+            consider(doc, &mut before, &mut after);
         }
         before.iter().enumerate().chain(after.iter().enumerate()).map(|(r, e)| (r, e.1)).collect()
     }

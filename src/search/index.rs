@@ -12,6 +12,7 @@ use super::error::SnapshotError;
 use super::filter::Filter;
 use super::meta::DocMeta;
 use super::params::Bm25Params;
+use super::prune::Norm;
 use super::segment::{Segment, SegmentSource};
 use super::tokenize::Tokenizer;
 
@@ -42,6 +43,8 @@ pub(super) struct Term {
 /// documents) then the in-memory part's, in slot order.
 pub(super) struct PostingList<'a> {
     stored: Option<Arc<[Posting]>>,
+    /// Bounds of the stored postings' blocks, when asked for (`prune.rs`).
+    bounds: Option<Arc<[f32]>>,
     /// The dead-slot bits, when some stored posting may be dead.
     dead: Option<&'a [u64]>,
     mem: &'a [Posting],
@@ -50,10 +53,26 @@ pub(super) struct PostingList<'a> {
     len: usize,
 }
 
-impl PostingList<'_> {
+impl<'a> PostingList<'a> {
     /// Number of live documents with the term.
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The stored postings (dead ones included), their block bounds (empty
+    /// when not asked for), the in-memory postings and the first in-memory slot.
+    pub(super) fn parts(&self) -> (&[Posting], &[f32], &'a [Posting], u32) {
+        (self.stored.as_deref().unwrap_or_default(), self.bounds.as_deref().unwrap_or_default(), self.mem, self.shift)
+    }
+
+    /// The frequencies of the term in a slot (live or dead), if it holds the term.
+    pub(super) fn find(&self, slot: u32) -> Option<FieldTf> {
+        let (list, doc) = match slot.checked_sub(self.shift) {
+            Some(s) => (self.mem, s),
+            None => (self.stored.as_deref().unwrap_or_default(), slot),
+        };
+        let i = list.binary_search_by_key(&doc, |p| p.doc).ok()?;
+        list.get(i).map(|p| p.tf)
     }
 
     /// The postings, in slot order.
@@ -70,6 +89,40 @@ impl PostingList<'_> {
             .filter(alive)
             .copied()
             .chain(self.mem.iter().map(move |p| Posting { doc: p.doc + shift, tf: p.tf }))
+    }
+}
+
+/// (time, slot) entries sorted by time, walked outward from a time `t`:
+/// yields (distance, slot), nearest first.
+struct Outward {
+    list: Arc<[(i64, u32)]>,
+    t: i64,
+    /// Entries below `down` and from `up` on are not yielded yet.
+    down: usize,
+    up: usize,
+}
+
+impl Iterator for Outward {
+    type Item = (u64, u32);
+
+    fn next(&mut self) -> Option<(u64, u32)> {
+        let below = self.down.checked_sub(1).and_then(|i| self.list.get(i)).map(|e| (self.t.abs_diff(e.0), e.1));
+        let above = self.list.get(self.up).map(|e| (self.t.abs_diff(e.0), e.1));
+        match (below, above) {
+            (Some(b), Some(a)) if b.0 <= a.0 => {
+                self.down -= 1;
+                Some(b)
+            }
+            (_, Some(a)) => {
+                self.up += 1;
+                Some(a)
+            }
+            (Some(b), None) => {
+                self.down -= 1;
+                Some(b)
+            }
+            (None, None) => None,
+        }
     }
 }
 
@@ -466,6 +519,25 @@ impl SearchIndex {
         }
     }
 
+    /// The field lengths of a live slot (`None` for a dead or free one).
+    pub(super) fn live_lens(&self, slot: u32) -> Option<[u32; Field::COUNT]> {
+        match self.locate(slot) {
+            Ok(s) if self.is_dead(s) => None,
+            Ok(s) => self.base.as_ref()?.lens(s),
+            Err(s) => {
+                self.stored(s)?;
+                self.lens.get(s as usize).copied()
+            }
+        }
+    }
+
+    /// The norm the stored segment's block bounds are computed under: the
+    /// current parameters with the segment's own average field lengths.
+    pub(super) fn segment_norm(&self) -> Option<Norm> {
+        let b = self.base.as_ref()?;
+        Some(Norm::new(&self.params, b.total_len(), b.n_slots() as usize))
+    }
+
     /// Sum of the field lengths of all live documents.
     pub(super) fn total_field_lens(&self) -> [u64; Field::COUNT] {
         self.total_len
@@ -474,16 +546,29 @@ impl SearchIndex {
     /// The postings of a term (live documents only, sorted by slot); `None`
     /// when no live document has it.
     pub(super) fn postings(&self, text: &str) -> Option<PostingList<'_>> {
+        self.postings_bounded(text, None)
+    }
+
+    /// [`Self::postings`], with the stored part's block bounds under
+    /// `bounds_under` (the segment's [`Norm`]) when given.
+    pub(super) fn postings_bounded(&self, text: &str, bounds_under: Option<&Norm>) -> Option<PostingList<'_>> {
         let mem = self
             .term_id(text)
             .and_then(|id| self.terms.get(id as usize))
             .map_or(&[][..], |t| t.postings.as_slice());
-        let mut list = PostingList { stored: None, dead: None, mem, shift: 0, len: mem.len() };
+        let mut list = PostingList { stored: None, bounds: None, dead: None, mem, shift: 0, len: mem.len() };
         if let Some(base) = self.base.as_ref() {
             list.shift = base.n_slots();
             if let Some(t) = base.find_term(text) {
                 let dead = self.dead_df.get(&t).copied().unwrap_or(0);
-                let stored = base.postings_shared(t);
+                let stored = match bounds_under {
+                    Some(norm) => {
+                        let (stored, bounds) = base.postings_bounded(t, norm);
+                        list.bounds = Some(bounds);
+                        stored
+                    }
+                    None => base.postings_shared(t),
+                };
                 list.len += stored.len().saturating_sub(dead as usize);
                 // Dead documents are skipped only where the term has some.
                 list.dead = (dead > 0).then_some(self.dead.as_slice());
@@ -491,6 +576,24 @@ impl SearchIndex {
             }
         }
         (list.len > 0).then_some(list)
+    }
+
+    /// The stored segment's documents holding `term` (live or dead) with
+    /// their distance in time from `t`, nearest first; then the caller stops.
+    pub(super) fn stored_near_in_time(&self, term: &str, t: i64) -> impl Iterator<Item = (u64, u32)> + use<> {
+        let list = self.base.as_ref().and_then(|b| Some(b.by_time(b.find_term(term)?))).unwrap_or_default();
+        let at = list.partition_point(|e| e.0 < t);
+        Outward { list, t, down: at, up: at }
+    }
+
+    /// The in-memory part's documents holding `term`.
+    pub(super) fn changed_with(&self, term: &str) -> impl Iterator<Item = u32> + '_ {
+        let shift = self.base_slots();
+        self.term_id(term)
+            .and_then(|id| self.terms.get(id as usize))
+            .map_or(&[][..], |t| t.postings.as_slice())
+            .iter()
+            .map(move |p| p.doc + shift)
     }
 
     /// Number of live documents that contain a term.

@@ -20,6 +20,7 @@ mod filter;
 mod index;
 mod meta;
 mod params;
+mod prune;
 mod query;
 mod rank;
 mod request;
@@ -46,6 +47,8 @@ pub use stopwords::is_stopword;
 
 #[cfg(test)]
 mod boost_tests;
+#[cfg(test)]
+mod prune_tests;
 #[cfg(test)]
 mod segment_tests;
 #[cfg(test)]

@@ -7,7 +7,9 @@ use super::doc::Field;
 use super::filter::Filter;
 use super::index::SearchIndex;
 use super::embed::{Embeddings, RERANK_DEPTH, RERANK_WEIGHT, cosine};
-use super::params::{COVERAGE_EXPONENT, FeedbackParams};
+use super::params::{COVERAGE_EXPONENT, FeedbackParams, NEIGHBOUR_SOURCES};
+use super::prune::{Norm, Pruner, prunable};
+use super::when::TimeSpan;
 use super::query::parse_query;
 use super::request::{Hit, SearchRequest};
 use super::snippet::make_snippet;
@@ -15,16 +17,20 @@ use super::tokenize::{Tokenizer, is_cjk};
 
 /// A resolved query term: its text (a term of the index) and query weight.
 #[derive(Debug, Clone)]
-struct WeightedTerm {
-    text: Box<str>,
-    weight: f32,
+pub(super) struct WeightedTerm {
+    pub text: Box<str>,
+    pub weight: f32,
     /// How the term counts towards coverage.
-    covers: Covers,
+    pub covers: Covers,
 }
+
+/// The best hits, best first; the fields each matched (by slot); for a hit
+/// ranked mostly for a neighbour, that neighbour's slot.
+type Ranked = (Vec<(f32, u32)>, HashMap<u32, u8>, HashMap<u32, u32>);
 
 /// How a query term counts towards a document's coverage of the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Covers {
+pub(super) enum Covers {
     /// A word, number or date of the query: held or missing.
     Word,
     /// A CJK character or bigram of the query: counts when held, never as missing.
@@ -59,7 +65,7 @@ impl SearchIndex {
         }
         let mut tokenizer = Tokenizer::new();
         let parsed = parse_query(&mut tokenizer, &req.query);
-        let mut terms: Vec<WeightedTerm> = parsed
+        let terms: Vec<WeightedTerm> = parsed
             .iter()
             .filter(|q| self.doc_freq(&q.text) > 0)
             .map(|q| WeightedTerm {
@@ -81,37 +87,15 @@ impl SearchIndex {
             .filter(|q| !is_cjk_term(&q.text))
             .map(|q| q.weight * self.idf(self.doc_freq(&q.text)))
             .sum();
-        let mut scores = self.score(&terms);
-        let mut ranked = self.candidates(&scores, &req.filter, query_mass);
-        if let Some(fb) = &req.feedback
-            && !ranked.is_empty()
-        {
-            let expansion = self.expansion_terms(&ranked, &terms, fb);
-            if !expansion.is_empty() {
-                terms.extend(expansion);
-                scores = self.score(&terms);
-                ranked = self.candidates(&scores, &req.filter, query_mass);
-            }
-        }
-        if req.group_weight > 0.0 {
-            self.apply_group_boost(&mut ranked, req.group_weight);
-        }
-        let beside = if req.neighbour_weight > 0.0 {
-            self.apply_neighbour_boost(&mut ranked, req.neighbour_weight)
+        // Pruning finds the same best hits as scoring every posting; the time
+        // spans' and the path groups' boosts read every hit, so those queries
+        // are scored exhaustively.
+        let prune = req.prune && spans.is_empty() && req.group_weight <= 0.0 && prunable(&self.params);
+        let (ranked, masks, beside) = if prune {
+            self.rank_pruned(req, terms, query_mass)
         } else {
-            HashMap::new()
+            self.rank_exhaustive(req, terms, query_mass, &spans)
         };
-        if !spans.is_empty() {
-            self.apply_time_boost(&mut ranked, req, &spans);
-        }
-        match &req.embeddings {
-            Some(e) => {
-                self.top_k(&mut ranked, req.limit.max(RERANK_DEPTH));
-                self.rerank(&mut ranked, &e.0, &req.query);
-                ranked.truncate(req.limit);
-            }
-            None => self.top_k(&mut ranked, req.limit),
-        }
 
         let snippet_terms: HashMap<String, f32> = parsed
             .iter()
@@ -124,7 +108,7 @@ impl SearchIndex {
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.doc_at(slot)?;
-                let mask = scores.mask.get(slot as usize).copied().unwrap_or(0);
+                let mask = masks.get(&slot).copied().unwrap_or(0);
                 let fields: Vec<Field> = Field::ALL
                     .into_iter()
                     .filter(|f| mask & (1 << f.index()) != 0)
@@ -154,8 +138,106 @@ impl SearchIndex {
             .collect()
     }
 
+    /// Scores every posting of every term, then applies feedback and the
+    /// boosts to every hit: the best `limit` hits (best first), the fields
+    /// each matched, and the neighbour each ranks for (`Hit::beside`).
+    fn rank_exhaustive(
+        &self,
+        req: &SearchRequest,
+        mut terms: Vec<WeightedTerm>,
+        query_mass: f32,
+        spans: &[TimeSpan],
+    ) -> Ranked {
+        let mut scores = self.score(&terms);
+        let mut ranked = self.candidates(&scores, &req.filter, query_mass);
+        if let Some(fb) = &req.feedback
+            && !ranked.is_empty()
+        {
+            let expansion = self.expansion_terms(&ranked, &terms, fb);
+            if !expansion.is_empty() {
+                terms.extend(expansion);
+                scores = self.score(&terms);
+                ranked = self.candidates(&scores, &req.filter, query_mass);
+            }
+        }
+        if req.group_weight > 0.0 {
+            self.apply_group_boost(&mut ranked, req.group_weight);
+        }
+        let beside = if req.neighbour_weight > 0.0 {
+            let sources = self.neighbour_sources(&ranked);
+            self.apply_neighbour_boost(&mut ranked, req.neighbour_weight, &sources)
+        } else {
+            HashMap::new()
+        };
+        if !spans.is_empty() {
+            self.apply_time_boost(&mut ranked, req, spans);
+        }
+        self.final_order(&mut ranked, req);
+        let masks = ranked.iter().map(|r| (r.1, scores.mask.get(r.1 as usize).copied().unwrap_or(0))).collect();
+        (ranked, masks, beside)
+    }
+
+    /// [`Self::rank_exhaustive`] for a query without time spans or path
+    /// groups, by dynamic pruning (`prune.rs`): the best hits before the
+    /// boosts are found without scoring most postings, then the neighbours
+    /// of the strongest are scored one by one. Same result: a boost only adds
+    /// to a hit, so a hit outside the best `n` (`n` ≥ the hits returned, ≥ the
+    /// neighbour sources) that is no neighbour of a source stays behind them.
+    fn rank_pruned(&self, req: &SearchRequest, mut terms: Vec<WeightedTerm>, query_mass: f32) -> Ranked {
+        let depth = if req.embeddings.is_some() { req.limit.max(RERANK_DEPTH) } else { req.limit };
+        let n = depth.max(if req.neighbour_weight > 0.0 { NEIGHBOUR_SOURCES } else { 0 });
+        let mut pruner = Pruner::new(self, &terms, query_mass);
+        let mut top = pruner.top(n.max(req.feedback.as_ref().map_or(0, |f| f.docs)), &req.filter);
+        if let Some(fb) = &req.feedback
+            && !top.is_empty()
+        {
+            let first: Vec<(f32, u32)> = top.iter().map(|s| (s.score, s.slot)).collect();
+            let expansion = self.expansion_terms(&first, &terms, fb);
+            if !expansion.is_empty() {
+                terms.extend(expansion);
+                pruner = Pruner::new(self, &terms, query_mass);
+                top = pruner.top(n, &req.filter);
+            }
+        }
+        top.truncate(n);
+        let mut masks: HashMap<u32, u8> = top.iter().map(|s| (s.slot, s.mask)).collect();
+        let mut ranked: Vec<(f32, u32)> = top.iter().map(|s| (s.score, s.slot)).collect();
+        let beside = if req.neighbour_weight > 0.0 {
+            let sources = self.neighbour_sources(&ranked);
+            // Neighbours that are hits themselves join with their own scores.
+            for &(_, n) in sources.iter().flat_map(|s| &s.1) {
+                if masks.contains_key(&n) {
+                    continue;
+                }
+                let hit = pruner.score_at(n).filter(|&(score, _)| score > 0.0 && self.passes(n, &req.filter));
+                masks.insert(n, hit.map_or(0, |h| h.1));
+                if let Some((score, _)) = hit {
+                    ranked.push((score, n));
+                }
+            }
+            self.apply_neighbour_boost(&mut ranked, req.neighbour_weight, &sources)
+        } else {
+            HashMap::new()
+        };
+        self.final_order(&mut ranked, req);
+        (ranked, masks, beside)
+    }
+
+    /// The best `limit` of `ranked`, best first (re-ranked by word vectors
+    /// when the request has them).
+    fn final_order(&self, ranked: &mut Vec<(f32, u32)>, req: &SearchRequest) {
+        match &req.embeddings {
+            Some(e) => {
+                self.top_k(ranked, req.limit.max(RERANK_DEPTH));
+                self.rerank(ranked, &e.0, &req.query);
+                ranked.truncate(req.limit);
+            }
+            None => self.top_k(ranked, req.limit),
+        }
+    }
+
     /// Inverse document frequency of a term found in `df` documents.
-    fn idf(&self, df: usize) -> f32 {
+    pub(super) fn idf(&self, df: usize) -> f32 {
         let n = self.len() as f32;
         let df = df as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
@@ -163,16 +245,8 @@ impl SearchIndex {
 
     /// Accumulates BM25F scores of every document matching any term.
     fn score(&self, terms: &[WeightedTerm]) -> Scores {
-        let p = &self.params;
-        let n_docs = self.len().max(1) as f64;
-        let mut c0 = [0f32; Field::COUNT];
-        let mut c1 = [0f32; Field::COUNT];
-        let total_len = self.total_field_lens();
-        for f in 0..Field::COUNT {
-            let avg = (total_len[f] as f64 / n_docs).max(1.0) as f32;
-            c0[f] = 1.0 - p.b[f];
-            c1[f] = p.b[f] / avg;
-        }
+        let k1 = self.params.k1;
+        let norm = Norm::new(&self.params, self.total_field_lens(), self.len());
         let mut s = Scores {
             acc: vec![0.0; self.slot_count()],
             mask: vec![0; self.slot_count()],
@@ -199,22 +273,14 @@ impl SearchIndex {
                 ) else {
                     continue;
                 };
-                let mut tf = 0.0;
-                let mut bits = 0u8;
-                for f in 0..Field::COUNT {
-                    let n = posting.tf[f];
-                    if n > 0 {
-                        tf += p.weights[f] * f32::from(n) / (c0[f] + c1[f] * lens[f] as f32);
-                        bits |= 1 << f;
-                    }
-                }
+                let (tf, bits) = norm.tf(&posting.tf, &lens);
                 if *mask == 0 {
                     s.touched.push(posting.doc);
                 }
                 *mask |= bits;
                 covered[0] += cover[0];
                 covered[1] += cover[1];
-                *acc += qw * tf / (p.k1 + tf);
+                *acc += qw * tf / (k1 + tf);
             }
         }
         s

@@ -33,6 +33,10 @@ pub struct SearchRequest {
     pub now: Option<i64>,
     /// Word vectors that re-rank the lexical top hits (see [`super::embed`]); `None`: off.
     pub embeddings: Option<SharedEmbeddings>,
+    /// Find the best hits by dynamic pruning (skipping postings that cannot
+    /// reach them; the same hits and scores). `false` scores every posting:
+    /// for comparisons and benchmarks.
+    pub prune: bool,
 }
 
 /// Word vectors shared by many requests (equal when they are the same vectors).
@@ -58,6 +62,7 @@ impl SearchRequest {
             snippet_chars: SNIPPET_CHARS,
             now: None,
             embeddings: None,
+            prune: true,
         }
     }
 

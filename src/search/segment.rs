@@ -25,6 +25,7 @@ use super::doc::{Document, Field};
 use super::error::SnapshotError;
 use super::index::{FieldTf, Posting};
 use super::meta::{DocMeta, MetaTable};
+use super::prune::{self, Norm};
 use super::snapshot::{self, Reader};
 
 /// Where the bytes of a segment are.
@@ -153,6 +154,10 @@ pub(super) struct Segment {
     doc_reads: AtomicU64,
     /// Decoded posting lists of frequent terms, kept between queries.
     cache: Mutex<PostingCache>,
+    /// Block bounds of the cached lists (`prune.rs`), under one norm.
+    bounds: Mutex<BoundCache>,
+    /// Lists ordered by time, by term (`by_time`).
+    by_time: Mutex<HashMap<u32, TimeOrder>>,
 }
 
 /// Posting lists at least this long are kept decoded once read.
@@ -164,6 +169,17 @@ const CACHE_MAX_POSTINGS: usize = 2_000_000;
 struct PostingCache {
     lists: HashMap<u32, Arc<[Posting]>>,
     postings: usize,
+}
+
+/// A list's (time, slot) entries in time order.
+type TimeOrder = Arc<[(i64, u32)]>;
+
+/// Block bounds of frequent terms' lists, all under `norm` (a search under
+/// another norm, after the parameters changed, starts the cache over).
+#[derive(Debug, Default)]
+struct BoundCache {
+    norm: Option<Norm>,
+    lists: HashMap<u32, Arc<[f32]>>,
 }
 
 fn u32_at(b: &[u8], i: usize) -> Option<u32> {
@@ -292,6 +308,8 @@ impl Segment {
             failed: AtomicBool::new(false),
             doc_reads: AtomicU64::new(0),
             cache: Mutex::default(),
+            bounds: Mutex::default(),
+            by_time: Mutex::default(),
             source,
         };
         seg.check_tables()?;
@@ -439,6 +457,56 @@ impl Segment {
             }
             cache.postings += list.len();
             cache.lists.insert(i, list.clone());
+        }
+        list
+    }
+
+    /// The postings of term `i` and the largest saturating frequency of each
+    /// block of them under `norm` ([`prune::block_maxima`]); frequent
+    /// terms' bounds are kept with their lists, short lists (read per query)
+    /// get looser bounds that read no field length.
+    pub(super) fn postings_bounded(&self, i: u32, norm: &Norm) -> (Arc<[Posting]>, Arc<[f32]>) {
+        let list = self.postings_shared(i);
+        if self.term_df(i) < CACHE_MIN_DF {
+            let bounds = prune::block_bounds_by_counts(&list, norm).into();
+            return (list, bounds);
+        }
+        {
+            let mut cache = self.bounds.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.norm.as_ref() != Some(norm) {
+                *cache = BoundCache { norm: Some(*norm), lists: HashMap::new() };
+            }
+            if let Some(b) = cache.lists.get(&i) {
+                return (list, b.clone());
+            }
+        }
+        let bounds: Arc<[f32]> = prune::block_maxima(&list, norm, |slot| self.lens(slot)).into();
+        if !self.failed() {
+            // At most 4 bytes per BLOCK postings of the segment: no cap needed.
+            let mut cache = self.bounds.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.norm.as_ref() == Some(norm) {
+                cache.lists.insert(i, bounds.clone());
+            }
+        }
+        (list, bounds)
+    }
+
+    /// The documents of term `i` that have a time, as (time, slot) in that
+    /// order: for a day's term, that day's entries in time order. Kept once
+    /// built (each document has one day: at most 12 bytes a document).
+    pub(super) fn by_time(&self, i: u32) -> TimeOrder {
+        if let Some(list) = self.by_time.lock().unwrap_or_else(|p| p.into_inner()).get(&i) {
+            return list.clone();
+        }
+        let mut list: Vec<(i64, u32)> = self
+            .postings_shared(i)
+            .iter()
+            .filter_map(|p| Some((self.meta(p.doc)?.time?, p.doc)))
+            .collect();
+        list.sort_unstable();
+        let list: TimeOrder = list.into();
+        if !self.failed() {
+            self.by_time.lock().unwrap_or_else(|p| p.into_inner()).insert(i, list.clone());
         }
         list
     }

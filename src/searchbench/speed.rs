@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::{BenchEntry, TempDir, engram_over, ts_of, write_pack};
 use crate::ops::{Caller, CaptureRequest, EngramError, SearchQuery};
 use crate::packsearch::{At, PackIndex, SearchCache};
+use crate::search::SearchRequest;
 use crate::store::{PackRepo, StoreOptions};
 
 const PACK: &str = "speed";
@@ -333,6 +334,31 @@ pub fn run(
         ms(percentile(&mut times, 0.5)),
         ms(percentile(&mut times, 0.95)),
         hits as f64 / queries.len() as f64
+    );
+
+    // The engine alone on the same queries: pruned top-k against every posting
+    // scored (`SearchRequest::prune`), with the results compared.
+    let (mut pruned, mut full, mut differ) = (Vec::new(), Vec::new(), 0);
+    SearchCache::new().with_index(&repo, PACK, At::Head, |index, _| {
+        for text in &queries {
+            let mut req = SearchRequest::new(text.as_str()).limit(10);
+            let t = Instant::now();
+            let a = index.search(&req);
+            pruned.push(t.elapsed());
+            req.prune = false;
+            let t = Instant::now();
+            let b = index.search(&req);
+            full.push(t.elapsed());
+            differ += usize::from(a != b);
+        }
+    })?;
+    let _ = writeln!(
+        out,
+        "engine alone, same queries: pruned top-k p50 {:.2} ms, p95 {:.2} ms; every posting scored p50 {:.2} ms, p95 {:.2} ms; results differ for {differ}",
+        ms(percentile(&mut pruned, 0.5)),
+        ms(percentile(&mut pruned, 0.95)),
+        ms(percentile(&mut full, 0.5)),
+        ms(percentile(&mut full, 0.95)),
     );
 
     // Incremental update after one capture_memory (made through another handle,
