@@ -40,7 +40,6 @@ mod packwrite;
 mod proposals;
 mod publish;
 mod purge;
-mod racy_commit;
 mod racy_reset;
 mod recent;
 mod recover;
