@@ -8,26 +8,12 @@ use std::sync::Arc;
 
 use super::*;
 
-/// xorshift64*: deterministic, no crate.
-struct Rng(u64);
+use crate::searchbench::speed::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Small indices much more often (a skewed vocabulary: long lists).
-    fn skewed(&mut self, n: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((n as f64) * u * u * u) as usize % n
-    }
+/// Small indices much more often (a skewed vocabulary: long lists).
+fn skewed(rng: &mut Rng, n: usize) -> usize {
+    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    ((n as f64) * u * u * u) as usize % n
 }
 
 const EN: [&str; 24] = [
@@ -43,11 +29,11 @@ fn text(rng: &mut Rng, words: usize) -> String {
     for _ in 0..words {
         if rng.below(100) < 45 {
             for _ in 0..2 + rng.below(2) {
-                s.push(han[rng.skewed(han.len())]);
+                s.push(han[skewed(rng, han.len())]);
             }
         } else {
             s.push(' ');
-            s.push_str(EN[rng.skewed(EN.len())]);
+            s.push_str(EN[skewed(rng, EN.len())]);
             s.push(' ');
         }
     }

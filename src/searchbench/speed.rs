@@ -16,18 +16,19 @@ use crate::store::{PackRepo, StoreOptions};
 
 const PACK: &str = "speed";
 
-/// Deterministic xorshift64* generator (no external crate needed).
-struct Rng(u64);
+/// Deterministic xorshift64* generator (no external crate needed); the search tests'
+/// generated corpora use it too.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
