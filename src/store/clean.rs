@@ -11,8 +11,17 @@
 //! directory's signature), and the content of the files engram itself just
 //! wrote. A check then costs one `lstat` per file and directory, and a read
 //! and compare of files too young for their timestamps to be trusted.
-//! Anything unexpected — another HEAD, any signature that differs — means
-//! "maybe dirty", and the write falls back to `git status`.
+//! Anything unexpected — another HEAD, any signature that differs, a git index
+//! that is not the one engram left (see below) — means "maybe dirty", and the
+//! write falls back to `git status`.
+//!
+//! The git index is part of the record: a person's `git commit` reads the index
+//! before it takes `index.lock`, and when an engram write lands in between, it
+//! writes back the index it read — without that write — and its own commit then
+//! fails (HEAD moved). The working tree still equals HEAD, but the index lags it,
+//! and the person's next `git commit` would commit the lag (see `racy_commit`).
+//! So an index another program wrote since engram left it sends the write to
+//! the full look, which stages the lagging paths again.
 //!
 //! Rolled history segments (any path with a `_log` directory, which engram
 //! never rewrites) are many and grow with the pack; in-place edits of them
@@ -100,6 +109,8 @@ struct DirState {
 #[derive(Debug)]
 pub(super) struct CleanState {
     head: Oid,
+    /// The git index as engram left it (see the module docs).
+    index: Option<super::gitindex::Stamp>,
     files: HashMap<String, FileState>,
     dirs: HashMap<String, DirState>,
     cold_checked: Instant,
@@ -136,6 +147,7 @@ impl CleanState {
         .map_err(|e| git_err("reading HEAD's tree", &repo.dir, e))?;
         let mut state = CleanState {
             head: head.id(),
+            index: index_stamp(repo),
             files: HashMap::new(),
             dirs: HashMap::new(),
             cold_checked: Instant::now(),
@@ -168,11 +180,13 @@ impl CleanState {
         self.dirs.insert(rel.to_owned(), DirState { sig, taken, names });
     }
 
-    /// True when the working tree provably still equals `head`.
-    pub(super) fn still_clean(&mut self, root: &Path, head: Option<Oid>) -> bool {
-        if head != Some(self.head) {
+    /// True when the working tree provably still equals `head` and the git
+    /// index of `repo` is the one engram left.
+    pub(super) fn still_clean(&mut self, repo: &PackRepo, head: Option<Oid>) -> bool {
+        if head != Some(self.head) || index_stamp(repo) != self.index {
             return false;
         }
+        let root = repo.dir.as_path();
         let now = SystemTime::now();
         for (rel, dir) in &mut self.dirs {
             let full = join(root, rel);
@@ -219,20 +233,28 @@ impl CleanState {
         true
     }
 
+    /// True when the state is at `head` and `repo`'s git index is still the one it recorded.
+    pub(super) fn index_unchanged(&self, repo: &PackRepo, head: Option<Oid>) -> bool {
+        head == Some(self.head) && index_stamp(repo) == self.index
+    }
+
     /// True when the state was recorded at (or last brought up to) `head`.
     pub(super) fn is_at(&self, head: Oid) -> bool {
         self.head == head
     }
 
     /// Takes in a commit engram made on top of the recorded HEAD: the files it
-    /// wrote (with their content, id and signature after writing) and removed.
+    /// wrote (with their content, id and signature after writing) and removed,
+    /// and the git index it put in (call with git's index lock still held).
     pub(super) fn committed(
         &mut self,
-        root: &Path,
+        repo: &PackRepo,
         new_head: Oid,
         written: Vec<super::publish::WrittenFile>,
         removed: Vec<String>,
     ) {
+        let root = repo.dir.as_path();
+        self.index = index_stamp(repo);
         let taken = SystemTime::now();
         // When every written file was tracked already and none was removed, no
         // directory gained or lost an entry: the listings verified at the start
@@ -268,6 +290,11 @@ impl CleanState {
         }
         self.head = new_head;
     }
+}
+
+/// The stamp of `repo`'s git index file (see [`super::gitindex`]).
+fn index_stamp(repo: &PackRepo) -> Option<super::gitindex::Stamp> {
+    super::gitindex::Stamp::of(&repo.git_dir().join("index"))
 }
 
 /// How many commits back an index entry is looked for among a path's versions:
@@ -364,7 +391,7 @@ pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> 
 
 /// True for a commit an engram tool made (not hand edits or an adoption it
 /// committed for a person, not a person's own commit).
-fn made_by_a_tool(commit: &git2::Commit<'_>) -> bool {
+pub(super) fn made_by_a_tool(commit: &git2::Commit<'_>) -> bool {
     let message = String::from_utf8_lossy(commit.message_raw_bytes());
     let key = format!("\n{}: ", super::trailer::TOOL);
     message.split(key.as_str()).nth(1).is_some_and(|rest| {

@@ -24,7 +24,7 @@ use git2::IndexEntry;
 /// Identity of the index file as written: inode, size, change and modification
 /// times, and the checksum that ends the file (a hash of all of its content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(super) struct Stamp {
     ino: u64,
     size: u64,
     ctime: (i64, i64),
@@ -48,8 +48,9 @@ fn trailing_checksum(file: &fs::File, size: u64) -> Option<[u8; 20]> {
 }
 
 impl Stamp {
+    /// The stamp of the index file at `path` (`None` when there is none, or not here).
     #[cfg(unix)]
-    fn of(path: &Path) -> Option<Self> {
+    pub(super) fn of(path: &Path) -> Option<Self> {
         use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
         // Opened without following a link: the index is a regular file or not ours.
         let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).ok()?;
@@ -63,8 +64,9 @@ impl Stamp {
         })
     }
 
+    /// The stamp of the index file at `path` (not available on this platform).
     #[cfg(not(unix))]
-    fn of(_path: &Path) -> Option<Self> {
+    pub(super) fn of(_path: &Path) -> Option<Self> {
         None
     }
 }

@@ -40,6 +40,7 @@ mod packwrite;
 mod proposals;
 mod publish;
 mod purge;
+mod racy_commit;
 mod racy_reset;
 mod recent;
 mod recover;

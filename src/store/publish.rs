@@ -148,6 +148,16 @@ impl PackRepo {
             };
             let mut index_lock = IndexLock::acquire(self)?;
             trace.mark("index-lock");
+            // Under git's lock no git command changes the index any more, and it must still
+            // be the one the look for hand edits found: a person's `git commit` that read it
+            // before this process's last write may have written it back since, lagging HEAD
+            // (see `racy_commit`). Built on, the lag would stay. Look again.
+            if !self.index_as_looked_at(head) {
+                drop(index_lock);
+                verified = self.commit_hand_edits_if_any()?;
+                retries.again(&self.dir)?;
+                continue;
+            }
             match self.publish(&proposal, &mut index_lock, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
@@ -346,7 +356,7 @@ impl PackRepo {
                     Some(state) if old.is_some_and(|o| state.is_at(o)) => {
                         let removed =
                             changes.files.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone());
-                        state.committed(&self.dir, commit_id, written, removed.collect());
+                        state.committed(self, commit_id, written, removed.collect());
                     }
                     _ => *known = None,
                 }
@@ -532,7 +542,7 @@ impl PackRepo {
         {
             let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(state) = known.as_mut()
-                && state.still_clean(&self.dir, current.id)
+                && state.still_clean(self, current.id)
             {
                 return Ok(Some(current));
             }
@@ -557,6 +567,13 @@ impl PackRepo {
         Ok(None)
     }
 
+    /// True unless the git index changed since the look for hand edits recorded the clean
+    /// working tree at `head` (see [`clean`]); true when there is no record to go by.
+    fn index_as_looked_at(&self, head: Option<Oid>) -> bool {
+        let known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+        known.as_ref().is_none_or(|state| state.index_unchanged(self, head))
+    }
+
     /// Commits uncommitted changes of the working tree as an `edit:` commit
     /// — or, when the repository has no commit yet, the files of the folder
     /// as its `adopt:` commit — through [`PackRepo::publish`].
@@ -567,13 +584,18 @@ impl PackRepo {
     /// git command restored from an index that lagged HEAD, or a reset to an
     /// older commit whose branch move failed, are put back to HEAD, not
     /// committed (see [`clean::restored_from_a_stale_index`]): an acknowledged
-    /// write is never undone by a person's `git checkout -- memory`.
+    /// write is never undone by a person's `git checkout -- memory`. Nor by a
+    /// person's `git commit` of a git index that lagged HEAD: what it dropped
+    /// from engram's last writes is restored next ([`super::racy_commit`]).
     pub(super) fn commit_hand_edits(&self) -> Result<()> {
         let mut retries = Retries::new();
         loop {
             let mut lock = IndexLock::acquire(self)?;
             match self.commit_hand_edits_locked(&mut lock) {
-                Ok(true) => return Ok(()),
+                Ok(true) => {
+                    drop(lock);
+                    return self.restore_dropped_writes();
+                }
                 // Another program moved the branch meanwhile: look again.
                 Ok(false) => {}
                 // A file changed while it was read (someone is editing it): look again.

@@ -261,3 +261,154 @@ async fn writes_succeed_while_a_person_commits_and_checks_out() {
     assert_clean(&pack);
     assert_fsck(&pack);
 }
+
+/// A person's `git commit` stopped inside its read of the git index: a `core.fsmonitor`
+/// hook (which git runs while it reads the index, before it takes `index.lock`) waits
+/// until the test lets it go. Git's as-is commit reads HEAD, then the index — without a
+/// lock — then takes `index.lock`, writes back the index it read and moves HEAD with a
+/// compare-and-swap against the HEAD it read.
+#[cfg(unix)]
+struct GatedCommit {
+    child: std::process::Child,
+    gate: PathBuf,
+}
+
+#[cfg(unix)]
+impl GatedCommit {
+    /// Starts `git commit -q -m message` in `pack` and returns once it has read HEAD and
+    /// the index (it is then waiting in the hook).
+    fn start(pack: &Path, gate: &Path, message: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::create_dir_all(gate).expect("gate dir");
+        let hook = gate.join("fsmonitor-hook");
+        let (reached, go) = (gate.join("reached"), gate.join("go"));
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\n[ -e '{reached}' ] && exit 1\n: > '{reached}'\nwhile [ ! -e '{go}' ]; do sleep 0.01; done\nexit 1\n",
+                reached = reached.display(),
+                go = go.display()
+            ),
+        )
+        .expect("hook");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let child = Command::new("git")
+            .arg("-C")
+            .arg(pack)
+            .arg("-c")
+            .arg(format!("core.fsmonitor={}", hook.display()))
+            .args(["-c", "core.fsmonitorHookVersion=2", "commit", "-q", "-m", message])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn git commit");
+        let started = std::time::Instant::now();
+        while !reached.exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "git never ran the fsmonitor hook"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Self { child, gate: gate.to_owned() }
+    }
+
+    /// Lets git go on; its exit status and standard error.
+    fn finish(self) -> (bool, String) {
+        std::fs::write(self.gate.join("go"), b"").expect("go");
+        let out = self.child.wait_with_output().expect("git commit");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Captures one memory through `client` into pack `p`.
+async fn capture(client: &StdioClient, category: &str, text: &str) {
+    ok(
+        client,
+        "capture_memory",
+        json!({"name": "p", "category": category, "content": text, "summary": text}),
+    )
+    .await;
+}
+
+/// The race behind a lost capture (a person's `git commit` whose parent was engram's
+/// capture commit and whose tree lacked the capture): the person's `git commit` reads
+/// HEAD and the index, engram's capture then commits and puts its index in, and the
+/// person's commit takes `index.lock` after it and writes back the index it read — without
+/// the capture. Its own commit fails (HEAD moved), but the index it left lags HEAD.
+/// Returns the captures acknowledged so far.
+#[cfg(unix)]
+async fn a_commit_writes_back_an_index_read_before_a_capture(
+    client: &StdioClient,
+    env: &TestEnv,
+) -> Vec<String> {
+    let pack = env.pack("p");
+    git(&pack, &["config", "user.name", "Person"]);
+    git(&pack, &["config", "user.email", "person@example.com"]);
+    capture(client, "c0", "memory zero").await;
+    capture(client, "c1", "memory one").await;
+    std::fs::create_dir_all(pack.join("notes")).expect("notes");
+    std::fs::write(pack.join("notes/n1.md"), "the person's first note\n").expect("note");
+    git(&pack, &["add", "notes"]);
+    let gated = GatedCommit::start(&pack, &env.dir.path().join("gate"), "person 1");
+    capture(client, "c1", "memory two").await;
+    let (committed, stderr) = gated.finish();
+    assert!(!committed, "the person's commit read HEAD before the capture moved it: its ref update fails");
+    assert!(stderr.contains("cannot lock ref"), "{stderr}");
+    // The evidence: git wrote back the index it had read, which lacks the capture.
+    let staged = git(&pack, &["diff", "--cached", "--name-only", "HEAD"]);
+    assert!(staged.contains("memory/c1.md"), "the index lags HEAD after the failed commit:\n{staged}");
+    vec!["memory zero".into(), "memory one".into(), "memory two".into()]
+}
+
+/// The index a failed `git commit` wrote back lags HEAD; the next engram write must bring
+/// it up to HEAD, or the person's next `git commit` (which commits the index as it is)
+/// drops the capture.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_a_failed_git_commit_wrote_back_is_brought_up_to_head_by_the_next_write() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    let client = env.client().await;
+    let mut acknowledged = a_commit_writes_back_an_index_read_before_a_capture(&client, &env).await;
+    capture(&client, "c0", "memory three").await;
+    acknowledged.push("memory three".into());
+    std::fs::write(pack.join("notes/n2.md"), "the person's second note\n").expect("note");
+    git(&pack, &["add", "notes"]);
+    git(&pack, &["commit", "-q", "-m", "person 2"]);
+    client.close().await.expect("close");
+    assert_all_present(&pack, &acknowledged);
+    assert_clean(&pack);
+}
+
+/// The person's next `git commit` came before engram's next write: it committed the
+/// lagging index on top of the capture's commit (the capture is gone from HEAD, and a
+/// `git checkout -- memory` took it from the working tree too). The next engram write
+/// finds that commit — it undoes engram's last writes exactly, as an index read before
+/// them does — and restores what they wrote before it writes anything else.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_a_persons_commit_of_a_lagging_index_dropped_is_restored_by_the_next_write() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    let client = env.client().await;
+    let mut acknowledged = a_commit_writes_back_an_index_read_before_a_capture(&client, &env).await;
+    git(&pack, &["checkout", "--", "memory"]);
+    std::fs::write(pack.join("notes/n2.md"), "the person's second note\n").expect("note");
+    git(&pack, &["add", "notes"]);
+    git(&pack, &["commit", "-q", "-m", "person 2"]);
+    assert!(
+        !git(&pack, &["show", "HEAD:memory/c1.md"]).contains("memory two"),
+        "the person's commit dropped the capture (the race this test is about)"
+    );
+    capture(&client, "c0", "memory three").await;
+    acknowledged.push("memory three".into());
+    client.close().await.expect("close");
+    assert_all_present(&pack, &acknowledged);
+    assert_clean(&pack);
+    let log = git(&pack, &["log", "--format=%s"]);
+    assert!(log.lines().any(|s| s.starts_with("restore:")), "one commit restores the capture:\n{log}");
+    assert!(git(&pack, &["show", "HEAD:notes/n2.md"]).contains("second note"), "the person's commit stays");
+}

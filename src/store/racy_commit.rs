@@ -1,0 +1,199 @@
+//! A person's `git commit` that wrote back a git index it read before an engram write.
+//!
+//! git's plain `git commit` (no paths, no `-a`) reads HEAD, then the index — without a
+//! lock — and only then takes `index.lock`, writes back the index it read (refreshed) and
+//! moves the branch with a compare-and-swap against the HEAD it read. When an engram write
+//! lands between its read and its lock, its own branch move fails ("cannot lock ref"), but
+//! the index it wrote back lacks the write: the index lags HEAD. Engram cannot keep a git
+//! command from writing back what it read (two git commands race the same way); it repairs:
+//!
+//! 1. the next write finds the index is not the one engram left (`clean` keeps its stamp,
+//!    checked again under git's index lock before the commit) and looks at the whole working
+//!    tree and index, which stages the lagging paths again (or puts back the files a
+//!    `git checkout` restored from the lagging index, `clean::restored_from_a_stale_index`);
+//! 2. when the person's next `git commit` came first, it committed that index on top of
+//!    engram's commit: a commit (or a few) by others that sets every path engram's last writes
+//!    changed back to the state before them — exactly what an index read before them holds.
+//!    [`PackRepo::restore_dropped_writes`] finds that and restores those paths to engram's
+//!    versions with one `restore:` commit, before the write goes on.
+//!
+//! A deliberate undo is `git revert` (its message says so, and it is left alone) or engram's
+//! `revert`/`undo`; a plain commit that undoes engram's last writes exactly, path for path, is
+//! taken for this race. A commit that changes any of those paths otherwise (a hand edit of a
+//! memory file, a partial revert) is the person's and stays.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use git2::{Commit, Oid, Tree};
+
+use super::clean::made_by_a_tool;
+use super::index_lock::{IndexLock, Retries};
+use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
+use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, short_id};
+
+/// How many commits by others above engram's last write are looked through.
+const OTHERS_DEPTH: usize = 16;
+
+/// How many of engram's writes, counted down from its last one, one commit may have dropped.
+const WRITES_DEPTH: usize = 16;
+
+/// The mark `git revert` leaves in its message.
+const REVERT_MARK: &str = "This reverts commit ";
+
+/// What a commit by others dropped from engram's last writes: the branch it is on, and
+/// the paths to put back (engram's versions, or removals), with the message saying so.
+pub(super) struct Dropped {
+    at: BranchHead,
+    changes: Changes,
+    message: CommitMessage,
+    /// What to tell on stderr once restored.
+    note: String,
+}
+
+/// A path's entry in a tree: (blob id, mode), `None` when absent.
+fn entry(tree: &Tree<'_>, path: &str) -> Option<(Oid, i32)> {
+    tree.get_path(Path::new(path)).ok().map(|e| (e.id(), e.filemode()))
+}
+
+/// The paths that differ between two trees (blobs, any depth).
+fn changed_paths(repo: &PackRepo, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<String>> {
+    let diff = repo
+        .repo
+        .diff_tree_to_tree(Some(old), Some(new), None)
+        .map_err(|e| git_err("comparing commits", &repo.dir, e))?;
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(path) = file.path().and_then(Path::to_str)
+                && !out.iter().any(|p| p == path)
+            {
+                out.push(path.to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Engram's writes a commit by others dropped (see the module docs), if HEAD is such a
+/// commit or has such a commit below it among commits by others. Cheap when HEAD is an
+/// engram tool's commit: one commit read.
+pub(super) fn dropped_writes(repo: &PackRepo) -> Result<Option<Dropped>> {
+    let git = |e| git_err("looking for writes a racing `git commit` dropped", &repo.dir, e);
+    let at = repo.branch_head()?;
+    let Some(head_id) = at.id else { return Ok(None) };
+    let head = repo.repo.find_commit(head_id).map_err(git)?;
+    // Down through the commits of others to engram's last write.
+    let mut others: Vec<Commit<'_>> = Vec::new();
+    let mut cur = head.clone();
+    let last_write = loop {
+        if made_by_a_tool(&cur) {
+            break cur;
+        }
+        let message = String::from_utf8_lossy(cur.message_raw_bytes());
+        if cur.parent_count() != 1 || message.contains(REVERT_MARK) || others.len() >= OTHERS_DEPTH {
+            return Ok(None);
+        }
+        let parent = cur.parent(0).map_err(git)?;
+        others.push(cur);
+        cur = parent;
+    };
+    if others.is_empty() {
+        return Ok(None);
+    }
+    let head_tree = head.tree().map_err(git)?;
+    let written_tree = last_write.tree().map_err(git)?;
+    // Down through engram's writes: the deepest state `before` such that HEAD holds, for
+    // every path the writes since `before` changed, exactly `before`'s version.
+    let mut changed: BTreeSet<String> = BTreeSet::new();
+    let mut found: Option<(BTreeSet<String>, Oid)> = None;
+    let mut write = last_write.clone();
+    for _ in 0..WRITES_DEPTH {
+        if write.parent_count() != 1 {
+            break;
+        }
+        let before = write.parent(0).map_err(git)?;
+        let before_tree = before.tree().map_err(git)?;
+        let write_tree = write.tree().map_err(git)?;
+        changed.extend(changed_paths(repo, &before_tree, &write_tree)?);
+        if changed.iter().all(|p| entry(&head_tree, p) == entry(&before_tree, p)) {
+            found = Some((changed.clone(), before.id()));
+        }
+        if !made_by_a_tool(&before) {
+            break;
+        }
+        write = before;
+    }
+    let Some((paths, before)) = found else { return Ok(None) };
+    let lost: Vec<&String> =
+        paths.iter().filter(|p| entry(&head_tree, p) != entry(&written_tree, p)).collect();
+    if lost.is_empty() {
+        return Ok(None);
+    }
+    let mut changes = Changes::for_memory();
+    for path in &lost {
+        match entry(&written_tree, path) {
+            Some((id, mode)) => {
+                // Not a blob (a submodule): not engram's to restore.
+                let Ok(blob) = repo.repo.find_blob(id) else { return Ok(None) };
+                changes.put_with_mode((*path).clone(), blob.content().to_vec(), mode);
+            }
+            None => changes.remove((*path).clone()),
+        }
+    }
+    let listed: Vec<&str> = lost.iter().take(5).map(|p| p.as_str()).collect();
+    let more = if lost.len() > 5 { format!(" (+{} more)", lost.len() - 5) } else { String::new() };
+    let writes = last_write.id().to_string();
+    let dropped_by = others.last().map(|c| c.id().to_string()).unwrap_or_default();
+    let message = CommitMessage {
+        body: Some(format!(
+            "Commit {} put back what these paths held at {} — a `git commit` that read the git index \
+             before engram's writes up to {} and wrote it back after them — so they are restored to \
+             engram's versions. (An undo is `git revert` or engram's revert/undo.)",
+            short_id(&dropped_by),
+            short_id(&before.to_string()),
+            short_id(&writes),
+        )),
+        ..CommitMessage::new(format!("restore: {}{more}", listed.join(", ")))
+    }
+    .made_by("restore", None);
+    let note = format!(
+        "engram: {}: commit {} had dropped engram's writes to {} (a `git commit` that read the git index before them); restored",
+        repo.dir.display(),
+        short_id(&dropped_by),
+        listed.join(", ")
+    );
+    Ok(Some(Dropped { at, changes, message, note }))
+}
+
+impl PackRepo {
+    /// Restores what a person's `git commit` of a lagging git index dropped from engram's
+    /// last writes (see the module docs), with one commit through [`PackRepo::publish`].
+    /// Call with the pack's write lock held, after hand edits are committed.
+    pub(super) fn restore_dropped_writes(&self) -> Result<()> {
+        let mut retries = Retries::new();
+        loop {
+            let Some(Dropped { at, changes, message, note }) = dropped_writes(self)? else { return Ok(()) };
+            let base = self.snapshot_of(at.id)?.tree;
+            let proposal = Proposal {
+                at: &at,
+                base,
+                changes: &changes,
+                message: &message,
+                kind: Kind::Tool { defer_index: false },
+            };
+            let mut lock = IndexLock::acquire(self)?;
+            match self.publish(&proposal, &mut lock, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(_) => {
+                    eprintln!("{note}");
+                    return Ok(());
+                }
+                CommitOutcome::Unchanged => return Ok(()),
+                CommitOutcome::Retry => {
+                    drop(lock);
+                    retries.again(&self.dir)?;
+                }
+            }
+        }
+    }
+}
