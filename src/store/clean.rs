@@ -319,7 +319,9 @@ const STALE_INDEX_DEPTH: usize = 1_000;
 ///
 /// A file deliberately staged at an older version (`git checkout HEAD~2 --
 /// file` without committing) looks the same and is put back too: its version
-/// is in the history, and `git commit` is the way to revert by hand.
+/// is in the history, and `git revert` (or engram's revert/undo) is the way to
+/// undo a write by hand. (A plain commit that undoes engram's last writes path
+/// for path is taken for a racing `git commit` too, see `racy_commit`.)
 pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> Result<Vec<String>> {
     let dir = &repo.dir;
     let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;

@@ -197,3 +197,121 @@ impl PackRepo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Edit, StoreError, StoreOptions};
+    use super::*;
+
+    /// A capture as the memory tools write one: the category file and the index.
+    fn capture(repo: &PackRepo, text: &str) {
+        repo.write(|snap| {
+            let mut changes = Changes::for_memory();
+            for path in ["memory/c.md", "memory/_index.md"] {
+                let old = snap.read_text(path)?.unwrap_or_default();
+                changes.put(path, format!("{old}{text}\n"));
+            }
+            let message = CommitMessage::new(format!("capture: {text}")).made_by("capture", None);
+            Ok::<_, StoreError>(Edit::Commit { changes, message, value: () })
+        })
+        .expect("capture");
+    }
+
+    /// A person's commit on HEAD whose tree is `base`'s with `extra` added (as a `git
+    /// commit` of an index read at `base` makes it), checked out.
+    fn person_commit(repo: &PackRepo, base: Oid, extra: (&str, &str), message: &str) -> Oid {
+        let git = &repo.repo;
+        let base_tree = git.find_commit(base).and_then(|c| c.tree()).expect("base tree");
+        let blob = git.blob(extra.1.as_bytes()).expect("blob");
+        let mut builder = git.treebuilder(Some(&base_tree)).expect("builder");
+        builder.insert(extra.0, blob, 0o100644).expect("insert");
+        let tree = git.find_tree(builder.write().expect("tree")).expect("tree");
+        let sig = git2::Signature::now("Person", "person@example.com").expect("sig");
+        let head = git.head().and_then(|h| h.peel_to_commit()).expect("HEAD");
+        let id = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head]).expect("commit");
+        git.checkout_head(Some(git2::build::CheckoutBuilder::new().force())).expect("checkout");
+        id
+    }
+
+    fn head_text(repo: &PackRepo, path: &str) -> String {
+        let id = repo.head_oid().expect("HEAD").expect("a commit");
+        repo.snapshot_of(Some(id)).and_then(|s| s.read_text(path)).expect("read").unwrap_or_default()
+    }
+
+    fn head_subject(repo: &PackRepo) -> String {
+        let head = repo.repo.head().and_then(|h| h.peel_to_commit()).expect("HEAD");
+        String::from_utf8_lossy(head.message_bytes()).lines().next().unwrap_or_default().to_owned()
+    }
+
+    fn setup() -> (tempfile::TempDir, PackRepo, Oid) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::write(tmp.path().join("role.md"), "role\n").expect("write");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("adopt");
+        capture(&repo, "one");
+        let before = repo.head_oid().expect("HEAD").expect("a commit");
+        capture(&repo, "two");
+        capture(&repo, "three");
+        (tmp, repo, before)
+    }
+
+    #[test]
+    fn a_commit_that_undoes_engrams_last_writes_exactly_is_followed_by_their_restore() {
+        let (_tmp, repo, before) = setup();
+        person_commit(&repo, before, ("notes.md", "mine\n"), "person");
+        assert_eq!(head_text(&repo, "memory/c.md"), "one\n");
+        repo.restore_dropped_writes().expect("restore");
+        assert!(
+            head_subject(&repo).starts_with("restore: memory/_index.md, memory/c.md"),
+            "{}",
+            head_subject(&repo)
+        );
+        for path in ["memory/c.md", "memory/_index.md"] {
+            assert_eq!(head_text(&repo, path), "one\ntwo\nthree\n", "{path}");
+            let file = std::fs::read_to_string(repo.dir().join(path)).expect("working tree");
+            assert_eq!(file, "one\ntwo\nthree\n", "{path} in the working tree");
+        }
+        assert_eq!(head_text(&repo, "notes.md"), "mine\n", "the person's change stays");
+        assert!(repo.dirty_paths().expect("status").is_empty(), "index and working tree at HEAD");
+        // Nothing more to restore: HEAD is engram's.
+        let head = repo.head_oid().expect("HEAD");
+        repo.restore_dropped_writes().expect("again");
+        assert_eq!(repo.head_oid().expect("HEAD"), head);
+    }
+
+    #[test]
+    fn reverts_partial_undos_and_ordinary_commits_stay() {
+        // `git revert`: its message says so.
+        let (_tmp, repo, before) = setup();
+        person_commit(&repo, before, ("notes.md", "x\n"), "Revert two\n\nThis reverts commit 1234567.\n");
+        let head = repo.head_oid().expect("HEAD");
+        repo.restore_dropped_writes().expect("look");
+        assert_eq!(repo.head_oid().expect("HEAD"), head, "a git revert stays");
+
+        // One file put back by hand, not the whole writes: the person's.
+        let (_tmp, repo, before) = setup();
+        let index_now = head_text(&repo, "memory/_index.md");
+        let partial = person_commit(&repo, before, ("notes.md", "x\n"), "person");
+        let git = &repo.repo;
+        let tree = git.find_commit(partial).and_then(|c| c.tree()).expect("tree");
+        let memory = tree.get_path(Path::new("memory")).expect("memory").id();
+        let mut sub = git.treebuilder(Some(&git.find_tree(memory).expect("tree"))).expect("builder");
+        sub.insert("_index.md", git.blob(index_now.as_bytes()).expect("blob"), 0o100644).expect("insert");
+        let mut root = git.treebuilder(Some(&tree)).expect("builder");
+        root.insert("memory", sub.write().expect("tree"), 0o040000).expect("insert");
+        let root = git.find_tree(root.write().expect("tree")).expect("tree");
+        let sig = git2::Signature::now("Person", "person@example.com").expect("sig");
+        let parent = git.find_commit(partial).expect("commit");
+        git.commit(Some("HEAD"), &sig, &sig, "only c.md back", &root, &[&parent]).expect("commit");
+        let head = repo.head_oid().expect("HEAD");
+        repo.restore_dropped_writes().expect("look");
+        assert_eq!(repo.head_oid().expect("HEAD"), head, "a partial undo stays");
+
+        // A commit of the person's own files on top of engram's: nothing dropped.
+        let (_tmp, repo, _) = setup();
+        let last = repo.head_oid().expect("HEAD").expect("a commit");
+        person_commit(&repo, last, ("notes.md", "x\n"), "person");
+        let head = repo.head_oid().expect("HEAD");
+        repo.restore_dropped_writes().expect("look");
+        assert_eq!(repo.head_oid().expect("HEAD"), head, "nothing to restore");
+    }
+}
