@@ -11,17 +11,8 @@
 //! directory's signature), and the content of the files engram itself just
 //! wrote. A check then costs one `lstat` per file and directory, and a read
 //! and compare of files too young for their timestamps to be trusted.
-//! Anything unexpected — another HEAD, any signature that differs, a git index
-//! that is not the one engram left (see below) — means "maybe dirty", and the
-//! write falls back to `git status`.
-//!
-//! The git index is part of the record: a person's `git commit` reads the index
-//! before it takes `index.lock`, and when an engram write lands in between, it
-//! writes back the index it read — without that write — and its own commit then
-//! fails (HEAD moved). The working tree still equals HEAD, but the index lags it,
-//! and the person's next `git commit` would commit the lag (see `racy_commit`).
-//! So an index another program wrote since engram left it sends the write to
-//! the full look, which stages the lagging paths again.
+//! Anything unexpected — another HEAD, any signature that differs — means
+//! "maybe dirty", and the write falls back to `git status`.
 //!
 //! Rolled history segments (any path with a `_log` directory, which engram
 //! never rewrites) are many and grow with the pack; in-place edits of them
@@ -109,8 +100,6 @@ struct DirState {
 #[derive(Debug)]
 pub(super) struct CleanState {
     head: Oid,
-    /// The git index as engram left it (see the module docs).
-    index: Option<super::gitindex::Stamp>,
     files: HashMap<String, FileState>,
     dirs: HashMap<String, DirState>,
     cold_checked: Instant,
@@ -147,7 +136,6 @@ impl CleanState {
         .map_err(|e| git_err("reading HEAD's tree", &repo.dir, e))?;
         let mut state = CleanState {
             head: head.id(),
-            index: index_stamp(repo),
             files: HashMap::new(),
             dirs: HashMap::new(),
             cold_checked: Instant::now(),
@@ -180,13 +168,11 @@ impl CleanState {
         self.dirs.insert(rel.to_owned(), DirState { sig, taken, names });
     }
 
-    /// True when the working tree provably still equals `head` and the git
-    /// index of `repo` is the one engram left.
-    pub(super) fn still_clean(&mut self, repo: &PackRepo, head: Option<Oid>) -> bool {
-        if head != Some(self.head) || index_stamp(repo) != self.index {
+    /// True when the working tree provably still equals `head`.
+    pub(super) fn still_clean(&mut self, root: &Path, head: Option<Oid>) -> bool {
+        if head != Some(self.head) {
             return false;
         }
-        let root = repo.dir.as_path();
         let now = SystemTime::now();
         for (rel, dir) in &mut self.dirs {
             let full = join(root, rel);
@@ -233,28 +219,20 @@ impl CleanState {
         true
     }
 
-    /// True when the state is at `head` and `repo`'s git index is still the one it recorded.
-    pub(super) fn index_unchanged(&self, repo: &PackRepo, head: Option<Oid>) -> bool {
-        head == Some(self.head) && index_stamp(repo) == self.index
-    }
-
     /// True when the state was recorded at (or last brought up to) `head`.
     pub(super) fn is_at(&self, head: Oid) -> bool {
         self.head == head
     }
 
     /// Takes in a commit engram made on top of the recorded HEAD: the files it
-    /// wrote (with their content, id and signature after writing) and removed,
-    /// and the git index it put in (call with git's index lock still held).
+    /// wrote (with their content, id and signature after writing) and removed.
     pub(super) fn committed(
         &mut self,
-        repo: &PackRepo,
+        root: &Path,
         new_head: Oid,
         written: Vec<super::publish::WrittenFile>,
         removed: Vec<String>,
     ) {
-        let root = repo.dir.as_path();
-        self.index = index_stamp(repo);
         let taken = SystemTime::now();
         // When every written file was tracked already and none was removed, no
         // directory gained or lost an entry: the listings verified at the start
@@ -290,11 +268,6 @@ impl CleanState {
         }
         self.head = new_head;
     }
-}
-
-/// The stamp of `repo`'s git index file (see [`super::gitindex`]).
-fn index_stamp(repo: &PackRepo) -> Option<super::gitindex::Stamp> {
-    super::gitindex::Stamp::of(&repo.git_dir().join("index"))
 }
 
 /// How many commits back an index entry is looked for among a path's versions:

@@ -404,6 +404,9 @@ pub struct PackRepo {
     objects: objcache::ObjectCache,
     /// The git index as this process last wrote it (see [`gitindex`]).
     known_index: std::sync::Mutex<Option<gitindex::KnownIndex>>,
+    /// The git index as last found (or left) in agreement with HEAD: no entry lagging it
+    /// (see [`racy_commit`]).
+    index_checked: std::sync::Mutex<Option<gitindex::Stamp>>,
     /// The newest commits, walked for the duplicate check (see [`recent`]).
     recent: recent::RecentCommits,
     /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).

@@ -19,6 +19,7 @@ impl PackRepo {
             clean: std::sync::Mutex::new(None),
             objects: objcache::ObjectCache::default(),
             known_index: std::sync::Mutex::new(None),
+            index_checked: std::sync::Mutex::new(None),
             recent: Default::default(),
             scoped_checked: std::sync::atomic::AtomicBool::new(false),
             proposes: Default::default(),

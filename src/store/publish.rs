@@ -148,16 +148,6 @@ impl PackRepo {
             };
             let mut index_lock = IndexLock::acquire(self)?;
             trace.mark("index-lock");
-            // Under git's lock no git command changes the index any more, and it must still
-            // be the one the look for hand edits found: a person's `git commit` that read it
-            // before this process's last write may have written it back since, lagging HEAD
-            // (see `racy_commit`). Built on, the lag would stay. Look again.
-            if !self.index_as_looked_at(head) {
-                drop(index_lock);
-                verified = self.commit_hand_edits_if_any()?;
-                retries.again(&self.dir)?;
-                continue;
-            }
             match self.publish(&proposal, &mut index_lock, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
@@ -296,6 +286,12 @@ impl PackRepo {
                 previous_head: old.map(|o| o.to_string()),
             }));
         }
+        // A person's `git commit` that read the index before an earlier write may have written
+        // it back after it: entries lagging HEAD are put right first, or the index this write
+        // builds on keeps them (see `racy_commit`).
+        if matches!(kind, Kind::Tool { defer_index: false } | Kind::Merge { .. } | Kind::FastForward { .. }) {
+            self.repair_lagging_index(lock, old)?;
+        }
         recover::write_pending(self, old, commit_id, changes)?;
         trace.mark("pending");
         // The new index goes in before the branch moves: a person's `git commit` reads the
@@ -351,12 +347,13 @@ impl PackRepo {
             Kind::WorkingTree { .. } => {}
             _ => {
                 let written = self.write_working_tree(&root, changes, &blobs, false, lock)?;
+                self.index_agrees_with_head();
                 let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
                 match known.as_mut() {
                     Some(state) if old.is_some_and(|o| state.is_at(o)) => {
                         let removed =
                             changes.files.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone());
-                        state.committed(self, commit_id, written, removed.collect());
+                        state.committed(&self.dir, commit_id, written, removed.collect());
                     }
                     _ => *known = None,
                 }
@@ -542,7 +539,7 @@ impl PackRepo {
         {
             let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(state) = known.as_mut()
-                && state.still_clean(self, current.id)
+                && state.still_clean(&self.dir, current.id)
             {
                 return Ok(Some(current));
             }
@@ -565,13 +562,6 @@ impl PackRepo {
         }
         *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = found;
         Ok(None)
-    }
-
-    /// True unless the git index changed since the look for hand edits recorded the clean
-    /// working tree at `head` (see [`clean`]); true when there is no record to go by.
-    fn index_as_looked_at(&self, head: Option<Oid>) -> bool {
-        let known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
-        known.as_ref().is_none_or(|state| state.index_unchanged(self, head))
     }
 
     /// Commits uncommitted changes of the working tree as an `edit:` commit

@@ -7,10 +7,12 @@
 //! the index it wrote back lacks the write: the index lags HEAD. Engram cannot keep a git
 //! command from writing back what it read (two git commands race the same way); it repairs:
 //!
-//! 1. the next write finds the index is not the one engram left (`clean` keeps its stamp,
-//!    checked again under git's index lock before the commit) and looks at the whole working
-//!    tree and index, which stages the lagging paths again (or puts back the files a
-//!    `git checkout` restored from the lagging index, `clean::restored_from_a_stale_index`);
+//! 1. the next write, under git's index lock and before its own index goes in, finds the
+//!    index is not one it knows to agree with HEAD (its stamp, [`super::gitindex::Stamp`])
+//!    and compares it with HEAD: an entry that holds one of the path's earlier committed
+//!    versions while the working tree holds HEAD's is a lag, and is staged again
+//!    ([`PackRepo::repair_lagging_index`]; files a `git checkout` restored from the lagging
+//!    index are put back by the look for hand edits, `clean::restored_from_a_stale_index`);
 //! 2. when the person's next `git commit` came first, it committed that index on top of
 //!    engram's commit: a commit (or a few) by others that sets every path engram's last writes
 //!    changed back to the state before them — exactly what an index read before them holds.
@@ -28,15 +30,21 @@ use std::path::Path;
 use git2::{Commit, Oid, Tree};
 
 use super::clean::made_by_a_tool;
+use super::gitindex::Stamp;
 use super::index_lock::{IndexLock, Retries};
 use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
-use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, short_id};
+use super::racy_reset::working_tree_id;
+use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, io_err, short_id};
+use crate::pack_root::PackRoot;
 
 /// How many commits by others above engram's last write are looked through.
 const OTHERS_DEPTH: usize = 16;
 
 /// How many of engram's writes, counted down from its last one, one commit may have dropped.
 const WRITES_DEPTH: usize = 16;
+
+/// How many commits back a lagging index entry's version is looked for.
+const LAG_DEPTH: usize = 64;
 
 /// The mark `git revert` leaves in its message.
 const REVERT_MARK: &str = "This reverts commit ";
@@ -166,7 +174,84 @@ pub(super) fn dropped_writes(repo: &PackRepo) -> Result<Option<Dropped>> {
     Ok(Some(Dropped { at, changes, message, note }))
 }
 
+/// True when `staged` (an id, or `None`: absent) is what `path` held in one of the
+/// [`LAG_DEPTH`] commits before `head`.
+fn an_earlier_version(head: &Commit<'_>, path: &str, staged: Option<Oid>) -> bool {
+    let mut cur = head.clone();
+    for _ in 0..LAG_DEPTH {
+        let Ok(parent) = cur.parent(0) else { return false };
+        let Ok(tree) = parent.tree() else { return false };
+        if entry(&tree, path).map(|(id, _)| id) == staged {
+            return true;
+        }
+        cur = parent;
+    }
+    false
+}
+
 impl PackRepo {
+    /// Records that the git index agrees with HEAD now (engram just put it in).
+    pub(super) fn index_agrees_with_head(&self) {
+        *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) =
+            Stamp::of(&self.git_dir().join("index"));
+    }
+
+    /// Stages HEAD's version again for every entry of the git index that lags `head` —
+    /// holds one of the path's earlier committed versions (or lacks a path HEAD has, or has
+    /// one it dropped) while the working tree holds HEAD's: what a `git commit` that read the
+    /// index before a write writes back after it (see the module docs). Anything else that
+    /// differs is the person's (a `git add`) and stays. Nothing is read when the index is
+    /// still the one last found or left in agreement with HEAD. Call with git's index lock
+    /// `lock` held, before the write's own index goes in.
+    pub(super) fn repair_lagging_index(&self, lock: &mut IndexLock, head: Option<Oid>) -> Result<()> {
+        let Some(head) = head else { return Ok(()) };
+        let index_path = self.git_dir().join("index");
+        let stamp = Stamp::of(&index_path);
+        if stamp.is_some() && *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) == stamp {
+            return Ok(());
+        }
+        let dir = &self.dir;
+        let git = |e| git_err("comparing the git index with HEAD", dir, e);
+        let commit = self.repo.find_commit(head).map_err(git)?;
+        let tree = commit.tree().map_err(git)?;
+        let mut index = self.repo.index().map_err(git)?;
+        index.read(true).map_err(git)?;
+        let diff = self.repo.diff_tree_to_index(Some(&tree), Some(&index), None).map_err(git)?;
+        let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
+        let id = |f: git2::DiffFile<'_>| (!f.id().is_zero()).then(|| f.id());
+        let mut lagging: Vec<(String, bool)> = Vec::new();
+        for delta in diff.deltas() {
+            let Some(path) = delta.new_file().path().or(delta.old_file().path()).and_then(Path::to_str)
+            else {
+                continue;
+            };
+            let (in_head, staged) = (id(delta.old_file()), id(delta.new_file()));
+            if working_tree_id(&root, path) == in_head && an_earlier_version(&commit, path, staged) {
+                lagging.push((path.to_owned(), in_head.is_some()));
+            }
+        }
+        if !lagging.is_empty() {
+            for (path, in_head) in &lagging {
+                if *in_head {
+                    index.add_path(Path::new(path)).map_err(git)?;
+                } else {
+                    index.remove_path(Path::new(path)).map_err(git)?;
+                }
+            }
+            lock.install_index(&index, dir)?;
+            *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let paths: Vec<&str> = lagging.iter().take(5).map(|(p, _)| p.as_str()).collect();
+            eprintln!(
+                "engram: {}: the git index lagged HEAD in {}{} (a `git commit` that read it before a write wrote it back); staged HEAD's versions again",
+                dir.display(),
+                paths.join(", "),
+                if lagging.len() > 5 { format!(" (+{} more)", lagging.len() - 5) } else { String::new() }
+            );
+        }
+        *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) = Stamp::of(&index_path);
+        Ok(())
+    }
+
     /// Restores what a person's `git commit` of a lagging git index dropped from engram's
     /// last writes (see the module docs), with one commit through [`PackRepo::publish`].
     /// Call with the pack's write lock held, after hand edits are committed.

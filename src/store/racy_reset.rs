@@ -94,7 +94,7 @@ pub(super) fn undo(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, from:
 
 /// The blob id of the working tree's file at `path` (`None`: absent, or not a
 /// file), read without following links.
-fn working_tree_id(root: &PackRoot, path: &str) -> Option<Oid> {
+pub(super) fn working_tree_id(root: &PackRoot, path: &str) -> Option<Oid> {
     let rel = PackPath::parse(path).ok()?;
     match root.read(&rel, |bytes| Oid::hash_object(ObjectType::Blob, bytes).ok()) {
         Ok(Found::Here(id)) => id,
