@@ -598,7 +598,8 @@ fn remove_pack(base: &Path) -> bool {
     removed
 }
 
-/// Keeps the newest [`REFLOG_KEEP`] entries of the HEAD and branch reflogs.
+/// Keeps the newest [`REFLOG_KEEP`] entries of the HEAD and branch reflogs, under git's
+/// lock of each ref (see [`super::refswap::trim_reflog`]: git appends to them beside us).
 /// Call with the write lock held: writers append to these files.
 pub(super) fn trim_reflogs(repo: &PackRepo) {
     let mut logs = vec!["HEAD".to_owned()];
@@ -608,17 +609,7 @@ pub(super) fn trim_reflogs(repo: &PackRepo) {
         logs.push(branch);
     }
     for name in logs {
-        let Ok(mut log) = repo.repo.reflog(&name) else { continue };
-        if log.len() <= REFLOG_KEEP {
-            continue;
-        }
-        // Entry 0 is the newest; dropping from the end drops the oldest.
-        while log.len() > REFLOG_KEEP {
-            if log.remove(log.len() - 1, false).is_err() {
-                break;
-            }
-        }
-        let _ = log.write();
+        super::refswap::trim_reflog(&repo.git_dir(), &name, REFLOG_KEEP, repo.options.durable);
     }
 }
 

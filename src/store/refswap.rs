@@ -160,6 +160,68 @@ fn logs_enabled(repo: &PackRepo) -> bool {
     }
 }
 
+/// Keeps the newest `keep` entries of the reflog of `name` (`HEAD` or a branch's
+/// `refs/heads/…`), rewriting it only while holding git's lock of that ref.
+///
+/// Git appends to a ref's log only while it holds `<ref>.lock` (its ref transaction
+/// takes `HEAD.lock` and the branch's lock, appends, renames the lock over the ref);
+/// engram appends under the same lock and its pack's write lock. libgit2's reflog rewrite
+/// takes only the log's own `<log>.lock`: a line git appended between its read and its
+/// rename went to the replaced file and was lost — and with it the `reset: moving to HEAD`
+/// line by which a racy `git reset --hard` is found and undone (`racy_reset`), so the
+/// acknowledged write it had moved the branch off stayed off for good. So the trim takes
+/// the ref's lock exclusively first (as git does, `O_EXCL`), and a lock someone else holds
+/// means a git command may be appending right now: the trim is left to a later write.
+/// The kept lines go in through `<log>.lock` and a rename, as `git reflog expire` writes
+/// them. Call with the pack's write lock held.
+pub(super) fn trim_reflog(git_dir: &Path, name: &str, keep: usize, durable: bool) {
+    let log = git_dir.join("logs").join(name);
+    let lines_of = |text: &[u8]| text.iter().filter(|&&b| b == b'\n').count();
+    // Short enough already (it only grows meanwhile): no lock taken, no file made.
+    if !fs::symlink_metadata(&log).is_ok_and(|m| m.is_file())
+        || !fs::read(&log).is_ok_and(|t| lines_of(&t) > keep)
+    {
+        return;
+    }
+    let ref_lock = git_dir.join(format!("{name}.lock"));
+    if OpenOptions::new().write(true).create_new(true).open(&ref_lock).is_err() {
+        return;
+    }
+    let log_lock = git_dir.join("logs").join(format!("{name}.lock"));
+    let trimmed = (|| -> std::io::Result<()> {
+        let text = fs::read(&log)?;
+        let lines = lines_of(&text);
+        if lines <= keep {
+            return Ok(());
+        }
+        // After the newline that ends the last line dropped.
+        let start = text
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(lines - keep - 1)
+            .map_or(0, |(i, _)| i + 1);
+        // Whoever writes the log holds the ref's lock, which is ours: a log lock is stale.
+        let create = || OpenOptions::new().write(true).create_new(true).open(&log_lock);
+        let mut file = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                fs::remove_file(&log_lock)?;
+                create()?
+            }
+            other => other?,
+        };
+        file.write_all(&text[start..])?;
+        if durable {
+            file.sync_all()?;
+        }
+        fs::rename(&log_lock, &log)
+    })();
+    if trimmed.is_err() {
+        let _ = fs::remove_file(&log_lock);
+    }
+    let _ = fs::remove_file(&ref_lock);
+}
+
 /// Appends `line` to the reflog at `path` (its directories made on first use).
 fn append(path: &Path, line: &str) {
     let open = || OpenOptions::new().create(true).append(true).open(path);
@@ -171,5 +233,38 @@ fn append(path: &Path, line: &str) {
     };
     if let Ok(mut f) = file {
         let _ = f.write_all(line.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reflog_is_trimmed_only_while_no_one_else_holds_its_refs_lock() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let git = tmp.path();
+        fs::create_dir_all(git.join("logs/refs/heads")).expect("dirs");
+        fs::create_dir_all(git.join("refs/heads")).expect("dirs");
+        let log = git.join("logs/refs/heads/main");
+        let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
+        fs::write(&log, &text).expect("log");
+        // A git command updating the branch holds its lock while it appends to the log.
+        fs::write(git.join("refs/heads/main.lock"), "").expect("git's lock");
+        trim_reflog(git, "refs/heads/main", 4, false);
+        assert_eq!(fs::read_to_string(&log).expect("log"), text, "left alone while git holds the lock");
+        fs::remove_file(git.join("refs/heads/main.lock")).expect("unlock");
+        // A log lock a killed writer left (whoever writes the log holds the ref's lock).
+        fs::write(git.join("logs/refs/heads/main.lock"), "stale").expect("stale");
+        trim_reflog(git, "refs/heads/main", 4, false);
+        assert_eq!(fs::read_to_string(&log).expect("log"), "line 6\nline 7\nline 8\nline 9\n");
+        assert!(!git.join("refs/heads/main.lock").exists(), "the ref's lock is released");
+        assert!(!git.join("logs/refs/heads/main.lock").exists(), "no log lock left");
+        // Short enough: nothing is rewritten.
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).expect("meta"));
+        let before = inode(&log);
+        trim_reflog(git, "refs/heads/main", 4, false);
+        assert_eq!(inode(&log), before);
     }
 }

@@ -265,22 +265,24 @@ async fn writes_succeed_while_a_person_commits_and_checks_out() {
     assert_fsck(&pack);
 }
 
-/// A person's `git commit` stopped inside its read of the git index: a `core.fsmonitor`
+/// A person's git command stopped inside its read of the git index: a `core.fsmonitor`
 /// hook (which git runs while it reads the index, before it takes `index.lock`) waits
 /// until the test lets it go. Git's as-is commit reads HEAD, then the index — without a
 /// lock — then takes `index.lock`, writes back the index it read and moves HEAD with a
-/// compare-and-swap against the HEAD it read.
+/// compare-and-swap against the HEAD it read. `git reset --hard` reads HEAD, then the
+/// index, then takes `index.lock`, rewrites the index and the files to the commit it
+/// read and moves the branch there from wherever it points by then.
 #[cfg(unix)]
-struct GatedCommit {
+struct GatedGit {
     child: std::process::Child,
     gate: PathBuf,
 }
 
 #[cfg(unix)]
-impl GatedCommit {
-    /// Starts `git commit -q -m message` in `pack` and returns once it has read HEAD and
-    /// the index (it is then waiting in the hook).
-    fn start(pack: &Path, gate: &Path, message: &str) -> Self {
+impl GatedGit {
+    /// Starts `git <args>` in `pack` and returns once it has read HEAD and the index (it is
+    /// then waiting in the hook).
+    fn start(pack: &Path, gate: &Path, args: &[&str]) -> Self {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::create_dir_all(gate).expect("gate dir");
         let hook = gate.join("fsmonitor-hook");
@@ -300,16 +302,17 @@ impl GatedCommit {
             .arg(pack)
             .arg("-c")
             .arg(format!("core.fsmonitor={}", hook.display()))
-            .args(["-c", "core.fsmonitorHookVersion=2", "commit", "-q", "-m", message])
+            .args(["-c", "core.fsmonitorHookVersion=2"])
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("spawn git commit");
+            .expect("spawn git");
         let started = std::time::Instant::now();
         while !reached.exists() {
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(60),
-                "git never ran the fsmonitor hook"
+                "git {args:?} never ran the fsmonitor hook"
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -319,7 +322,7 @@ impl GatedCommit {
     /// Lets git go on; its exit status and standard error.
     fn finish(self) -> (bool, String) {
         std::fs::write(self.gate.join("go"), b"").expect("go");
-        let out = self.child.wait_with_output().expect("git commit");
+        let out = self.child.wait_with_output().expect("git");
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 }
@@ -353,7 +356,7 @@ async fn a_commit_writes_back_an_index_read_before_a_capture(
     std::fs::create_dir_all(pack.join("notes")).expect("notes");
     std::fs::write(pack.join("notes/n1.md"), "the person's first note\n").expect("note");
     git(&pack, &["add", "notes"]);
-    let gated = GatedCommit::start(&pack, &env.dir.path().join("gate"), "person 1");
+    let gated = GatedGit::start(&pack, &env.dir.path().join("gate"), &["commit", "-q", "-m", "person 1"]);
     capture(client, "c1", "memory two").await;
     let (committed, stderr) = gated.finish();
     assert!(!committed, "the person's commit read HEAD before the capture moved it: its ref update fails");
@@ -414,4 +417,110 @@ async fn a_capture_a_persons_commit_of_a_lagging_index_dropped_is_restored_by_th
     let log = git(&pack, &["log", "--format=%s"]);
     assert!(log.lines().any(|s| s.starts_with("restore:")), "one commit restores the capture:\n{log}");
     assert!(git(&pack, &["show", "HEAD:notes/n2.md"]).contains("second note"), "the person's commit stays");
+}
+
+/// A person's `git reset --hard` that read HEAD before a capture moved it: it takes the
+/// index lock after the capture, puts the files and the index back to the commit it read
+/// and moves the branch there, off the acknowledged capture (its reflog line says
+/// `reset: moving to HEAD`, from the capture's commit to its parent). The next write puts
+/// the branch back on the capture before it writes.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_that_read_head_before_a_capture_is_undone_by_the_next_write() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    git(&pack, &["config", "user.name", "Person"]);
+    git(&pack, &["config", "user.email", "person@example.com"]);
+    let client = env.client().await;
+    capture(&client, "c0", "memory zero").await;
+    let gated = GatedGit::start(&pack, &env.dir.path().join("gate"), &["reset", "-q", "--hard"]);
+    capture(&client, "c0", "memory one").await;
+    let (reset, stderr) = gated.finish();
+    assert!(reset, "the reset runs after the capture: {stderr}");
+    assert!(
+        !git(&pack, &["show", "HEAD:memory/c0.md"]).contains("memory one"),
+        "the reset moved the branch back off the capture (the race this test is about)"
+    );
+    capture(&client, "c1", "memory two").await;
+    client.close().await.expect("close");
+    assert_all_present(&pack, &["memory zero", "memory one", "memory two"].map(String::from));
+    assert_clean(&pack);
+}
+
+/// The race behind a capture lost with no trace (1 run in many of
+/// `a_persons_checkout_during_captures_never_undoes_an_acknowledged_write`: no reachable
+/// commit ever held it): a racy `git reset --hard` (above) appends its `reset: moving to
+/// HEAD` line to the branch's reflog while the write it raced trims the reflogs. The trim
+/// (libgit2's reflog rewrite) read the log before the line and renamed its copy over the
+/// log after it: the line was gone, the next write found no reset to undo and built on
+/// the commit before the capture. No hook holds git between opening the log and writing
+/// the line, so the test makes git's ref update by git's own protocol (checked against git
+/// 2.47 with its `reference-transaction` hook: `HEAD.lock` and the branch's lock are held
+/// while the logs get their line): take both locks, open the logs for appending, append,
+/// rename the lock over the ref — with `engram gc`, which trims the reflogs as a write's
+/// housekeeping does, run while the locks are held.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflog_line_git_appends_while_engram_trims_the_reflogs_is_kept() {
+    use std::io::Write as _;
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    let git_dir = pack.join(".git");
+    let client = env.client().await;
+    capture(&client, "c0", "memory zero").await;
+    let before = git(&pack, &["rev-parse", "HEAD"]).trim().to_owned();
+    capture(&client, "c0", "memory one").await;
+    client.close().await.expect("close");
+    let captured = git(&pack, &["rev-parse", "HEAD"]).trim().to_owned();
+    let branch = git(&pack, &["symbolic-ref", "HEAD"]).trim().to_owned();
+    let logs = [git_dir.join("logs/HEAD"), git_dir.join("logs").join(&branch)];
+    // A pack used for a while: more reflog entries than a trim keeps (older ones first).
+    for log in &logs {
+        let old: String = (0..80)
+            .map(|i| {
+                format!(
+                    "{before} {before} Person <person@example.com> {} +0000\tolder {i}\n",
+                    1_700_000_000 + i
+                )
+            })
+            .collect();
+        let kept = std::fs::read_to_string(log).expect("reflog");
+        std::fs::write(log, format!("{old}{kept}")).expect("reflog");
+    }
+    // The reset read HEAD before the capture: files and index back to that commit first…
+    git(&pack, &["read-tree", "--reset", "-u", &before]);
+    // …then its ref transaction: both locks, the logs opened for appending.
+    let create = |path: &Path| std::fs::OpenOptions::new().write(true).create_new(true).open(path);
+    let head_lock = git_dir.join("HEAD.lock");
+    let ref_lock = git_dir.join(format!("{branch}.lock"));
+    create(&head_lock).expect("HEAD.lock");
+    create(&ref_lock).and_then(|mut f| f.write_all(format!("{before}\n").as_bytes())).expect("ref lock");
+    let mut appending: Vec<std::fs::File> =
+        logs.iter().map(|l| std::fs::OpenOptions::new().append(true).open(l).expect("open log")).collect();
+    let gc = env.cli(&["gc", "p"]);
+    assert!(gc.status.success(), "engram gc: {}", String::from_utf8_lossy(&gc.stderr));
+    let line =
+        format!("{captured} {before} Person <person@example.com> 1800000000 +0000\treset: moving to HEAD\n");
+    for file in &mut appending {
+        file.write_all(line.as_bytes()).expect("append");
+    }
+    drop(appending);
+    std::fs::rename(&ref_lock, git_dir.join(&branch)).expect("move the branch");
+    std::fs::remove_file(&head_lock).expect("unlock HEAD");
+    assert_eq!(git(&pack, &["rev-parse", "HEAD"]).trim(), before, "the reset moved the branch back");
+    let branch_log = std::fs::read_to_string(&logs[1]).expect("reflog");
+    assert!(branch_log.ends_with(&line), "the reset's line is in the branch's reflog:\n{branch_log}");
+
+    let client = env.client().await;
+    capture(&client, "c1", "memory two").await;
+    client.close().await.expect("close");
+    assert_all_present(&pack, &["memory zero", "memory one", "memory two"].map(String::from));
+    assert_clean(&pack);
+    // The trim ran once nothing held the locks (this write's housekeeping, or the next).
+    let out = env.cli(&["gc", "p"]);
+    assert!(out.status.success());
+    let lines = std::fs::read_to_string(&logs[1]).expect("reflog").lines().count();
+    assert!(lines <= 50, "the branch's reflog is trimmed when no git command holds its lock: {lines} lines");
 }
