@@ -199,10 +199,12 @@ impl PackRepo {
         let head = at.id;
         // A person's `git reset --hard` that read HEAD before the last write moved it has
         // moved the branch back: put it forward again and look anew (see `racy_reset`).
+        // (Not for the merge that undoes it, when commits were made on top since.)
         if !matches!(kind, Kind::Proposal { .. })
-            && let Some(from) = racy_reset::rolled_back_from(self, at)
+            && let Some(rolled) = racy_reset::rolled_back_from(self, at)
+            && !matches!(kind, Kind::Merge { theirs } if theirs == rolled.from)
         {
-            racy_reset::undo(self, lock, at, from)?;
+            racy_reset::undo(self, lock, at, rolled)?;
             return Ok(CommitOutcome::Retry);
         }
         let base_snapshot = self.snapshot_of_tree(base, head);

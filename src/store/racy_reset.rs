@@ -10,9 +10,12 @@
 //! ancestor of it. "Moving to HEAD" was the person's intent — keep HEAD, drop
 //! uncommitted changes — so the next commit engram publishes first puts the
 //! branch back on the commit the reset left, and the files the reset rewrote
-//! back to that commit's (`PackRepo::publish`, before the pending record). A
+//! back to that commit's (`PackRepo::publish`, before the pending record). When
+//! the person committed on top of the reset before engram's next write, their
+//! commits stay and one `restore:` merge brings the dropped commit back in. A
 //! reset to anything else (`git reset --hard HEAD~1`, a commit id) is
-//! deliberate and left alone.
+//! deliberate and left alone. (The trace must survive: engram trims the reflogs
+//! only under git's lock of their ref, `refswap::trim_reflog`.)
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -23,7 +26,8 @@ use crate::pack_path::PackPath;
 use crate::pack_root::{Found, PackRoot};
 
 use super::index_lock::IndexLock;
-use super::{BranchHead, PackRepo, Result, git_err, io_err};
+use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
+use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, io_err, short_id};
 
 /// The reflog message of `git reset --hard` without a commit (and of `git stash`).
 const RESET_TO_HEAD: &str = "reset: moving to HEAD";
@@ -31,35 +35,79 @@ const RESET_TO_HEAD: &str = "reset: moving to HEAD";
 /// How much of the end of the reflog is read.
 const TAIL: u64 = 4 * 1024;
 
-/// The commit a `git reset --hard` that read HEAD before a write moved it has
-/// moved the branch back from, when the branch's newest reflog entries show
-/// one (resets that found the branch where they read it may follow). Cheap: it
-/// reads the end of one file.
-pub(super) fn rolled_back_from(repo: &PackRepo, at: &BranchHead) -> Option<Oid> {
+/// How many commits by others on top of a racy reset are looked through.
+const COMMITS_ON_TOP: usize = 16;
+
+/// A racy `git reset --hard` found in the branch's reflog: the branch went back
+/// from `from` to its ancestor `to` (and may have had commits of others made on top).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RolledBack {
+    /// The commit the reset moved the branch off.
+    pub from: Oid,
+    /// The commit it moved the branch to.
+    pub to: Oid,
+}
+
+/// The racy `git reset --hard` that moved the branch back from a write's commit, when
+/// the branch's newest reflog entries show one: a `reset: moving to HEAD` line from a
+/// newer commit to an ancestor of it (resets that found the branch where they read it
+/// may follow), possibly followed by plain `git commit`s made on top of it since (each
+/// line `commit: …` from its commit's parent), the newest ending at HEAD. Cheap: it reads
+/// the end of one file.
+pub(super) fn rolled_back_from(repo: &PackRepo, at: &BranchHead) -> Option<RolledBack> {
     let head = at.id?;
     let tail = read_tail(&repo.git_dir().join("logs").join(&at.branch))?;
+    // The commit the line being read must have moved the branch to.
+    let mut expect = head;
+    let mut on_top = 0;
     for line in tail.lines().rev() {
         let (old, new, message) = parse(line)?;
-        if message != RESET_TO_HEAD {
+        if message == RESET_TO_HEAD {
+            if old == new {
+                continue;
+            }
+            // Backwards only: the commit the reset left must lead to the one it went to.
+            let back = new == expect
+                && repo.repo.graph_descendant_of(old, new).unwrap_or(false)
+                && !(on_top > 0 && repo.repo.graph_descendant_of(head, old).unwrap_or(true));
+            return back.then_some(RolledBack { from: old, to: new });
+        }
+        // A person's plain commit on top: its parent is where the branch was.
+        let committed_on_top = message.starts_with("commit: ")
+            && new == expect
+            && repo
+                .repo
+                .find_commit(new)
+                .is_ok_and(|c| c.parent_count() == 1 && c.parent_id(0).ok() == Some(old));
+        if !committed_on_top || on_top >= COMMITS_ON_TOP {
             return None;
         }
-        if old == new {
-            continue;
-        }
-        // Backwards only: the commit the reset left must lead to the one it went to.
-        let back = new == head && repo.repo.graph_descendant_of(old, new).unwrap_or(false);
-        return back.then_some(old);
+        on_top += 1;
+        expect = old;
     }
     None
 }
 
-/// Puts the branch back on `from` (see [`rolled_back_from`]) and the files the
-/// reset rewrote back to `from`'s versions, index included; a file changed since
-/// the reset is left as it is (the hand-edit step sees it). False when the
-/// branch moved again meanwhile (nothing done).
-pub(super) fn undo(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, from: Oid) -> Result<bool> {
+/// Undoes a racy reset (see [`rolled_back_from`]): when the branch is still where the
+/// reset left it, puts it back on `from` and the files the reset rewrote back to
+/// `from`'s versions, index included (a file changed since the reset is left as it is:
+/// the hand-edit step sees it). When commits of others were made on top since, they stay:
+/// one merge commit brings `from` back in (its second parent), with `from`'s version of
+/// every path the dropped writes changed and the commits on top left as the reset left
+/// it (a path they changed too stays theirs). False when the branch moved again
+/// meanwhile (nothing done).
+pub(super) fn undo(
+    repo: &PackRepo,
+    lock: &mut IndexLock,
+    at: &BranchHead,
+    rolled: RolledBack,
+) -> Result<bool> {
+    let RolledBack { from, to } = rolled;
     let dir = &repo.dir;
-    let Some(to) = at.id else { return Ok(false) };
+    let Some(head) = at.id else { return Ok(false) };
+    if head != to {
+        return restore_under(repo, lock, at, rolled);
+    }
     let git = |e| git_err("undoing a racy `git reset --hard`", dir, e);
     let from_commit = repo.repo.find_commit(from).map_err(git)?;
     let from_tree = from_commit.tree().map_err(git)?;
@@ -90,6 +138,68 @@ pub(super) fn undo(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, from:
     let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
     super::recover::restore_from_head(repo, lock, &from_commit, &paths)?;
     Ok(true)
+}
+
+/// The merge of [`undo`] when commits were made on top of the reset: through
+/// [`PackRepo::publish`] (which leaves this reset alone for it, see there).
+fn restore_under(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, rolled: RolledBack) -> Result<bool> {
+    let RolledBack { from, to } = rolled;
+    let dir = &repo.dir;
+    let Some(head) = at.id else { return Ok(false) };
+    let git = |e| git_err("restoring writes a racy `git reset --hard` dropped", dir, e);
+    let tree_of = |id: Oid| repo.repo.find_commit(id).and_then(|c| c.tree()).map_err(git);
+    let (head_tree, to_tree, from_tree) = (tree_of(head)?, tree_of(to)?, tree_of(from)?);
+    let diff = repo.repo.diff_tree_to_tree(Some(&to_tree), Some(&from_tree), None).map_err(git)?;
+    let entry = |tree: &git2::Tree<'_>, path: &str| {
+        tree.get_path(Path::new(path)).ok().map(|e| (e.id(), e.filemode()))
+    };
+    let mut changes = Changes::for_memory();
+    let mut restored: Vec<String> = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            let Some(path) = file.path().and_then(Path::to_str) else { continue };
+            if restored.iter().any(|p| p == path) || entry(&head_tree, path) != entry(&to_tree, path) {
+                continue;
+            }
+            match entry(&from_tree, path) {
+                Some((id, mode)) => {
+                    // Not a blob (a submodule): not engram's to restore.
+                    let Ok(blob) = repo.repo.find_blob(id) else { continue };
+                    changes.put_with_mode(path.to_owned(), blob.content().to_vec(), mode);
+                }
+                None => changes.remove(path.to_owned()),
+            }
+            restored.push(path.to_owned());
+        }
+    }
+    let listed: Vec<&str> = restored.iter().take(5).map(String::as_str).collect();
+    let more = if restored.len() > 5 { format!(" (+{} more)", restored.len() - 5) } else { String::new() };
+    let (from_short, to_short) = (short_id(&from.to_string()), short_id(&to.to_string()));
+    let message = CommitMessage {
+        body: Some(format!(
+            "A `git reset --hard` that read HEAD before engram's write {from_short} moved the branch back \
+             to {to_short}, and commits were made on top since: they stay, and this merge brings the \
+             dropped writes back (an undo is `git revert` or engram's revert/undo)."
+        )),
+        ..CommitMessage::new(format!(
+            "restore: {}{more}",
+            if listed.is_empty() { "writes a racy reset dropped".to_owned() } else { listed.join(", ") }
+        ))
+    }
+    .made_by("restore", None);
+    let base = Some(head_tree.id());
+    let proposal =
+        Proposal { at, base, changes: &changes, message: &message, kind: Kind::Merge { theirs: from } };
+    match repo.publish(&proposal, lock, &mut PhaseTimer::new(false))? {
+        CommitOutcome::Committed(_) => {
+            eprintln!(
+                "engram: {}: a `git reset --hard` that read HEAD before a write moved it had moved the branch back from {from} to {to}, and commits were made on top; merged {from} back in",
+                dir.display()
+            );
+            Ok(true)
+        }
+        CommitOutcome::Unchanged | CommitOutcome::Retry => Ok(false),
+    }
 }
 
 /// The blob id of the working tree's file at `path` (`None`: absent, or not a

@@ -524,3 +524,45 @@ async fn a_reflog_line_git_appends_while_engram_trims_the_reflogs_is_kept() {
     let lines = std::fs::read_to_string(&logs[1]).expect("reflog").lines().count();
     assert!(lines <= 50, "the branch's reflog is trimmed when no git command holds its lock: {lines} lines");
 }
+
+/// The racy reset above, and then the person commits before engram's next write: their
+/// commit's parent is the commit the reset went back to, so putting the branch back on
+/// the capture would drop it. The next write keeps the person's commit and merges the
+/// capture's commit back in (one `restore:` merge), before it writes.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_a_racy_reset_dropped_comes_back_under_the_persons_commit_made_since() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    git(&pack, &["config", "user.name", "Person"]);
+    git(&pack, &["config", "user.email", "person@example.com"]);
+    let client = env.client().await;
+    capture(&client, "c0", "memory zero").await;
+    let gated = GatedGit::start(&pack, &env.dir.path().join("gate"), &["reset", "-q", "--hard"]);
+    capture(&client, "c0", "memory one").await;
+    let (reset, stderr) = gated.finish();
+    assert!(reset, "the reset runs after the capture: {stderr}");
+    std::fs::create_dir_all(pack.join("notes")).expect("notes");
+    std::fs::write(pack.join("notes/n1.md"), "the person's note\n").expect("note");
+    git(&pack, &["add", "notes"]);
+    git(&pack, &["commit", "-q", "-m", "person 1"]);
+    assert!(
+        !git(&pack, &["show", "HEAD:memory/c0.md"]).contains("memory one"),
+        "the person's commit was made on the commit the reset went back to"
+    );
+    capture(&client, "c1", "memory two").await;
+    client.close().await.expect("close");
+    assert_all_present(&pack, &["memory zero", "memory one", "memory two"].map(String::from));
+    assert_clean(&pack);
+    assert!(
+        git(&pack, &["show", "HEAD:notes/n1.md"]).contains("the person's note"),
+        "the person's commit stays"
+    );
+    let log = git(&pack, &["log", "--format=%s|%p"]);
+    let merges = log.lines().filter(|l| l.rsplit_once('|').is_some_and(|(_, p)| p.split(' ').count() == 2));
+    assert!(
+        merges.map(|l| l.starts_with("restore: ")).eq([true]),
+        "one merge brings the capture back:\n{log}"
+    );
+}
