@@ -34,8 +34,9 @@ pub use packs::registry::{Registry, RegistryEntry, render_entry as render_regist
 
 /// The hot index path (for hooks that read it without the expiry pass).
 const HOT_INDEX_PATH: &str = crate::memlog::HOT_INDEX;
+pub(crate) use engram::memory_files::fold as fold_for_duplicates;
 pub use engram::memory_items::{
-    MemoryItem, MemoryList, MemoryTarget, ParsedMemoryFiles, PastItem, WriteOutcome, memory_id,
+    MemoryItem, MemoryList, MemoryRef, MemoryTarget, ParsedMemoryFiles, PastItem, WriteOutcome, memory_id,
 };
 pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
 pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};

@@ -87,17 +87,17 @@ pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
     for p in state.engram.packs().list() {
         let (head, listing) = state.memories(&p.name, None)?;
-        let count = |by: Vec<(String, usize)>| -> serde_json::Map<String, Value> {
-            by.into_iter().map(|(c, n)| (c, json!(n))).collect()
+        let count = |by: &[(String, usize)]| -> serde_json::Map<String, Value> {
+            by.iter().map(|(c, n)| (c.clone(), json!(n))).collect()
         };
         let meta_count = |k: &str| p.meta.get(k).and_then(Value::as_i64).unwrap_or(0);
         out.push(json!({
             "name": p.name,
             "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
-            "memories": listing.items.len(),
+            "memories": listing.len(),
             "head": head,
-            "categories": count(super::by_category(&listing.items)),
-            "types": count(super::by_field(&listing.items, |i| &i.memory_type)),
+            "categories": count(listing.by_category()),
+            "types": count(listing.by_type()),
             "knowledge": meta_count("knowledge_count"),
             "examples": meta_count("examples_count"),
             "sync": super::packs::sync_state(state, &p.name),
@@ -121,9 +121,15 @@ pub(crate) async fn list(
     let v = blocking(move || {
         let (commit, listing) = state.memories(&pack, None)?;
         let shown = filter.apply(&state, &pack, commit.as_deref(), &listing)?;
-        let page: Vec<&MemoryItem> = shown.items.iter().skip(offset).take(limit).copied().collect();
-        let duplicates: serde_json::Map<String, Value> =
-            page.iter().filter_map(|m| Some((m.id.clone(), json!(listing.duplicate_of(m)?.id)))).collect();
+        let positions: Vec<usize> = shown.items.iter().skip(offset).take(limit).copied().collect();
+        let page: Vec<MemoryItem> = positions.iter().filter_map(|&i| listing.item(i)).collect();
+        let duplicates: serde_json::Map<String, Value> = positions
+            .iter()
+            .filter_map(|&i| {
+                let first = listing.get(listing.duplicate_of(i)?)?;
+                Some((listing.get(i)?.id_hex(), json!(first.id_hex())))
+            })
+            .collect();
         Ok(json!({
             "commit": commit, "total": shown.items.len(), "offset": offset, "limit": limit, "items": page,
             "duplicates": duplicates, "capped": shown.capped, "past": shown.past,
@@ -156,12 +162,6 @@ pub(crate) fn add_request(
     if out.commit.is_some() {
         state.catch_up_later(&req.name);
     }
-    if let (Some(id), Some(commit), Some(parent)) = (&out.id, &out.commit, &out.parent)
-        && let Some(item) = state.engram.newest_memory_item(&req.name, commit, id)?
-        && item.category == req.category.trim()
-    {
-        state.derive_after_capture(&req.name, parent, commit, item);
-    }
     // Capture names the new entry's id when the index head tells its rank (nearly always);
     // otherwise (and for a duplicate) it is looked up in the list of the commit.
     if out.id.is_none()
@@ -171,11 +171,11 @@ pub(crate) fn add_request(
         let category = req.category.trim();
         let summary = crate::memory::single_line(&req.summary);
         out.id = listing
-            .items
+            .list
             .iter()
             .rev()
             .find(|i| i.category == category && i.summary == summary)
-            .map(|i| i.id.clone());
+            .map(|i| i.id_hex());
     }
     Ok(out)
 }
@@ -229,11 +229,11 @@ pub(crate) fn target_at(
         ));
     };
     let (_, at_base) = state.memories(pack, Some(base))?;
-    match at_base.items.iter().find(|i| i.id == id) {
-        Some(item) => Ok(MemoryTarget { id: id.to_owned(), expected: Some(item.clone()) }),
+    match at_base.find(id) {
+        Some(item) => Ok(MemoryTarget { id: id.to_owned(), expected: Some(item) }),
         None => {
             let (_, now) = state.memories(pack, None)?;
-            let current = now.items.iter().find(|i| i.id == id).cloned().map(Box::new);
+            let current = now.find(id).map(Box::new);
             Err(EngramError::Stale { id: id.to_owned(), current }.into())
         }
     }

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use chrono::NaiveDateTime;
 
 use super::{Failure, UiState};
-use crate::ops::{MemoryItem, PastItem, SearchQuery};
+use crate::ops::{MemoryItem, MemoryList, MemoryRef, PastItem, SearchQuery, fold_for_duplicates as folded};
 
 /// Most hits a text filter shows (the engine's largest answer).
 pub(crate) const MAX_HITS: usize = 100;
@@ -18,58 +18,92 @@ pub(crate) const MAX_HITS: usize = 100;
 /// The memories of one commit, as the pages read them (cached per commit, `UiState::memories`).
 pub(crate) struct Listing {
     /// Every live entry, oldest first.
-    pub items: Vec<MemoryItem>,
+    pub list: MemoryList,
     /// Item positions by the search engine's join key (category, time, type, tags): made on the
     /// first text filter.
     by_key: OnceLock<HashMap<String, Vec<usize>>>,
-    /// Positions by id, and likely duplicates: made on the first look.
-    marks: OnceLock<Marks>,
+    /// Likely duplicates (item position → position of the earlier entry it repeats): made on
+    /// the first look.
+    dups: OnceLock<HashMap<usize, usize>>,
+    /// Counts by category and by type: made on the first look.
+    counts: OnceLock<[Vec<(String, usize)>; 2]>,
     /// Archived and expired entries, read on first use.
     pub(crate) past: OnceLock<Vec<PastItem>>,
-}
-
-/// What [`Listing::duplicate_of`] reads.
-struct Marks {
-    /// Item position by id (the id's 64 bits).
-    at: HashMap<u64, usize>,
-    /// Likely duplicates: item position → position of the earlier entry it repeats.
-    dups: HashMap<usize, usize>,
 }
 
 fn key(category: &str, ts: &str, memory_type: &str, tags: &[String]) -> String {
     crate::packsearch::extract::key_of(category, ts, memory_type, tags)
 }
 
-/// Text as duplicates are compared: lowercase, letters and digits only (any script).
-fn fold(s: &str) -> impl Iterator<Item = char> + '_ {
-    s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric())
-}
-
-/// The hash of a folded text and its length in characters (nothing is allocated).
-fn folded_hash(s: &str) -> (u64, usize) {
-    let mut buf = [0u8; 4];
-    fold(s).fold((crate::graph::fnv1a64(b""), 0), |(h, n), c| {
-        (crate::graph::fnv1a64_extend(h, c.encode_utf8(&mut buf).as_bytes()), n + 1)
-    })
-}
-
 impl Listing {
-    /// The listing of `items` (oldest first).
-    pub(crate) fn new(items: Vec<MemoryItem>) -> Self {
-        Self { items, by_key: OnceLock::new(), marks: OnceLock::new(), past: OnceLock::new() }
+    /// The listing of `list`.
+    pub(crate) fn new(list: MemoryList) -> Self {
+        Self {
+            list,
+            by_key: OnceLock::new(),
+            dups: OnceLock::new(),
+            counts: OnceLock::new(),
+            past: OnceLock::new(),
+        }
     }
 
     /// An empty listing (a pack without commits).
     pub(crate) fn empty() -> Self {
-        Self::new(Vec::new())
+        Self::new(MemoryList::default())
+    }
+
+    /// How many live entries.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Entry `i` (oldest first), borrowed.
+    pub(crate) fn get(&self, i: usize) -> Option<MemoryRef<'_>> {
+        self.list.get(i)
+    }
+
+    /// Entry `i` as an item.
+    pub(crate) fn item(&self, i: usize) -> Option<MemoryItem> {
+        self.get(i).map(|m| m.to_item())
+    }
+
+    /// The entry with id `id`, as an item.
+    pub(crate) fn find(&self, id: &str) -> Option<MemoryItem> {
+        self.item(self.list.position(id)?)
+    }
+
+    /// Counts of the entries by category, in name order.
+    pub(crate) fn by_category(&self) -> &[(String, usize)] {
+        &self.counts()[0]
+    }
+
+    /// Counts of the entries by type, in name order.
+    pub(crate) fn by_type(&self) -> &[(String, usize)] {
+        &self.counts()[1]
+    }
+
+    fn counts(&self) -> &[Vec<(String, usize)>; 2] {
+        self.counts.get_or_init(|| [self.count_by(|m| m.category), self.count_by(|m| m.memory_type)])
+    }
+
+    fn count_by<'a>(&'a self, field: impl Fn(MemoryRef<'a>) -> &'a str) -> Vec<(String, usize)> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for m in self.list.iter() {
+            *counts.entry(field(m)).or_default() += 1;
+        }
+        let mut v: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+        v.sort();
+        v
     }
 
     /// Item positions by the search engine's join key.
     fn by_key(&self) -> &HashMap<String, Vec<usize>> {
         self.by_key.get_or_init(|| {
-            let mut by_key: HashMap<String, Vec<usize>> = HashMap::with_capacity(self.items.len());
-            for (i, m) in self.items.iter().enumerate() {
-                by_key.entry(key(&m.category, &m.ts, &m.memory_type, &m.tags)).or_default().push(i);
+            let mut by_key: HashMap<String, Vec<usize>> = HashMap::with_capacity(self.len());
+            for i in 0..self.len() {
+                let Some(m) = self.get(i) else { continue };
+                let tags: Vec<String> = m.tags().map(str::to_owned).collect();
+                by_key.entry(key(m.category, m.ts, m.memory_type, &tags)).or_default().push(i);
             }
             by_key
         })
@@ -78,49 +112,40 @@ impl Listing {
     /// Likely duplicates: an entry whose text (or summary) is, letters and digits folded, the
     /// same as an earlier entry's of the same category — what `capture_memory`'s duplicate
     /// check refuses within 30 seconds, found here across any time. Texts are compared by the
-    /// hash of their folded form, and a match is confirmed on the texts themselves.
-    fn marks(&self) -> &Marks {
-        self.marks.get_or_init(|| {
-            let mut at = HashMap::with_capacity(self.items.len());
+    /// hash of their folded form (made once per memory file), and a match is confirmed on the
+    /// texts themselves.
+    fn dups(&self) -> &HashMap<usize, usize> {
+        self.dups.get_or_init(|| {
             // (category, a summary, folded hash) → the first entry with it.
-            let mut seen: HashMap<(&str, bool, u64), usize> = HashMap::with_capacity(self.items.len() * 2);
+            let mut seen: HashMap<(&str, bool, u64), usize> = HashMap::with_capacity(self.len() * 2);
             let mut dups = HashMap::new();
-            for (i, m) in self.items.iter().enumerate() {
-                if let Ok(id) = u64::from_str_radix(&m.id, 16) {
-                    at.insert(id, i);
-                }
-                // A summary's key was its folded text after one marker character.
-                for (summary, text) in [(false, &m.content), (true, &m.summary)] {
-                    let (hash, len) = folded_hash(text);
-                    if len + usize::from(summary) < 4 {
-                        continue;
-                    }
-                    match seen.get(&(m.category.as_str(), summary, hash)) {
+            for i in 0..self.len() {
+                let Some(m) = self.get(i) else { continue };
+                for (summary, fold, text) in
+                    [(false, m.content_fold, m.content), (true, m.summary_fold, m.summary)]
+                {
+                    let Some(hash) = fold else { continue };
+                    match seen.get(&(m.category, summary, hash)) {
                         Some(&first) => {
-                            let earlier = &self.items[first];
-                            let earlier = if summary { &earlier.summary } else { &earlier.content };
-                            if fold(earlier).eq(fold(text)) {
+                            let Some(earlier) = self.get(first) else { continue };
+                            let earlier = if summary { earlier.summary } else { earlier.content };
+                            if folded(earlier).eq(folded(text)) {
                                 dups.entry(i).or_insert(first);
                             }
                         }
                         None => {
-                            seen.insert((m.category.as_str(), summary, hash), i);
+                            seen.insert((m.category, summary, hash), i);
                         }
                     }
                 }
             }
-            Marks { at, dups }
+            dups
         })
     }
 
-    /// The earlier entry `m` likely repeats, if any.
-    pub(crate) fn duplicate_of(&self, m: &MemoryItem) -> Option<&MemoryItem> {
-        let marks = self.marks();
-        let pos = *marks.at.get(&u64::from_str_radix(&m.id, 16).ok()?)?;
-        if self.items[pos].id != m.id {
-            return None;
-        }
-        marks.dups.get(&pos).map(|&first| &self.items[first])
+    /// The position of the earlier entry that entry `i` likely repeats, if any.
+    pub(crate) fn duplicate_of(&self, i: usize) -> Option<usize> {
+        self.dups().get(&i).copied()
     }
 }
 
@@ -151,8 +176,8 @@ fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
 
 /// What a filter lets through.
 pub(crate) struct Shown<'a> {
-    /// Live entries: newest first, or best first for a text filter.
-    pub items: Vec<&'a MemoryItem>,
+    /// Live entries (positions in the listing): newest first, or best first for a text filter.
+    pub items: Vec<usize>,
     /// Archived and expired entries (only with the toggle), newest first.
     pub past: Vec<&'a PastItem>,
     /// The text filter's answer was cut at [`MAX_HITS`].
@@ -210,12 +235,13 @@ impl Filter {
             None => None,
         };
         let today = now.format("%Y-%m-%d").to_string();
-        let expired = |m: &MemoryItem| m.expires.as_deref().is_some_and(|e| e < today.as_str());
+        let expired = |m: &MemoryRef<'_>| m.expires.is_some_and(|e| e < today.as_str());
         let in_range =
             |ts: Option<&str>| range.is_none_or(|r| ts.and_then(stamp).is_some_and(|t| r.contains(t)));
         let tagged = |tags: &[String]| self.tags.iter().all(|t| tags.contains(t));
+        let tagged_ref = |m: &MemoryRef<'_>| self.tags.iter().all(|t| m.tags().any(|have| have == t));
         let mut capped = false;
-        let items: Vec<&MemoryItem> = match self.q.as_deref() {
+        let items: Vec<usize> = match self.q.as_deref() {
             Some(q) => {
                 let query = SearchQuery {
                     query: q.to_owned(),
@@ -232,7 +258,7 @@ impl Filter {
                 };
                 let out = state.engram.search(&query)?;
                 capped = out.hits.len() >= MAX_HITS;
-                let mut taken = vec![false; listing.items.len()];
+                let mut taken = vec![false; listing.len()];
                 let mut found = Vec::new();
                 for h in out.hits.iter().filter(|h| h.pack == pack) {
                     let (Some(cat), Some(ts)) = (h.category.as_deref(), h.entry.as_deref()) else { continue };
@@ -242,24 +268,29 @@ impl Filter {
                     let pick = candidates
                         .iter()
                         .copied()
-                        .find(|&i| !taken[i] && listing.items[i].summary == h.title)
+                        .find(|&i| !taken[i] && listing.get(i).is_some_and(|m| m.summary == h.title))
                         .or_else(|| candidates.iter().copied().find(|&i| !taken[i]));
                     if let Some(i) = pick {
                         taken[i] = true;
-                        found.push(&listing.items[i]);
+                        found.push(i);
                     }
                 }
-                found.into_iter().filter(|m| self.old || !expired(m)).collect()
+                found
+                    .into_iter()
+                    .filter(|&i| self.old || listing.get(i).is_some_and(|m| !expired(&m)))
+                    .collect()
             }
-            None => listing
-                .items
-                .iter()
+            None => (0..listing.len())
                 .rev()
-                .filter(|m| self.category.as_deref().is_none_or(|c| m.category == c))
-                .filter(|m| self.memory_type.as_deref().is_none_or(|t| m.memory_type == t))
-                .filter(|m| tagged(&m.tags))
-                .filter(|m| in_range(Some(&m.ts)))
-                .filter(|m| self.old || !expired(m))
+                .filter(|&i| {
+                    listing.get(i).is_some_and(|m| {
+                        self.category.as_deref().is_none_or(|c| m.category == c)
+                            && self.memory_type.as_deref().is_none_or(|t| m.memory_type == t)
+                            && tagged_ref(&m)
+                            && in_range(Some(m.ts))
+                            && (self.old || !expired(&m))
+                    })
+                })
                 .collect(),
         };
         let past = if self.old {
@@ -302,9 +333,9 @@ fn stamp(ts: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    fn item(id: &str, category: &str, summary: &str, content: &str) -> MemoryItem {
+    fn item(category: &str, summary: &str, content: &str) -> MemoryItem {
         MemoryItem {
-            id: id.into(),
+            id: String::new(),
             category: category.into(),
             ts: "2026-01-01 10:00".into(),
             memory_type: "fact".into(),
@@ -317,17 +348,25 @@ mod tests {
 
     #[test]
     fn duplicates_are_the_same_words_in_the_same_category() {
-        let l = Listing::new(vec![
-            item("a", "c", "tea", "The user likes green tea."),
-            item("b", "c", "tea again", "the user likes GREEN tea"),
-            item("c", "d", "other", "The user likes green tea."),
-            item("d", "c", "用户喜欢绿茶", "用户喜欢绿茶。"),
-            item("e", "c", "用户喜欢绿茶", "喝绿茶"),
-        ]);
-        assert_eq!(l.duplicate_of(&l.items[1]).map(|m| m.id.as_str()), Some("a"));
-        assert!(l.duplicate_of(&l.items[0]).is_none());
-        assert!(l.duplicate_of(&l.items[2]).is_none(), "another category");
-        assert_eq!(l.duplicate_of(&l.items[4]).map(|m| m.id.as_str()), Some("d"), "same summary");
+        let l = Listing::new(MemoryList::of_items(&[
+            item("c", "tea", "The user likes green tea."),
+            item("c", "tea again", "the user likes GREEN tea"),
+            item("d", "other", "The user likes green tea."),
+            item("c", "用户喜欢绿茶", "用户喜欢绿茶。"),
+            item("c", "用户喜欢绿茶", "喝绿茶"),
+            item("c", "abc", "xyz"),
+            item("c", "ABC!", "x y z"),
+        ]));
+        assert_eq!(l.get(2).map(|m| m.content), Some("The user likes green tea."));
+        assert_eq!(l.duplicate_of(1), Some(0));
+        assert_eq!(l.duplicate_of(0), None);
+        assert_eq!(l.duplicate_of(2), None, "another category");
+        assert_eq!(l.duplicate_of(3), None);
+        assert_eq!(l.duplicate_of(4), Some(3), "same summary");
+        assert_eq!(l.duplicate_of(6), Some(5), "a three-letter summary counts, a three-letter text does not");
+        assert_eq!(l.by_category(), [("c".to_owned(), 6), ("d".to_owned(), 1)]);
+        assert_eq!(l.by_type(), [("fact".to_owned(), 7)]);
+        assert_eq!(l.find(&l.get(4).unwrap().id_hex()).map(|m| m.content), Some("喝绿茶".to_owned()));
     }
 
     #[test]

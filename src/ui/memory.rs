@@ -16,7 +16,7 @@ use super::filter::{Filter, Listing, MAX_HITS, Shown};
 use super::html::{Lang, esc, page, url};
 use super::pages::{Ctx, field, form, optional, see_other, short};
 use super::{Failure, UiState, blocking};
-use crate::ops::{CaptureRequest, EngramError, MemoryItem, PastItem};
+use crate::ops::{CaptureRequest, EngramError, MemoryItem, MemoryRef, PastItem};
 
 /// Memories on one page of the list.
 const PAGE_SIZE: usize = 50;
@@ -169,7 +169,6 @@ fn memory_list(
 ) -> String {
     let l = cx.lang;
     let u = url(name);
-    let items = &listing.items;
     let pages = shown.items.len().div_ceil(PAGE_SIZE).max(1);
     let page_no = cx.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, pages);
     let mut body = format!("<h1>{} · {}</h1>\n", esc(name), l.t("memories"));
@@ -181,8 +180,8 @@ fn memory_list(
             esc(done)
         ));
     }
-    let cats = super::by_category(items);
-    let types = super::by_field(items, |i| &i.memory_type);
+    let cats = listing.by_category();
+    let types = listing.by_type();
     let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
     body.push_str(&format!(
         "<form method=\"get\" class=\"filter\" role=\"search\">\
@@ -203,9 +202,9 @@ fn memory_list(
         lsh = l.t("search_hint"),
         q = v(&filter.q),
         lc = l.t("category"),
-        co = options(l, &cats, filter.category.as_deref()),
+        co = options(l, cats, filter.category.as_deref()),
         lt = l.t("type"),
-        to = options(l, &types, filter.memory_type.as_deref()),
+        to = options(l, types, filter.memory_type.as_deref()),
         lg = l.t("tags"),
         tags = esc(&filter.tags.join(", ")),
         lfrom = l.t("from"),
@@ -226,7 +225,7 @@ fn memory_list(
     } else {
         body.push_str(&add_form(l, name, filter.category.as_deref()));
         if let Some(c) = filter.category.as_deref() {
-            body.push_str(&consolidate_form(l, name, head, c, items));
+            body.push_str(&consolidate_form(l, name, head, c, listing));
         }
     }
     let ranked = if filter.q.is_some() { format!(" · {}", l.t("ranked")) } else { String::new() };
@@ -241,15 +240,17 @@ fn memory_list(
     if shown.items.is_empty() {
         body.push_str(&format!("<p>{}</p>", l.t("no_memories")));
     }
-    for m in shown.items.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE) {
+    for &i in shown.items.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE) {
+        let Some(m) = listing.item(i) else { continue };
         let expired = m.expires.as_deref().is_some_and(|e| e < today);
+        let duplicate_of = listing.duplicate_of(i).and_then(|first| listing.item(first));
         body.push_str(&memory_html(
             l,
             name,
             editable.then_some(head),
-            m,
+            &m,
             None,
-            listing.duplicate_of(m),
+            duplicate_of.as_ref(),
             expired,
         ));
     }
@@ -318,8 +319,8 @@ fn add_form(l: Lang, name: &str, category: Option<&str>) -> String {
 
 /// The form that consolidates a category (`consolidate_memory`): its entries become one, the
 /// originals go to `<category>-archive.md`.
-fn consolidate_form(l: Lang, name: &str, head: &str, category: &str, items: &[MemoryItem]) -> String {
-    let of_cat: Vec<&MemoryItem> = items.iter().filter(|i| i.category == category).collect();
+fn consolidate_form(l: Lang, name: &str, head: &str, category: &str, listing: &Listing) -> String {
+    let of_cat: Vec<MemoryRef<'_>> = listing.list.iter().filter(|i| i.category == category).collect();
     if of_cat.len() < 2 {
         return String::new();
     }
@@ -460,7 +461,7 @@ pub(crate) async fn consolidate(
             return Err(Failure::bad_request("`base` is required"));
         };
         let of = |listing: &Listing| -> Vec<MemoryItem> {
-            listing.items.iter().filter(|i| i.category == category).cloned().collect()
+            listing.list.iter().filter(|i| i.category == category).map(|i| i.to_item()).collect()
         };
         let (_, at_base) = state.memories(&n, Some(&base))?;
         let (_, now) = state.memories(&n, None)?;

@@ -181,12 +181,17 @@ impl UiState {
         };
         let Some(commit) = commit else { return Ok((None, Arc::new(Listing::empty()))) };
         let key = (pack.to_owned(), commit.clone());
-        if let Some((_, items)) = self.lock_lists().iter().find(|(k, _)| *k == key) {
-            return Ok((Some(commit), items.clone()));
+        let cached = || self.lock_lists().iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone());
+        if let Some(listing) = cached() {
+            return Ok((Some(commit), listing));
         }
         let parsed = self.parsed_files(pack);
         let (list, keep) = {
             let mut parsed = parsed.lock().unwrap_or_else(|p| p.into_inner());
+            // Another list of this commit (the launch's warm-up) may have been made meanwhile.
+            if let Some(listing) = cached() {
+                return Ok((Some(commit), listing));
+            }
             let list = self.engram.memory_items_with(pack, Some(&commit), &mut parsed)?;
             (list, parsed.to_keep())
         };
@@ -197,32 +202,15 @@ impl UiState {
                 Err(_) => job.write(),
             }
         }
-        let commit = list.commit.unwrap_or(commit);
-        let items = Arc::new(Listing::new(list.items));
+        let commit = list.commit.clone().unwrap_or(commit);
+        let listing = Arc::new(Listing::new(list));
         let mut lists = self.lock_lists();
         lists.retain(|(k, _)| k.0 != pack || k.1 != commit);
         if lists.len() >= LIST_CACHE {
             lists.remove(0);
         }
-        lists.push(((pack.to_owned(), commit.clone()), items.clone()));
-        Ok((Some(commit), items))
-    }
-
-    /// Caches the listing of `commit` made from the cached one of `parent` plus `item` (a
-    /// capture appends one entry), so the page after an add does not read the whole list.
-    /// Nothing happens when `parent` is not cached or the entry is not what the capture wrote.
-    fn derive_after_capture(&self, pack: &str, parent: &str, commit: &str, item: MemoryItem) {
-        let base =
-            self.lock_lists().iter().find(|(k, _)| k.0 == pack && k.1 == parent).map(|(_, l)| l.clone());
-        let Some(base) = base else { return };
-        let mut items = base.items.clone();
-        items.push(item);
-        let listing = Arc::new(Listing::new(items));
-        let mut lists = self.lock_lists();
-        if lists.len() >= LIST_CACHE {
-            lists.remove(0);
-        }
-        lists.push(((pack.to_owned(), commit.to_owned()), listing));
+        lists.push(((pack.to_owned(), commit.clone()), listing.clone()));
+        Ok((Some(commit), listing))
     }
 
     /// The parsed memory files of `pack`'s last list.
@@ -309,22 +297,6 @@ impl UiState {
     }
 }
 
-/// Counts of a pack's memories by category.
-fn by_category(items: &[MemoryItem]) -> Vec<(String, usize)> {
-    by_field(items, |i| &i.category)
-}
-
-/// Counts of a pack's memories by one field.
-fn by_field(items: &[MemoryItem], field: impl Fn(&MemoryItem) -> &str) -> Vec<(String, usize)> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for i in items {
-        *counts.entry(field(i)).or_default() += 1;
-    }
-    let mut v: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
-    v.sort();
-    v
-}
-
 /// A random token of 32 hex digits from the system's random source.
 fn random_token() -> std::io::Result<String> {
     use std::io::Read as _;
@@ -365,8 +337,29 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/api/packs/{pack}/history", get(api::history))
         .route("/api/packs/{pack}/revert", post(api::revert))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check))
+        .layer(axum::middleware::from_fn(server_timing))
         .with_state(state)
 }
+
+/// Stamps every answer with the server's own time on it, as the standard header
+/// `Server-Timing: app;dur=<ms>`: from the request's arrival at the router (its head read) to
+/// its answer, the guard included (every body here is built before the answer is returned).
+/// Browsers' developer tools and `benches/tools/ui_bench.py` read it.
+async fn server_timing(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let started = std::time::Instant::now();
+    let mut res = next.run(req).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("app;dur={ms:.2}")) {
+        res.headers_mut().insert(SERVER_TIMING, v);
+    }
+    res
+}
+
+/// The `Server-Timing` header's name.
+const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
 /// Binds `opts.addr` and serves the page until `shutdown` completes. `on_listening` gets the
 /// address and token once the socket is bound. Notes, graph and personal records are the

@@ -189,7 +189,7 @@ pub(crate) async fn pack(
             .ok()
             .and_then(|m| m.get("description").and_then(|d| d.as_str().map(str::to_owned)))
             .unwrap_or_default();
-        Ok((head, super::by_category(&listing.items), files, desc, editable))
+        Ok((head, listing.by_category().to_vec(), files, desc, editable))
     })
     .await;
     let here = format!("/p/{}", url(&name));
@@ -297,7 +297,7 @@ pub(crate) async fn history(
         let (commits, item, more) = match memory {
             Some(id) => {
                 let (_, listing) = state.memories(&n, None)?;
-                let Some(item) = listing.items.iter().find(|i| i.id == id).cloned() else {
+                let Some(item) = listing.find(&id) else {
                     return Err(Failure::Status(
                         StatusCode::NOT_FOUND,
                         format!("no memory {id} in pack {n}"),

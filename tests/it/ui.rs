@@ -144,6 +144,35 @@ fn the_page_needs_the_token_and_keeps_it_in_a_strict_cookie() {
     assert_eq!(packs[0]["name"], "p");
 }
 
+/// The server's time on an answer, from its `Server-Timing: app;dur=<ms>` header.
+fn server_time(head: &str) -> Option<f64> {
+    let line = head.lines().find(|l| l.to_ascii_lowercase().starts_with("server-timing:"))?;
+    let value = line.split_once(':')?.1.trim();
+    let dur = value.strip_prefix("app;dur=")?;
+    dur.parse().ok()
+}
+
+#[test]
+fn every_answer_says_its_server_time() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let auth = format!("Bearer {}", ui.token);
+    let authed = [("Authorization", auth.as_str())];
+    for (path, headers, want) in [
+        ("/p/p/memory", &authed[..], 200),
+        ("/api/packs/p/memories?limit=5", &authed[..], 200),
+        ("/assets/app.css", &authed[..], 200),
+        ("/api/packs/nope/memories", &authed[..], 404),
+        ("/p/p/memory", &[][..], 401),
+    ] {
+        let (status, head, _) = ui.request("GET", path, headers, "");
+        assert_eq!(status, want, "{path}: {head}");
+        let ms = server_time(&head).unwrap_or_else(|| panic!("{path}: no Server-Timing app;dur: {head}"));
+        assert!(ms.is_finite() && ms >= 0.0, "{path}: {ms}");
+    }
+}
+
 #[test]
 fn cross_origin_and_rebound_requests_are_refused_and_commit_nothing() {
     let env = TestEnv::new();
@@ -715,12 +744,17 @@ fn one_memorys_history_follows_corrections_other_processes_and_a_persons_git() {
     assert_eq!(next_history(&ui, &tea), std::slice::from_ref(&added), "rebuilt");
 }
 
+/// True when `bytes` hold `text`.
+fn holds(bytes: &[u8], text: &str) -> bool {
+    bytes.windows(text.len()).any(|w| w == text.as_bytes())
+}
+
 /// Waits (bounded) until `file` exists and contains `text`: the page writes its kept files
 /// after it answers.
-fn wait_for_text(file: &std::path::Path, text: &str) -> String {
+fn wait_for_text(file: &std::path::Path, text: &str) -> Vec<u8> {
     for _ in 0..500 {
-        if let Ok(kept) = std::fs::read_to_string(file)
-            && kept.contains(text)
+        if let Ok(kept) = std::fs::read(file)
+            && holds(&kept, text)
         {
             return kept;
         }
@@ -750,7 +784,7 @@ fn the_kept_memory_files_never_hide_a_change_by_another_process_or_by_git() {
     std::fs::write(&path, text.replace("Likes green tea.", "Likes oolong tea.")).unwrap();
     git(&dir, &["commit", "-qam", "by hand"]);
     capture_elsewhere(&env, "c", "reads at night", "Reads at night.");
-    assert!(std::fs::read_to_string(&kept).unwrap().contains("Likes green tea."));
+    assert!(holds(&std::fs::read(&kept).unwrap(), "Likes green tea."));
     let ui = UiServer::start(&env);
     let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
     assert_eq!(list["total"], 3, "{list}");
@@ -770,15 +804,28 @@ fn the_kept_memory_files_never_hide_a_change_by_another_process_or_by_git() {
     drop(ui);
 
     // The kept file is what a launch reads for the files whose blobs it names: a text planted
-    // in it (the pack unchanged) shows, which proves the launch did not read the pack's files.
-    std::fs::write(&kept, text.replace("Drinks coffee.", "Drinks cocoa.")).unwrap();
+    // in it (the pack unchanged; as long, so the file's offsets hold) shows, which proves the
+    // launch did not read the pack's files.
+    let (from, to) = (b"Drinks coffee.", b"Drinks cocoas.");
+    let at = text.windows(from.len()).position(|w| w == from).expect("the text is kept");
+    let mut planted = text.clone();
+    planted[at..at + to.len()].copy_from_slice(to);
+    std::fs::write(&kept, &planted).unwrap();
     let ui = UiServer::start(&env);
     let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
-    assert!(list.to_string().contains("Drinks cocoa."), "read from the kept file: {list}");
+    assert!(list.to_string().contains("Drinks cocoas."), "read from the kept file: {list}");
     drop(ui);
-    std::fs::write(&kept, "engram memory-files 1\n{\"index\": [[\"0\", 5]]}").unwrap();
-    let ui = UiServer::start(&env);
-    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
-    assert_eq!(list["total"], 2, "{list}");
-    assert!(list.to_string().contains("Drinks coffee."), "{list}");
+    // A damaged file, a file cut short and one of another version are as none.
+    let damaged: [&[u8]; 3] = [
+        b"engram memory-files 2\nb\xff",
+        &planted[..planted.len() - 3],
+        b"engram memory-files 1\n{\"index\": [[\"0\", 5]]}",
+    ];
+    for bytes in damaged {
+        std::fs::write(&kept, bytes).unwrap();
+        let ui = UiServer::start(&env);
+        let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+        assert_eq!(list["total"], 2, "{list}");
+        assert!(list.to_string().contains("Drinks coffee."), "{list}");
+    }
 }

@@ -209,13 +209,7 @@ impl EntryHistory {
     /// process reads it, then only the newer commits.
     fn step(&mut self, repo: &crate::store::PackRepo, until: Option<std::time::Instant>) -> Result<bool> {
         let file = repo.cache_file(CACHE_FILE);
-        if !self.loaded {
-            self.loaded = true;
-            let kept = std::fs::read_to_string(&file).ok().and_then(|t| parse_batches(&t));
-            for batch in kept.unwrap_or_default() {
-                self.apply(batch);
-            }
-        }
+        self.load(&file);
         // A failed step drops its walk: the next one starts again from HEAD.
         let (mut w, resumed) = match self.walking.take() {
             Some(w) => (w, true),
@@ -257,6 +251,18 @@ impl EntryHistory {
         self.apply(batch);
         // A resumed walk ends at the HEAD it started from: the next step looks at HEAD now.
         Ok(!resumed)
+    }
+
+    /// Reads the kept file `file`, the first time only (a missing or damaged file is as none).
+    fn load(&mut self, file: &std::path::Path) {
+        if self.loaded {
+            return;
+        }
+        self.loaded = true;
+        let kept = std::fs::read_to_string(file).ok().and_then(|t| parse_batches(&t));
+        for batch in kept.unwrap_or_default() {
+            self.apply(batch);
+        }
     }
 
     /// Appends a batch to the file (a new file gets the header). A failure only costs the next
@@ -368,6 +374,15 @@ impl Engram {
         step: Option<std::time::Duration>,
     ) -> Result<bool> {
         let pack = self.resolve(name)?;
+        if !index.loaded {
+            // The kept index is read without the repository handle (it is the larger part of a
+            // launch's first step): a list asked for meanwhile need not wait for it.
+            let Some(file) = self.with_existing_repo(&pack.dir, |repo| Ok(repo.cache_file(CACHE_FILE)))?
+            else {
+                return Ok(true);
+            };
+            index.load(&file);
+        }
         let until = step.map(|d| std::time::Instant::now() + d);
         let done = self.with_existing_repo(&pack.dir, |repo| match until {
             Some(t) => index.step(repo, Some(t)),
@@ -499,7 +514,7 @@ mod tests {
         let mut reread = EntryHistory::default();
         std::fs::write(&file, kept).expect("restore");
         assert!(read(&mut reread, None));
-        let items = engram.memory_items("p", None).expect("items").items;
+        let items = engram.memory_items("p", None).expect("items").items();
         assert_eq!(items.len(), 13);
         for m in &items {
             let of = whole.commits_of(m);

@@ -10,10 +10,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::memlog::{
-    CategoryLog, FullIndex, LinePos, blocks_in, category_files, full_index_files, index_entries_in,
-    read_category_file,
-};
+use super::memory_files::KEPT_FILE;
+pub use super::memory_files::ParsedMemoryFiles;
+use super::memory_files::{MetaRef, Part, parsed, split_tags};
+use crate::memlog::{CategoryLog, LinePos, category_files, full_index_files, read_category_file};
 use crate::memory::IndexEntry;
 use crate::ops::{Engram, EngramError, Result};
 use crate::store::{Committed, Snapshot};
@@ -69,13 +69,158 @@ impl MemoryItem {
     }
 }
 
-/// A pack's memories at one commit.
+/// A pack's memories at one commit: every entry of the full index, oldest first, with its
+/// text. The fields stay in the parsed memory files the lists of other commits share
+/// ([`ParsedMemoryFiles`]): an entry is borrowed ([`MemoryRef`]) and made a [`MemoryItem`]
+/// only when it is shown, so a list of 10,000 memories copies no text.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryList {
     /// The commit they were read from (`None`: the pack has no commit yet).
     pub commit: Option<String>,
-    /// Every entry of the full index, oldest first.
-    pub items: Vec<MemoryItem>,
+    /// The files of the full index, oldest first.
+    index: Vec<Arc<Part>>,
+    /// The category files the entries' texts are in.
+    blocks: Vec<Arc<Part>>,
+    entries: Vec<Entry>,
+}
+
+/// One entry of a [`MemoryList`]: where its fields are.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// (index file, entry) in [`MemoryList::index`].
+    at: (u32, u32),
+    /// (category file, block) in [`MemoryList::blocks`]: `None` when its block is missing.
+    block: Option<(u32, u32)>,
+    /// The id's 64 bits.
+    id: u64,
+}
+
+/// One memory of a [`MemoryList`], its fields borrowed from the parsed files.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryRef<'a> {
+    /// The id's 64 bits ([`MemoryRef::id_hex`] is the id).
+    pub id: u64,
+    /// Category.
+    pub category: &'a str,
+    /// `YYYY-MM-DD HH:MM`, UTC.
+    pub ts: &'a str,
+    /// Memory type.
+    pub memory_type: &'a str,
+    /// Expiry date, if any.
+    pub expires: Option<&'a str>,
+    /// (tag count, tags joined with `,`).
+    tags: (u32, &'a str),
+    /// The index summary.
+    pub summary: &'a str,
+    /// The entry's text (empty when its block is missing).
+    pub content: &'a str,
+    /// The hash of the summary folded for likely duplicates, when it is long enough to count.
+    pub summary_fold: Option<u64>,
+    /// The same of the text.
+    pub content_fold: Option<u64>,
+}
+
+impl<'a> MemoryRef<'a> {
+    /// Its tags, in order.
+    pub fn tags(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        split_tags(self.tags.0, self.tags.1)
+    }
+
+    /// The id (16 hex digits).
+    pub fn id_hex(&self) -> String {
+        format!("{:016x}", self.id)
+    }
+
+    /// The item, owned.
+    pub fn to_item(&self) -> MemoryItem {
+        MemoryItem {
+            id: self.id_hex(),
+            category: self.category.to_owned(),
+            ts: self.ts.to_owned(),
+            memory_type: self.memory_type.to_owned(),
+            expires: self.expires.map(str::to_owned),
+            tags: self.tags().map(str::to_owned).collect(),
+            summary: self.summary.to_owned(),
+            content: self.content.to_owned(),
+        }
+    }
+}
+
+impl MemoryList {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `i` (0 is the oldest).
+    pub fn get(&self, i: usize) -> Option<MemoryRef<'_>> {
+        let e = self.entries.get(i)?;
+        let part = self.index.get(e.at.0 as usize)?;
+        let r = e.at.1 as usize;
+        let block = e.block.and_then(|(b, k)| Some((self.blocks.get(b as usize)?, k as usize)));
+        Some(MemoryRef {
+            id: e.id,
+            category: part.category(r),
+            ts: part.ts(r),
+            memory_type: part.memory_type(r),
+            expires: part.expires(r),
+            tags: part.tags(r),
+            summary: part.text(r),
+            content: block.map(|(b, k)| b.text(k)).unwrap_or_default(),
+            summary_fold: part.fold(r),
+            content_fold: block.and_then(|(b, k)| b.fold(k)),
+        })
+    }
+
+    /// Every entry, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = MemoryRef<'_>> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    /// Every entry as an owned item, oldest first.
+    pub fn items(&self) -> Vec<MemoryItem> {
+        self.iter().map(|m| m.to_item()).collect()
+    }
+
+    /// The list of `items` (their ids aside) as a pack holding them would give it.
+    #[cfg(test)]
+    pub(crate) fn of_items(items: &[MemoryItem]) -> Self {
+        let mut index = String::new();
+        let mut blocks: HashMap<&str, String> = HashMap::new();
+        for m in items {
+            let entry = IndexEntry {
+                category: m.category.clone(),
+                ts: m.ts.clone(),
+                memory_type: m.memory_type.clone(),
+                expires: m.expires.clone(),
+                tags: m.tags.clone(),
+                summary: m.summary.clone(),
+            };
+            index.push_str(&entry.render());
+            index.push('\n');
+            let meta = crate::memory::EntryMeta {
+                ts: m.ts.clone(),
+                memory_type: m.memory_type.clone(),
+                expires: m.expires.clone(),
+                tags: m.tags.clone(),
+                conversation_id: None,
+            };
+            blocks.entry(&m.category).or_default().push_str(&crate::memory::render_block(&meta, &m.content));
+        }
+        let files = |c: &str| Ok(vec![Arc::new(Part::of_blocks(blocks.get(c).map_or("", String::as_str)))]);
+        assemble(vec![Arc::new(Part::of_index(&index))], files).unwrap_or_default()
+    }
+
+    /// The position of the entry with id `id` (16 hex digits).
+    pub fn position(&self, id: &str) -> Option<usize> {
+        let id = (id.len() == 16).then(|| u64::from_str_radix(id, 16).ok()).flatten()?;
+        self.entries.iter().position(|e| e.id == id)
+    }
 }
 
 /// A memory entry that is no longer live: archived by `consolidate_memory`
@@ -135,7 +280,26 @@ impl WriteOutcome {
 
 /// The id of the `nth` entry of `category` stamped `ts` (0 for the first in index order).
 pub fn memory_id(category: &str, ts: &str, nth: usize) -> String {
-    format!("{:016x}", crate::graph::fnv1a64(format!("{category}\u{0}{ts}\u{0}{nth}").as_bytes()))
+    format!("{:016x}", id_bits(category, ts, nth))
+}
+
+/// The 64 bits of [`memory_id`]: the hash of `category`, `ts` and `nth` (in decimal) each after
+/// a NUL (nothing is allocated).
+fn id_bits(category: &str, ts: &str, nth: usize) -> u64 {
+    use crate::graph::fnv1a64_extend as extend;
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = nth;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 || at == 0 {
+            break;
+        }
+    }
+    let h = extend(extend(crate::graph::fnv1a64(category.as_bytes()), b"\0"), ts.as_bytes());
+    extend(extend(h, b"\0"), &digits[at..])
 }
 
 /// The ids of index entries, in their order.
@@ -169,231 +333,105 @@ fn contents_by_meta(log: &CategoryLog) -> HashMap<MetaKey, Vec<String>> {
     map
 }
 
-/// The memory files of a pack, parsed, by blob id: a list at a new commit reads and parses
-/// only the files that changed since the last list (a blob id names its content, so what is
-/// kept is right whoever made the commits). Holds the files of the last list read through it,
-/// and keeps them between launches in `.git/engram-memory-files` ([`KEPT_FILE`]): the first
-/// list of a launch reads that one file instead of every memory file, and parses only the
-/// files whose blob is not in it (changed by another process, a sync or a person's commit).
-#[derive(Debug, Default)]
-pub struct ParsedMemoryFiles {
-    index: HashMap<String, Arc<Vec<IndexEntry>>>,
-    blocks: HashMap<String, Arc<ParsedBlocks>>,
-    /// The kept file, once a list has looked for it.
-    kept: Option<std::path::PathBuf>,
-    /// Files parsed since the kept file was written (or read).
-    changed: usize,
-    /// When the kept file was last written (or read).
-    kept_at: Option<std::time::Instant>,
-}
-
-/// The kept file is written again when a quarter of the files were parsed since, else at most
-/// this often (a list after each commit parses only a head file or two: rewriting the whole
-/// file each time would cost more than it saves).
-const KEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The name of the kept file under `.git/` (`engram-memory-files`).
-pub const KEPT_FILE: &str = "memory-files";
-/// The version of its format (its first line); another version is not read.
-const KEPT_VERSION: &str = "engram memory-files 1";
-
-/// The blocks of one category file that have a meta line: (meta, content), in order.
-type ParsedBlocks = Vec<(MetaKey, String)>;
-
-/// The kept file's body (after its version line).
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Kept<K, I, B> {
-    /// Full-index files: (blob id, entries).
-    index: Vec<(K, I)>,
-    /// Category files: (blob id, blocks).
-    blocks: Vec<(K, B)>,
-}
-
-/// What [`ParsedMemoryFiles::to_keep`] hands over: the parsed files to write to the kept file.
-#[derive(Debug)]
-pub struct KeepJob {
-    file: std::path::PathBuf,
-    index: Vec<(String, Arc<Vec<IndexEntry>>)>,
-    blocks: Vec<(String, Arc<ParsedBlocks>)>,
-}
-
-impl KeepJob {
-    /// Writes the kept file (a new file renamed over the old one, so a reader sees one or the
-    /// other whole). A failure only costs the next launch a full read.
-    pub fn write(self) {
-        let body = Kept {
-            index: self.index.iter().map(|(id, v)| (id.as_str(), v.as_slice())).collect(),
-            blocks: self.blocks.iter().map(|(id, v)| (id.as_str(), v.as_slice())).collect(),
-        };
-        let Ok(json) = serde_json::to_string(&body) else { return };
-        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = self.file.with_extension(format!("tmp{}-{n}", std::process::id()));
-        let written = std::fs::write(&tmp, format!("{KEPT_VERSION}\n{json}"))
-            .and_then(|()| std::fs::rename(&tmp, &self.file));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-    }
-}
-
-impl ParsedMemoryFiles {
-    /// Reads the kept file at `file` the first time (a missing, damaged or other-version file
-    /// is as none: the files are parsed from the commit).
-    fn look_for_kept(&mut self, file: std::path::PathBuf) {
-        if self.kept.is_some() {
-            return;
-        }
-        let kept = std::fs::read_to_string(&file).ok().and_then(|text| {
-            let json = text.strip_prefix(KEPT_VERSION)?.strip_prefix('\n')?;
-            serde_json::from_str::<Kept<String, Vec<IndexEntry>, ParsedBlocks>>(json).ok()
-        });
-        if let Some(k) = kept {
-            self.index.extend(k.index.into_iter().map(|(id, v)| (id, Arc::new(v))));
-            self.blocks.extend(k.blocks.into_iter().map(|(id, v)| (id, Arc::new(v))));
-        }
-        self.kept = Some(file);
-        self.kept_at = Some(std::time::Instant::now());
-    }
-
-    /// The files to write to the kept file when enough were parsed since it was written (see
-    /// [`KEEP_EVERY`]; then marked written): the caller writes them with [`KeepJob::write`],
-    /// off the answer's path.
-    pub fn to_keep(&mut self) -> Option<KeepJob> {
-        let files = self.index.len() + self.blocks.len();
-        let due = self.changed * 4 >= files || self.kept_at.is_none_or(|t| t.elapsed() >= KEEP_EVERY);
-        if self.changed == 0 || !due {
-            return None;
-        }
-        let file = self.kept.clone()?;
-        self.changed = 0;
-        self.kept_at = Some(std::time::Instant::now());
-        Some(KeepJob {
-            file,
-            index: self.index.iter().map(|(id, v)| (id.clone(), v.clone())).collect(),
-            blocks: self.blocks.iter().map(|(id, v)| (id.clone(), v.clone())).collect(),
-        })
-    }
-}
-
-/// A file through `cache` (by its blob id), else read and parsed (then counted in `changed`);
-/// kept in `next`.
-fn parsed<T>(
-    snap: &Snapshot<'_>,
-    path: &str,
-    cache: &HashMap<String, Arc<T>>,
-    next: &mut HashMap<String, Arc<T>>,
-    changed: &mut usize,
-    parse: impl FnOnce() -> Result<T>,
-) -> Result<Arc<T>> {
-    let Some(id) = snap.file_id(path)? else { return Ok(Arc::new(parse()?)) };
-    let value = match cache.get(&id) {
-        Some(v) => v.clone(),
-        None => {
-            *changed += 1;
-            Arc::new(parse()?)
-        }
-    };
-    next.insert(id, value.clone());
-    Ok(value)
-}
-
-/// A meta (time, type, expiry, tags) as a borrowed key.
-type MetaRef<'a> = (&'a str, &'a str, Option<&'a str>, &'a [String]);
-
-/// Every entry of a snapshot's full index with its content, oldest first (linear in the pack;
-/// files parsed before are taken from `cache`).
-pub(super) fn items_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Result<Vec<MemoryItem>> {
-    let mut next = ParsedMemoryFiles {
-        kept: cache.kept.clone(),
-        changed: cache.changed,
-        kept_at: cache.kept_at,
-        ..Default::default()
-    };
-    let mut index_files = Vec::new();
+/// Every entry of a snapshot's full index with its text, oldest first (files parsed before
+/// are taken from `cache`; what is built per entry is a few numbers).
+pub(super) fn list_of(snap: &Snapshot<'_>, cache: &mut ParsedMemoryFiles) -> Result<MemoryList> {
+    let mut next = cache.successor();
+    let mut index = Vec::new();
     for path in full_index_files(snap)? {
-        index_files.push(parsed(snap, &path, &cache.index, &mut next.index, &mut next.changed, || {
-            Ok(index_entries_in(&snap.read_text(&path)?.unwrap_or_default()))
+        index.push(parsed(snap, &path, &cache.index, &mut next.index, &mut next.changed, || {
+            Ok(Part::of_index(&snap.read_text(&path)?.unwrap_or_default()))
         })?);
     }
-    let entries: Vec<&IndexEntry> = index_files.iter().flat_map(|f| f.iter()).collect();
-    let ids = entry_ids(entries.iter().copied());
-    // Each category's entries (positions in `entries`), in index order.
-    let mut of_category: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        of_category.entry(e.category.as_str()).or_default().push(i);
-    }
-    let mut contents: Vec<&str> = vec![""; entries.len()];
-    let mut files_of: Vec<Vec<Arc<ParsedBlocks>>> = Vec::with_capacity(of_category.len());
-    for category in of_category.keys() {
+    let list = assemble(index, |category| {
         let mut files = Vec::new();
         for path in category_files(snap, category)? {
             files.push(parsed(snap, &path, &cache.blocks, &mut next.blocks, &mut next.changed, || {
-                Ok(blocks_in(&read_category_file(snap, &path)?.unwrap_or_default())
-                    .into_iter()
-                    .filter_map(|b| {
-                        let content = b.content().to_owned();
-                        let m = b.meta?;
-                        Some(((m.ts, m.memory_type, m.expires, m.tags), content))
-                    })
-                    .collect())
+                Ok(Part::of_blocks(&read_category_file(snap, &path)?.unwrap_or_default()))
             })?);
         }
-        files_of.push(files);
-    }
-    for ((_, positions), files) in of_category.iter().zip(&files_of) {
-        let blocks: Vec<&(MetaKey, String)> = files.iter().flat_map(|f| f.iter()).collect();
-        join_contents(&entries, positions, &blocks, &mut contents);
-    }
-    let items = entries
-        .iter()
-        .zip(ids)
-        .zip(contents)
-        .map(|((e, id), content)| MemoryItem::of_entry(id, e, content.to_owned()))
-        .collect();
+        Ok(files)
+    })?;
     *cache = next;
-    Ok(items)
+    Ok(list)
 }
 
-/// The meta of an index entry as a borrowed key.
-fn meta_ref(e: &IndexEntry) -> MetaRef<'_> {
-    (e.ts.as_str(), e.memory_type.as_str(), e.expires.as_deref(), e.tags.as_slice())
+/// The list of the full index's files `index`, each category's texts from its files
+/// (`category_files`, oldest first).
+fn assemble(
+    index: Vec<Arc<Part>>,
+    mut category_files: impl FnMut(&str) -> Result<Vec<Arc<Part>>>,
+) -> Result<MemoryList> {
+    let total = index.iter().map(|p| p.len()).sum();
+    let mut entries = Vec::with_capacity(total);
+    let mut blocks = Vec::new();
+    {
+        // Ids: the rank of an entry among those of its category and time before it.
+        let mut ranks: HashMap<(&str, &str), usize> = HashMap::with_capacity(total);
+        // Each category's entries (positions in `entries`), in index order.
+        let mut category_at: HashMap<&str, usize> = HashMap::new();
+        let mut categories: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (p, part) in index.iter().enumerate() {
+            for r in 0..part.len() {
+                let (category, ts) = (part.category(r), part.ts(r));
+                let nth = ranks.entry((category, ts)).or_insert(0);
+                let id = id_bits(category, ts, *nth);
+                *nth += 1;
+                let c = *category_at.entry(category).or_insert_with(|| {
+                    categories.push((category, Vec::new()));
+                    categories.len() - 1
+                });
+                if let Some((_, positions)) = categories.get_mut(c) {
+                    positions.push(entries.len());
+                }
+                entries.push(Entry { at: (p as u32, r as u32), block: None, id });
+            }
+        }
+        for (category, positions) in &categories {
+            let first = blocks.len();
+            blocks.extend(category_files(category)?);
+            join_blocks(&index, &blocks, first, positions, &mut entries);
+        }
+    }
+    Ok(MemoryList { commit: None, index, blocks, entries })
 }
 
-/// A block's meta as a borrowed key.
-fn block_ref(key: &MetaKey) -> MetaRef<'_> {
-    (key.0.as_str(), key.1.as_str(), key.2.as_deref(), key.3.as_slice())
+/// The meta of record `r` of part `p` of `parts`.
+fn meta_at(parts: &[Arc<Part>], (p, r): (u32, u32)) -> MetaRef<'_> {
+    parts.get(p as usize).map(|part| part.meta(r as usize)).unwrap_or_default()
 }
 
-/// Gives each entry of one category (`positions` in `entries`) its text: the `n`th entry with
-/// some meta gets the `n`th block of the category with that meta, in file order. When the
-/// blocks have the entries' metas in the entries' order (as the tools write them), that is
-/// block `i` for entry `i`, found without a map.
-fn join_contents<'a>(
-    entries: &[&IndexEntry],
+/// Gives each entry of one category (`positions` in `entries`) its block among those of the
+/// category's files `blocks[first..]`: the `n`th entry with some meta gets the `n`th block of
+/// the category with that meta, in file order. When the blocks have the entries' metas in the
+/// entries' order (as the tools write them), that is block `i` for entry `i`, found without a
+/// map.
+fn join_blocks(
+    index: &[Arc<Part>],
+    blocks: &[Arc<Part>],
+    first: usize,
     positions: &[usize],
-    blocks: &[&'a (MetaKey, String)],
-    contents: &mut [&'a str],
+    entries: &mut [Entry],
 ) {
-    let aligned = blocks.len() == positions.len()
-        && positions.iter().zip(blocks).all(|(&i, b)| meta_ref(entries[i]) == block_ref(&b.0));
+    let refs: Vec<(u32, u32)> =
+        (first..blocks.len()).flat_map(|b| (0..blocks[b].len()).map(move |r| (b as u32, r as u32))).collect();
+    let aligned = refs.len() == positions.len()
+        && positions.iter().zip(&refs).all(|(&i, &b)| meta_at(index, entries[i].at) == meta_at(blocks, b));
     if aligned {
-        for (&i, b) in positions.iter().zip(blocks) {
-            contents[i] = b.1.as_str();
+        for (&i, &b) in positions.iter().zip(&refs) {
+            entries[i].block = Some(b);
         }
         return;
     }
-    let mut by_meta: HashMap<MetaRef<'a>, Vec<&'a str>> = HashMap::new();
-    for b in blocks {
-        by_meta.entry(block_ref(&b.0)).or_default().push(b.1.as_str());
+    let mut by_meta: HashMap<MetaRef<'_>, Vec<(u32, u32)>> = HashMap::new();
+    for &b in &refs {
+        by_meta.entry(meta_at(blocks, b)).or_default().push(b);
     }
     let mut ranks: HashMap<MetaRef<'_>, usize> = HashMap::new();
     for &i in positions {
-        let key = meta_ref(entries[i]);
+        let key = meta_at(index, entries[i].at);
         let rank = ranks.entry(key).or_insert(0);
-        if let Some(c) = by_meta.get(&key).and_then(|v| v.get(*rank)) {
-            contents[i] = c;
-        }
+        entries[i].block = by_meta.get(&key).and_then(|v| v.get(*rank)).copied();
         *rank += 1;
     }
 }
@@ -456,7 +494,9 @@ impl Engram {
             };
             cache.look_for_kept(repo.cache_file(KEPT_FILE));
             let snap = repo.snapshot_at(&commit)?;
-            Ok(MemoryList { items: items_of(&snap, cache)?, commit: Some(commit) })
+            let mut list = list_of(&snap, cache)?;
+            list.commit = Some(commit);
+            Ok(list)
         })?;
         Ok(list.unwrap_or_default())
     }
@@ -508,24 +548,6 @@ impl Engram {
         Ok(items.unwrap_or_default())
     }
 
-    /// The newest entry of the full index at `commit` with its text, read from the index head
-    /// and its category's head file only (what a capture just appended), id `id`.
-    pub fn newest_memory_item(&self, name: &str, commit: &str, id: &str) -> Result<Option<MemoryItem>> {
-        let pack = self.resolve(name)?;
-        let item = self.with_existing_repo(&pack.dir, |repo| {
-            let snap = repo.snapshot_at(commit)?;
-            let index = FullIndex::load_head(&snap)?;
-            let Some((_, e)) = index.entries().pop() else { return Ok(None) };
-            let log = CategoryLog::load_head(&snap, &e.category)?;
-            let Some(content) = contents_by_meta(&log).get(&key_of(&e)).and_then(|v| v.last().cloned())
-            else {
-                return Ok(None);
-            };
-            Ok(Some(MemoryItem::of_entry(id.to_owned(), &e, content)))
-        })?;
-        Ok(item.flatten())
-    }
-
     /// The full id of a pack's HEAD (`None`: no commit yet).
     pub fn head_commit(&self, name: &str) -> Result<Option<String>> {
         let pack = self.resolve(name)?;
@@ -537,28 +559,67 @@ impl Engram {
 mod tests {
     use super::*;
 
+    /// The list of an index text and category files' texts (category `c`), as a list at a
+    /// commit assembles it.
+    fn list(index: &[&str], blocks: &[&str]) -> MemoryList {
+        let index = index.iter().map(|t| Arc::new(Part::of_index(t))).collect();
+        assemble(index, |_| Ok(blocks.iter().map(|t| Arc::new(Part::of_blocks(t))).collect()))
+            .expect("assembled")
+    }
+
+    fn line(ts: &str, summary: &str) -> String {
+        format!("- `memory/c.md` [{ts}] [fact] {summary}\n")
+    }
+
+    fn block(ts: &str, text: &str) -> String {
+        format!("\n---\n[{ts}] type:fact\n{text}\n")
+    }
+
     #[test]
     fn texts_join_by_meta_and_rank_in_or_out_of_order() {
-        let e = |ts: &str, summary: &str| IndexEntry {
-            category: "c".into(),
-            ts: ts.into(),
-            memory_type: "fact".into(),
-            expires: None,
-            tags: vec![],
-            summary: summary.into(),
+        let (t0, t1) = ("2026-01-01 10:00", "2026-01-01 10:01");
+        let index = [line(t0, "a") + &line(t1, "b"), line(t0, "c")];
+        let index: Vec<&str> = index.iter().map(String::as_str).collect();
+        let (a, b, c) = (block(t0, "A"), block(t1, "B"), block(t0, "C"));
+        let texts = |blocks: &[&str]| -> Vec<String> {
+            list(&index, blocks).iter().map(|m| m.content.to_owned()).collect()
         };
-        let entries = [e("2026-01-01 10:00", "a"), e("2026-01-01 10:01", "b"), e("2026-01-01 10:00", "c")];
-        let refs: Vec<&IndexEntry> = entries.iter().collect();
-        let b = |ts: &str, text: &str| ((ts.to_owned(), "fact".to_owned(), None, vec![]), text.to_owned());
-        let (a, bb, c) = (b("2026-01-01 10:00", "A"), b("2026-01-01 10:01", "B"), b("2026-01-01 10:00", "C"));
-        let join = |blocks: &[&(MetaKey, String)]| {
-            let mut contents = vec![""; 3];
-            join_contents(&refs, &[0, 1, 2], blocks, &mut contents);
-            contents.iter().map(|c| c.to_string()).collect::<Vec<_>>()
+        assert_eq!(texts(&[&(a.clone() + &b), &c]), ["A", "B", "C"], "in order, over two files");
+        assert_eq!(
+            texts(&[&(b.clone() + &a), &c]),
+            ["A", "B", "C"],
+            "a block moved by hand: by meta, then rank"
+        );
+        assert_eq!(texts(&[&(a.clone() + &c)]), ["A", "", "C"], "a missing block: empty text");
+        let l = list(&index, &[&(a + &b + &c)]);
+        let summaries: Vec<&str> = l.iter().map(|m| m.summary).collect();
+        assert_eq!(summaries, ["a", "b", "c"]);
+        let ids: Vec<String> = l.iter().map(|m| m.id_hex()).collect();
+        assert_eq!(ids, [memory_id("c", t0, 0), memory_id("c", t1, 0), memory_id("c", t0, 1)]);
+        assert_eq!(l.position(&ids[2]), Some(2));
+        assert_eq!(
+            l.items()[1],
+            MemoryItem {
+                id: ids[1].clone(),
+                category: "c".into(),
+                ts: t1.into(),
+                memory_type: "fact".into(),
+                expires: None,
+                tags: vec![],
+                summary: "b".into(),
+                content: "B".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn ids_are_the_hash_of_category_time_and_rank() {
+        let old = |c: &str, ts: &str, n: usize| {
+            format!("{:016x}", crate::graph::fnv1a64(format!("{c}\u{0}{ts}\u{0}{n}").as_bytes()))
         };
-        assert_eq!(join(&[&a, &bb, &c]), ["A", "B", "C"], "in order");
-        assert_eq!(join(&[&bb, &a, &c]), ["A", "B", "C"], "a block moved by hand: by meta, then rank");
-        assert_eq!(join(&[&a, &c]), ["A", "", "C"], "a missing block: empty text");
+        for n in [0, 1, 9, 10, 12345, usize::MAX] {
+            assert_eq!(memory_id("家庭", "2026-01-01 10:00", n), old("家庭", "2026-01-01 10:00", n));
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub(super) mod history;
 pub(super) mod hooks;
 pub(super) mod knowledge;
 pub(super) mod load;
+pub(super) mod memory_files;
 pub(super) mod memory_items;
 pub(super) mod memory_tools;
 pub(super) mod prompt;
