@@ -116,25 +116,26 @@ impl Listing {
     /// texts themselves.
     fn dups(&self) -> &HashMap<usize, usize> {
         self.dups.get_or_init(|| {
-            // (category, a summary, folded hash) → the first entry with it.
-            let mut seen: HashMap<(&str, bool, u64), usize> = HashMap::with_capacity(self.len() * 2);
+            // (category, a summary, folded hash) → the first entry with it. Only the hashes are
+            // read for every entry; texts only where two hashes meet.
+            let mut seen: HashMap<(u32, bool, u64), usize> = HashMap::with_capacity(self.len() * 2);
             let mut dups = HashMap::new();
+            let text = |i: usize, summary: bool| {
+                self.get(i).map(|m| if summary { m.summary } else { m.content }).unwrap_or_default()
+            };
             for i in 0..self.len() {
-                let Some(m) = self.get(i) else { continue };
-                for (summary, fold, text) in
-                    [(false, m.content_fold, m.content), (true, m.summary_fold, m.summary)]
-                {
+                let Some(category) = self.list.category_id(i) else { continue };
+                let (summary_fold, content_fold) = self.list.folds(i);
+                for (summary, fold) in [(false, content_fold), (true, summary_fold)] {
                     let Some(hash) = fold else { continue };
-                    match seen.get(&(m.category, summary, hash)) {
+                    match seen.get(&(category, summary, hash)) {
                         Some(&first) => {
-                            let Some(earlier) = self.get(first) else { continue };
-                            let earlier = if summary { earlier.summary } else { earlier.content };
-                            if folded(earlier).eq(folded(text)) {
+                            if folded(text(first, summary)).eq(folded(text(i, summary))) {
                                 dups.entry(i).or_insert(first);
                             }
                         }
                         None => {
-                            seen.insert((m.category, summary, hash), i);
+                            seen.insert((category, summary, hash), i);
                         }
                     }
                 }
@@ -239,7 +240,6 @@ impl Filter {
         let in_range =
             |ts: Option<&str>| range.is_none_or(|r| ts.and_then(stamp).is_some_and(|t| r.contains(t)));
         let tagged = |tags: &[String]| self.tags.iter().all(|t| tags.contains(t));
-        let tagged_ref = |m: &MemoryRef<'_>| self.tags.iter().all(|t| m.tags().any(|have| have == t));
         let mut capped = false;
         let items: Vec<usize> = match self.q.as_deref() {
             Some(q) => {
@@ -280,18 +280,22 @@ impl Filter {
                     .filter(|&i| self.old || listing.get(i).is_some_and(|m| !expired(&m)))
                     .collect()
             }
-            None => (0..listing.len())
-                .rev()
-                .filter(|&i| {
-                    listing.get(i).is_some_and(|m| {
-                        self.category.as_deref().is_none_or(|c| m.category == c)
-                            && self.memory_type.as_deref().is_none_or(|t| m.memory_type == t)
-                            && tagged_ref(&m)
-                            && in_range(Some(m.ts))
-                            && (self.old || !expired(&m))
+            None => {
+                // Each test reads only its own field of an entry (a pass touches little memory).
+                let l = &listing.list;
+                // A category no entry has: `u32::MAX`, which no entry's id is.
+                let category = self.category.as_deref().map(|c| l.category_named(c).unwrap_or(u32::MAX));
+                (0..listing.len())
+                    .rev()
+                    .filter(|&i| {
+                        category.is_none_or(|c| l.category_id(i) == Some(c))
+                            && self.memory_type.as_deref().is_none_or(|t| l.memory_type(i) == Some(t))
+                            && self.tags.iter().all(|t| l.tags(i).any(|have| have == t))
+                            && (range.is_none() || in_range(l.ts(i)))
+                            && (self.old || l.expires(i).flatten().is_none_or(|e| e >= today.as_str()))
                     })
-                })
-                .collect(),
+                    .collect()
+            }
         };
         let past = if self.old {
             let all =

@@ -45,6 +45,17 @@ struct Rec {
 /// A meta (time, type, expiry, tag count, joined tags): what joins an index entry to its block.
 pub(crate) type MetaRef<'a> = (&'a str, &'a str, Option<&'a str>, u32, &'a str);
 
+/// The fields of one entry of a [`Part`] (see [`Rec`]).
+pub(crate) struct Fields<'a> {
+    pub(crate) category: &'a str,
+    pub(crate) ts: &'a str,
+    pub(crate) memory_type: &'a str,
+    pub(crate) expires: Option<&'a str>,
+    pub(crate) tags: (u32, &'a str),
+    pub(crate) text: &'a str,
+    pub(crate) fold: Option<u64>,
+}
+
 /// One memory file, parsed: the entries of a full-index file, or the blocks (with a meta line)
 /// of a category file, in file order.
 #[derive(Debug, Default)]
@@ -126,6 +137,20 @@ impl Part {
         self.recs.get(i).copied().unwrap_or_default()
     }
 
+    /// Every field of entry `i` at once.
+    pub(crate) fn fields(&self, i: usize) -> Option<Fields<'_>> {
+        let r = self.recs.get(i)?;
+        Some(Fields {
+            category: self.s(r.category),
+            ts: self.s(r.ts),
+            memory_type: self.s(r.memory_type),
+            expires: r.expires.map(|e| self.s(e)),
+            tags: (r.ntags, self.s(r.tags)),
+            text: self.s(r.text),
+            fold: r.fold,
+        })
+    }
+
     /// Entry `i`'s category.
     pub(crate) fn category(&self, i: usize) -> &str {
         self.s(self.rec(i).category)
@@ -153,6 +178,7 @@ impl Part {
     }
 
     /// Entry `i`'s summary (index) or content (blocks).
+    #[cfg(test)]
     pub(crate) fn text(&self, i: usize) -> &str {
         self.s(self.rec(i).text)
     }

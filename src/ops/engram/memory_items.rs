@@ -82,6 +82,8 @@ pub struct MemoryList {
     /// The category files the entries' texts are in.
     blocks: Vec<Arc<Part>>,
     entries: Vec<Entry>,
+    /// The categories' names, in the order they first appear.
+    categories: Vec<String>,
 }
 
 /// One entry of a [`MemoryList`]: where its fields are.
@@ -89,6 +91,8 @@ pub struct MemoryList {
 struct Entry {
     /// (index file, entry) in [`MemoryList::index`].
     at: (u32, u32),
+    /// Its category, in [`MemoryList::categories`].
+    category: u32,
     /// (category file, block) in [`MemoryList::blocks`]: `None` when its block is missing.
     block: Option<(u32, u32)>,
     /// The id's 64 bits.
@@ -160,21 +164,95 @@ impl MemoryList {
     /// Entry `i` (0 is the oldest).
     pub fn get(&self, i: usize) -> Option<MemoryRef<'_>> {
         let e = self.entries.get(i)?;
-        let part = self.index.get(e.at.0 as usize)?;
-        let r = e.at.1 as usize;
-        let block = e.block.and_then(|(b, k)| Some((self.blocks.get(b as usize)?, k as usize)));
+        let f = self.index.get(e.at.0 as usize)?.fields(e.at.1 as usize)?;
+        let block = e.block.and_then(|(b, k)| self.blocks.get(b as usize)?.fields(k as usize));
         Some(MemoryRef {
             id: e.id,
-            category: part.category(r),
-            ts: part.ts(r),
-            memory_type: part.memory_type(r),
-            expires: part.expires(r),
-            tags: part.tags(r),
-            summary: part.text(r),
-            content: block.map(|(b, k)| b.text(k)).unwrap_or_default(),
-            summary_fold: part.fold(r),
-            content_fold: block.and_then(|(b, k)| b.fold(k)),
+            category: f.category,
+            ts: f.ts,
+            memory_type: f.memory_type,
+            expires: f.expires,
+            tags: f.tags,
+            summary: f.text,
+            content: block.as_ref().map(|b| b.text).unwrap_or_default(),
+            summary_fold: f.fold,
+            content_fold: block.and_then(|b| b.fold),
         })
+    }
+
+    /// The index file and entry of entry `i`: the one-field readers below read only what
+    /// they are asked for, so a pass over every entry touches little memory.
+    fn at(&self, i: usize) -> Option<(&Part, usize)> {
+        let e = self.entries.get(i)?;
+        Some((self.index.get(e.at.0 as usize)?, e.at.1 as usize))
+    }
+
+    /// Entry `i`'s category id (its name: [`category_name`](Self::category_name)).
+    pub fn category_id(&self, i: usize) -> Option<u32> {
+        self.entries.get(i).map(|e| e.category)
+    }
+
+    /// The name of category id `c`.
+    pub fn category_name(&self, c: u32) -> &str {
+        self.categories.get(c as usize).map(String::as_str).unwrap_or_default()
+    }
+
+    /// The id of the category named `name`, if any entry has it.
+    pub fn category_named(&self, name: &str) -> Option<u32> {
+        self.categories.iter().position(|c| c == name).map(|c| c as u32)
+    }
+
+    /// Entry `i`'s type.
+    pub fn memory_type(&self, i: usize) -> Option<&str> {
+        self.at(i).map(|(p, r)| p.memory_type(r))
+    }
+
+    /// Entry `i`'s time.
+    pub fn ts(&self, i: usize) -> Option<&str> {
+        self.at(i).map(|(p, r)| p.ts(r))
+    }
+
+    /// Entry `i`'s expiry (the outer `None`: no such entry).
+    pub fn expires(&self, i: usize) -> Option<Option<&str>> {
+        self.at(i).map(|(p, r)| p.expires(r))
+    }
+
+    /// Entry `i`'s tags.
+    pub fn tags(&self, i: usize) -> impl Iterator<Item = &str> {
+        let (n, joined) = self.at(i).map(|(p, r)| p.tags(r)).unwrap_or_default();
+        split_tags(n, joined)
+    }
+
+    /// Entry `i`'s folded-text hashes (summary, text) for likely duplicates.
+    pub fn folds(&self, i: usize) -> (Option<u64>, Option<u64>) {
+        let Some(e) = self.entries.get(i) else { return (None, None) };
+        let summary = self.index.get(e.at.0 as usize).and_then(|p| p.fold(e.at.1 as usize));
+        let text = e.block.and_then(|(b, k)| self.blocks.get(b as usize)?.fold(k as usize));
+        (summary, text)
+    }
+
+    /// How many entries each category has, in name order.
+    pub fn category_counts(&self) -> Vec<(String, usize)> {
+        let mut counts = vec![0; self.categories.len()];
+        for e in &self.entries {
+            if let Some(n) = counts.get_mut(e.category as usize) {
+                *n += 1;
+            }
+        }
+        let mut v: Vec<(String, usize)> = self.categories.iter().cloned().zip(counts).collect();
+        v.sort();
+        v
+    }
+
+    /// How many entries each type has, in name order.
+    pub fn type_counts(&self) -> Vec<(String, usize)> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for i in 0..self.len() {
+            *counts.entry(self.memory_type(i).unwrap_or_default()).or_default() += 1;
+        }
+        let mut v: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+        v.sort();
+        v
     }
 
     /// Every entry, oldest first.
@@ -365,6 +443,7 @@ fn assemble(
     let total = index.iter().map(|p| p.len()).sum();
     let mut entries = Vec::with_capacity(total);
     let mut blocks = Vec::new();
+    let names;
     {
         // Ids: the rank of an entry among those of its category and time before it.
         let mut ranks: HashMap<(&str, &str), usize> = HashMap::with_capacity(total);
@@ -384,7 +463,7 @@ fn assemble(
                 if let Some((_, positions)) = categories.get_mut(c) {
                     positions.push(entries.len());
                 }
-                entries.push(Entry { at: (p as u32, r as u32), block: None, id });
+                entries.push(Entry { at: (p as u32, r as u32), category: c as u32, block: None, id });
             }
         }
         for (category, positions) in &categories {
@@ -392,8 +471,9 @@ fn assemble(
             blocks.extend(category_files(category)?);
             join_blocks(&index, &blocks, first, positions, &mut entries);
         }
+        names = categories.iter().map(|(c, _)| (*c).to_owned()).collect();
     }
-    Ok(MemoryList { commit: None, index, blocks, entries })
+    Ok(MemoryList { commit: None, index, blocks, entries, categories: names })
 }
 
 /// The meta of record `r` of part `p` of `parts`.
