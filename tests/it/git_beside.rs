@@ -105,10 +105,7 @@ const RESETS: [&[&str]; 4] =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persons_checkout_during_captures_never_undoes_an_acknowledged_write() {
     let env = TestEnv::with_real_clock();
-    env.init("p");
-    let pack = env.pack("p");
-    git(&pack, &["config", "user.name", "Person"]);
-    git(&pack, &["config", "user.email", "person@example.com"]);
+    let pack = persons_pack(&env);
     let stop = Arc::new(AtomicBool::new(false));
     let person = person_loop(pack.clone(), stop.clone(), 100_000, |dir, i| {
         usize::from(git_may_fail(dir, RESETS[i % RESETS.len()]))
@@ -228,10 +225,7 @@ async fn a_persons_checkout_never_undoes_a_graph_write_whose_index_lags() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_succeed_while_a_person_commits_and_checks_out() {
     let env = TestEnv::with_real_clock();
-    env.init("p");
-    let pack = env.pack("p");
-    git(&pack, &["config", "user.name", "Person"]);
-    git(&pack, &["config", "user.email", "person@example.com"]);
+    let pack = persons_pack(&env);
     let stop = Arc::new(AtomicBool::new(false));
     // Each round adds a file, and each write looks at the working tree: on a machine slowed
     // down enough the rounds would outgrow the writes without end (a full-suite run under load
@@ -362,8 +356,7 @@ async fn a_commit_writes_back_an_index_read_before_a_capture(
     env: &TestEnv,
 ) -> Vec<String> {
     let pack = env.pack("p");
-    git(&pack, &["config", "user.name", "Person"]);
-    git(&pack, &["config", "user.email", "person@example.com"]);
+    as_person(&pack);
     capture(client, "c0", "memory zero").await;
     capture(client, "c1", "memory one").await;
     std::fs::create_dir_all(pack.join("notes")).expect("notes");
@@ -441,16 +434,9 @@ async fn a_capture_a_persons_commit_of_a_lagging_index_dropped_is_restored_by_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_that_read_head_before_a_capture_is_undone_by_the_next_write() {
     let env = TestEnv::with_real_clock();
-    env.init("p");
-    let pack = env.pack("p");
-    git(&pack, &["config", "user.name", "Person"]);
-    git(&pack, &["config", "user.email", "person@example.com"]);
+    let pack = persons_pack(&env);
     let client = env.client().await;
-    capture(&client, "c0", "memory zero").await;
-    let gated = GatedGit::start(&pack, &env.dir.path().join("gate"), &["reset", "-q", "--hard"]);
-    capture(&client, "c0", "memory one").await;
-    let (reset, stderr) = gated.finish();
-    assert!(reset, "the reset runs after the capture: {stderr}");
+    capture_under_a_racy_reset(&client, &env, &pack).await;
     assert!(
         !git(&pack, &["show", "HEAD:memory/c0.md"]).contains("memory one"),
         "the reset moved the branch back off the capture (the race this test is about)"
@@ -546,16 +532,9 @@ async fn a_reflog_line_git_appends_while_engram_trims_the_reflogs_is_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capture_a_racy_reset_dropped_comes_back_under_the_persons_commit_made_since() {
     let env = TestEnv::with_real_clock();
-    env.init("p");
-    let pack = env.pack("p");
-    git(&pack, &["config", "user.name", "Person"]);
-    git(&pack, &["config", "user.email", "person@example.com"]);
+    let pack = persons_pack(&env);
     let client = env.client().await;
-    capture(&client, "c0", "memory zero").await;
-    let gated = GatedGit::start(&pack, &env.dir.path().join("gate"), &["reset", "-q", "--hard"]);
-    capture(&client, "c0", "memory one").await;
-    let (reset, stderr) = gated.finish();
-    assert!(reset, "the reset runs after the capture: {stderr}");
+    capture_under_a_racy_reset(&client, &env, &pack).await;
     std::fs::create_dir_all(pack.join("notes")).expect("notes");
     std::fs::write(pack.join("notes/n1.md"), "the person's note\n").expect("note");
     git(&pack, &["add", "notes"]);
@@ -578,4 +557,29 @@ async fn a_capture_a_racy_reset_dropped_comes_back_under_the_persons_commit_made
         merges.map(|l| l.starts_with("restore: ")).eq([true]),
         "one merge brings the capture back:\n{log}"
     );
+}
+
+/// Makes `pack` commit as a person would (`git commit` needs an identity).
+fn as_person(pack: &Path) {
+    git(pack, &["config", "user.name", "Person"]);
+    git(pack, &["config", "user.email", "person@example.com"]);
+}
+
+/// Pack `p`, ready for a person's git commands.
+fn persons_pack(env: &TestEnv) -> PathBuf {
+    env.init("p");
+    let pack = env.pack("p");
+    as_person(&pack);
+    pack
+}
+
+/// Captures "memory zero", then "memory one" while a person's `git reset --hard` that read
+/// HEAD before it is held, and lets the reset go on after the capture.
+#[cfg(unix)]
+async fn capture_under_a_racy_reset(client: &StdioClient, env: &TestEnv, pack: &Path) {
+    capture(client, "c0", "memory zero").await;
+    let gated = GatedGit::start(pack, &env.dir.path().join("gate"), &["reset", "-q", "--hard"]);
+    capture(client, "c0", "memory one").await;
+    let (reset, stderr) = gated.finish();
+    assert!(reset, "the reset runs after the capture: {stderr}");
 }
