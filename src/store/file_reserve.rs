@@ -90,6 +90,51 @@ pub(super) fn take(git_dir: &Path) -> Option<(PathBuf, File, fs::Permissions)> {
     taken
 }
 
+/// Creates `path` exclusively, as `O_CREAT | O_EXCL` does (an `AlreadyExists`
+/// error when something is there), from a reserve file when one is at hand: a
+/// lock file made this way allocates no inode on the write path. Falls back to
+/// creating the file where the reserve is empty or the no-replace rename is not
+/// available. The caller holds the pack's write lock (see [`take`]).
+pub(super) fn create_new(git_dir: &Path, path: &Path) -> std::io::Result<File> {
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    if let Some((spare, file, _)) = take(git_dir) {
+        match rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &spare,
+            rustix::fs::CWD,
+            path,
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => return Ok(file),
+            // The spare stays in the reserve, for a later write.
+            Err(rustix::io::Errno::EXIST) => return Err(std::io::ErrorKind::AlreadyExists.into()),
+            Err(_) => {}
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    let _ = git_dir;
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+/// Releases `path`, an empty file the caller made with [`create_new`] (a lock),
+/// by moving it back into the reserve instead of freeing its inode; a file that
+/// is not empty, or one that cannot be moved, is removed.
+pub(super) fn give_back(git_dir: &Path, path: &Path) {
+    static RETURNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let reserve = git_dir.join(RESERVE_DIR);
+    let empty = fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
+    let kept = empty
+        && reserve.parent().is_some_and(|d| super::worktree::ensure_real_dir(d).is_ok())
+        && super::worktree::ensure_real_dir(&reserve).is_ok()
+        && {
+            let n = RETURNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            fs::rename(path, reserve.join(format!("{}-back-{n}", std::process::id()))).is_ok()
+        };
+    if !kept {
+        let _ = fs::remove_file(path);
+    }
+}
+
 /// Tries known names first, then lists the directory once more.
 fn take_one(reserve: &Path) -> (Option<(PathBuf, File, fs::Permissions)>, usize) {
     let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

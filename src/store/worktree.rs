@@ -112,9 +112,18 @@ fn replace(
     durable: bool,
     git_dir: &Path,
 ) -> std::io::Result<FileStat> {
-    let tmp = git_dir.join(format!(".{}.engram-tmp-{}", entry.name(), std::process::id()));
+    // A new file (a rolled segment, a new category) takes an empty file of the reserve when
+    // there is one, so the write allocates no inode (see `file_reserve`).
+    let reserved = if durable { None } else { super::file_reserve::take(git_dir) };
+    let (tmp, file) = match reserved {
+        Some((spare, file, _)) => (spare, Some(file)),
+        None => (git_dir.join(format!(".{}.engram-tmp-{}", entry.name(), std::process::id())), None),
+    };
     let written = (|| -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = match file {
+            Some(file) => file,
+            None => fs::File::create(&tmp)?,
+        };
         f.write_all(bytes)?;
         if durable {
             f.sync_all()?;
