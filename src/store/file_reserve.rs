@@ -98,17 +98,11 @@ pub(super) fn take(git_dir: &Path) -> Option<(PathBuf, File, fs::Permissions)> {
 pub(super) fn create_new(git_dir: &Path, path: &Path) -> std::io::Result<File> {
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     if let Some((spare, file, _)) = take(git_dir) {
-        match rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            &spare,
-            rustix::fs::CWD,
-            path,
-            rustix::fs::RenameFlags::NOREPLACE,
-        ) {
-            Ok(()) => return Ok(file),
+        match super::worktree::take_by_rename(&spare, path) {
+            super::worktree::Taken::Yes => return Ok(file),
             // The spare stays in the reserve, for a later write.
-            Err(rustix::io::Errno::EXIST) => return Err(std::io::ErrorKind::AlreadyExists.into()),
-            Err(_) => {}
+            super::worktree::Taken::Held => return Err(std::io::ErrorKind::AlreadyExists.into()),
+            super::worktree::Taken::CannotHere => {}
         }
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]

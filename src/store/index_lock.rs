@@ -276,17 +276,11 @@ fn take(git_dir: &Path, lock: &Path) -> std::io::Result<bool> {
     {
         let spare = spare_path(git_dir);
         if fs::symlink_metadata(&spare).is_ok_and(|m| m.is_file()) {
-            match rustix::fs::renameat_with(
-                rustix::fs::CWD,
-                &spare,
-                rustix::fs::CWD,
-                lock,
-                rustix::fs::RenameFlags::NOREPLACE,
-            ) {
-                Ok(()) => return Ok(true),
-                Err(rustix::io::Errno::EXIST) => return Ok(false),
+            match worktree::take_by_rename(&spare, lock) {
+                worktree::Taken::Yes => return Ok(true),
+                worktree::Taken::Held => return Ok(false),
                 // No such call on this file system, or the spare went: create the lock.
-                Err(_) => {}
+                worktree::Taken::CannotHere => {}
             }
         }
     }

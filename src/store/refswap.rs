@@ -25,6 +25,8 @@ use std::path::Path;
 use git2::{Oid, Signature};
 
 use super::PackRepo;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+use super::worktree::Taken;
 
 /// What the swap did.
 pub(super) enum Swap {
@@ -98,17 +100,6 @@ pub(super) fn swap_branch(
     }
 }
 
-/// How taking `<ref>.lock` from the spare went.
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-enum Taken {
-    /// The spare, holding the new content, is now the lock file.
-    Yes,
-    /// Someone else holds the lock.
-    Held,
-    /// The spare cannot be used (missing directory, file system without the call).
-    CannotHere,
-}
-
 /// Writes `content` into the spare (made on first use) and renames it to
 /// `lock` unless `lock` exists.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
@@ -121,17 +112,7 @@ fn take_lock_from_spare(spare: &Path, lock: &Path, content: &[u8]) -> Taken {
     if super::worktree::overwrite(spare, content, false).is_err() {
         return Taken::CannotHere;
     }
-    match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        spare,
-        rustix::fs::CWD,
-        lock,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
-        Ok(()) => Taken::Yes,
-        Err(rustix::io::Errno::EXIST) => Taken::Held,
-        Err(_) => Taken::CannotHere,
-    }
+    super::worktree::take_by_rename(spare, lock)
 }
 
 /// Moves a branch by swapping (not available on this platform).
@@ -250,16 +231,22 @@ fn append(path: &Path, line: &str) {
 mod tests {
     use super::*;
 
-    #[cfg(unix)]
-    #[test]
-    fn a_reflog_is_trimmed_only_while_no_one_else_holds_its_refs_lock() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let git = tmp.path();
+    /// A git directory whose branch `main` has a reflog of ten lines: its path and text.
+    fn ten_line_reflog(git: &Path) -> (std::path::PathBuf, String) {
         fs::create_dir_all(git.join("logs/refs/heads")).expect("dirs");
         fs::create_dir_all(git.join("refs/heads")).expect("dirs");
         let log = git.join("logs/refs/heads/main");
         let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
         fs::write(&log, &text).expect("log");
+        (log, text)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reflog_is_trimmed_only_while_no_one_else_holds_its_refs_lock() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let git = tmp.path();
+        let (log, text) = ten_line_reflog(git);
         // A git command updating the branch holds its lock while it appends to the log.
         fs::write(git.join("refs/heads/main.lock"), "").expect("git's lock");
         trim_reflog(git, "refs/heads/main", 4, false);
@@ -287,11 +274,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt as _;
         let tmp = tempfile::tempdir().expect("tmp");
         let git = tmp.path();
-        fs::create_dir_all(git.join("logs/refs/heads")).expect("dirs");
-        fs::create_dir_all(git.join("refs/heads")).expect("dirs");
-        let log = git.join("logs/refs/heads/main");
-        let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
-        fs::write(&log, &text).expect("log");
+        let (log, _) = ten_line_reflog(git);
         let reserve = git.join("engram-spare/reserve");
         let inodes = || -> HashSet<u64> {
             fs::read_dir(&reserve)

@@ -256,6 +256,34 @@ pub(super) fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
     Some(super::gitindex::encode_file(entries.iter().map(Vec::as_slice), entries.len()))
 }
 
+/// How claiming a path by renaming a spare onto it went ([`take_by_rename`]).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(super) enum Taken {
+    /// The spare is now at the path.
+    Yes,
+    /// Something is at the path already (someone else holds the lock it names).
+    Held,
+    /// The rename cannot be made (the spare went, a file system without the call).
+    CannotHere,
+}
+
+/// Renames `spare` to `path` unless `path` exists (`RENAME_NOREPLACE`: exclusive, like
+/// git's `O_EXCL` create of a lock file, without allocating an inode).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(super) fn take_by_rename(spare: &Path, path: &Path) -> Taken {
+    match rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        spare,
+        rustix::fs::CWD,
+        path,
+        rustix::fs::RenameFlags::NOREPLACE,
+    ) {
+        Ok(()) => Taken::Yes,
+        Err(rustix::io::Errno::EXIST) => Taken::Held,
+        Err(_) => Taken::CannotHere,
+    }
+}
+
 /// Exchanges two existing files in one step (`renameat2(RENAME_EXCHANGE)`):
 /// a reader of either path sees one file or the other, never neither.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
