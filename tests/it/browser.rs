@@ -14,19 +14,10 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::ui::UiServer;
-use crate::webdriver::{Browser, poll, wait_for};
+use crate::webdriver::{Browser, wait_for};
 
 const XSS: &str = "<img src=x onerror=alert(1)>";
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Waits until the address shows a finished form post (`done=`), answers the page text.
-fn wait_done(b: &Browser) -> String {
-    if poll(WAIT, || b.url().contains("done=").then_some(())).is_none() {
-        panic!("the form post did not finish: {}: {}", b.url(), b.body_text());
-    }
-    b.find("#status");
-    b.body_text()
-}
 
 /// The article of the memory whose text contains `summary`.
 fn memory_article(b: &Browser, summary: &str) -> Option<String> {
@@ -78,8 +69,7 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     b.fill(&b.find("#add-category"), "prefs");
     b.fill(&b.find("#add-summary"), "walks");
     b.fill(&b.find("#add-content"), "The user walks to work.");
-    b.click(&b.find("#add button[type=submit]"));
-    let text = wait_done(&b);
+    let text = b.submit(&b.find("#add button[type=submit]"), WAIT);
     assert!(text.contains("The user walks to work."), "{text}");
     assert_eq!(commit_count(&dir), n + 1, "one commit");
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Client: web-ui"));
@@ -90,8 +80,7 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     b.click(&b.find(&format!("#m-{id} details > summary")));
     b.fill(&b.find(&format!("#s-{id}")), "cycles");
     b.fill(&b.find(&format!("#c-{id}")), "The user cycles to work.");
-    b.click(&b.find(&format!("#m-{id} button.save")));
-    let text = wait_done(&b);
+    let text = b.submit(&b.find(&format!("#m-{id} button.save")), WAIT);
     assert!(text.contains("The user cycles to work.") && !text.contains("walks to work"), "{text}");
     assert_eq!(commit_count(&dir), n + 2);
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Tool: correct_memory"));
@@ -117,15 +106,13 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
 
     // Delete, then revert the delete from the history page.
     b.goto(&format!("{base}/p/p/memory"));
-    b.click(&b.find(&format!("#m-{id} button.danger")));
-    let text = wait_done(&b);
+    let text = b.submit(&b.find(&format!("#m-{id} button.danger")), WAIT);
     assert!(!text.contains("drives to work"), "{text}");
     assert_eq!(commit_count(&dir), n + 4);
     b.goto(&format!("{base}/p/p/history"));
     let first = b.find("article.commit");
     assert!(b.text(&first).contains("delete: prefs"), "{}", b.text(&first));
-    b.click(&b.find("article.commit button.revert"));
-    wait_done(&b);
+    b.submit(&b.find("article.commit button.revert"), WAIT);
     assert_eq!(commit_count(&dir), n + 5);
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Tool: revert_memory"));
     b.goto(&format!("{base}/p/p/memory"));

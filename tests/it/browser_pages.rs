@@ -13,18 +13,9 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::ui::UiServer;
-use crate::webdriver::{Browser, poll, wait_for};
+use crate::webdriver::{Browser, wait_for};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Waits until the address shows a finished form post (`done=`), answers the page text.
-fn wait_done(b: &Browser) -> String {
-    if poll(WAIT, || b.url().contains("done=").then_some(())).is_none() {
-        panic!("the form post did not finish: {}: {}", b.url(), b.body_text());
-    }
-    b.find("#status");
-    b.body_text()
-}
 
 /// A browser holding the page's cookie.
 fn open(b: &Browser, ui: &UiServer) -> String {
@@ -50,8 +41,7 @@ fn notes_page_in_a_browser_is_the_notes_tools() {
     b.click(&b.find("#new-category > summary"));
     b.fill(&b.find("#cat-name"), "家务");
     b.fill(&b.find("#cat-desc"), "家里的安排");
-    b.click(&b.find("#new-category button[type=submit]"));
-    wait_done(&b);
+    b.submit(&b.find("#new-category button[type=submit]"), WAIT);
     let dir = env.pack("personal");
     let n = commit_count(&dir);
     b.click(&b.find("details.add > summary"));
@@ -59,8 +49,7 @@ fn notes_page_in_a_browser_is_the_notes_tools() {
     b.fill(&b.find("#note-title"), "倒垃圾");
     b.eval_on(&b.find("#note-importance"), "arguments[0].value = '4';");
     b.fill(&b.find("#note-content"), "每周二晚上倒垃圾。");
-    b.click(&b.find("#add-note button[type=submit]"));
-    let text = wait_done(&b);
+    let text = b.submit(&b.find("#add-note button[type=submit]"), WAIT);
     assert!(text.contains("每周二晚上倒垃圾。"), "{text}");
     assert_eq!(commit_count(&dir), n + 1, "one commit");
     let msg = git(&dir, &["log", "-1", "--format=%B"]);
@@ -82,12 +71,10 @@ fn notes_page_in_a_browser_is_the_notes_tools() {
             == json!(true)
     );
     b.click(&b.find(&format!("#n-{} details.menu > summary", note_id(&b))));
-    b.click(&b.find("article.note button.danger"));
-    wait_done(&b);
+    b.submit(&b.find("article.note button.danger"), WAIT);
     assert!(!dir.join("notes/家务/倒垃圾.md").exists(), "forget removed the file");
     b.goto(&format!("{base}/notes"));
-    b.click(&b.find("tr[data-category=\"家务\"] button.danger"));
-    let text = wait_done(&b);
+    let text = b.submit(&b.find("tr[data-category=\"家务\"] button.danger"), WAIT);
     assert!(!text.contains("家里的安排"), "{text}");
     assert!(git(&dir, &["log", "-1", "--format=%s"]).contains("category: delete 家务"));
     assert_fsck(&dir);
@@ -175,8 +162,7 @@ fn memory_search_finds_chinese_and_history_shows_word_diffs_in_a_browser() {
     let id = b.eval_on(&art, "return arguments[0].getAttribute('data-id');").as_str().unwrap().to_owned();
     b.click(&b.find(&format!("#m-{id} details.menu > summary")));
     b.fill(&b.find(&format!("#c-{id}")), "The user cycles to work every day.");
-    b.click(&b.find(&format!("#m-{id} button.save")));
-    wait_done(&b);
+    b.submit(&b.find(&format!("#m-{id} button.save")), WAIT);
     b.goto(&format!("{base}/p/p/history"));
     let first = b.find("article.commit");
     let del: Vec<String> =
@@ -229,8 +215,7 @@ fn home_creates_and_installs_packs_and_a_pack_file_is_edited_in_a_browser() {
     b.click(&b.find("a.edit-file[href$=\"role.md\"]"));
     b.find("#file-text");
     b.fill(&b.find("#file-text"), "# Role\nA patient tutor.");
-    b.click(&b.find("#file-edit button.save"));
-    wait_done(&b);
+    b.submit(&b.find("#file-edit button.save"), WAIT);
     assert_eq!(std::fs::read_to_string(dir.join("role.md")).unwrap(), "# Role\nA patient tutor.\n");
     assert_eq!(commit_count(&dir), n + 1);
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Client: web-ui"));

@@ -161,6 +161,27 @@ impl Browser {
         self.cmd("POST", &format!("/element/{el}/click"), Some(json!({})));
     }
 
+    /// Clicks a form's submit button and waits, up to `limit`, for the page the post answers
+    /// with: a new document (the one holding the button has gone) at an address with `done=`.
+    /// Answers that page's text. Waiting for a new document matters: the page before may
+    /// already show an earlier post's `done=`, and reading it while it unloads fails.
+    pub fn submit(&self, button: &str, limit: Duration) -> String {
+        let before = self.find("body");
+        self.click(button);
+        let answered = poll(limit, || (self.is_gone(&before) && self.url().contains("done=")).then_some(()));
+        if answered.is_none() {
+            panic!("the form post did not finish in {limit:?}: {}: {}", self.url(), self.body_text());
+        }
+        self.find("#status");
+        self.body_text()
+    }
+
+    /// Whether an element's document has gone (the reference is stale).
+    fn is_gone(&self, el: &str) -> bool {
+        let v = self.send("GET", &format!("{}/element/{el}/name", self.session), None);
+        v["value"]["error"].as_str().is_some_and(|e| e == "stale element reference" || e == "no such element")
+    }
+
     /// Replaces the text of an input or text area.
     pub fn fill(&self, el: &str, text: &str) {
         self.cmd("POST", &format!("/element/{el}/clear"), Some(json!({})));
