@@ -674,13 +674,13 @@ async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
 
 fn print_contended(rows: &[&ContendedRow]) {
     println!(
-        "\ncontended (a busy process pinned to the last CPU):\n\n| memories | capture p50 | p95 | p99 | worst | p95 / p50 | p99 / p50 | floor p50 | .git / text after |"
+        "\ncontended (a busy process pinned to the last CPU):\n\n| memories | capture p50 | p95 | p99 | worst | p95 / p50 | p99 / p50 | floor p50 | floor p95 / p50 | floor p99 / p50 | .git / text after |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let t = &r.tail;
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} ms | {:.2}× | {:.2}× | {:.2} ms | {:.2}× |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} ms | {:.2}× | {:.2}× | {:.2} ms | {:.2}× | {:.2}× | {:.2}× |",
             r.size,
             t.p50,
             t.p95,
@@ -689,6 +689,8 @@ fn print_contended(rows: &[&ContendedRow]) {
             t.p95 / t.p50,
             t.p99 / t.p50,
             t.floor_p50,
+            t.floor_p95 / t.floor_p50,
+            t.floor_p99 / t.floor_p50,
             r.repo_ratio
         );
     }

@@ -148,6 +148,11 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     if loose.is_empty() && merged.len() < 2 {
         return Ok(PackReport::default());
     }
+    if total <= COPY_MERGE_MAX_OBJECTS
+        && let Some(report) = copy_merge(git, dir, &pack_dir, &loose, &merged, started)?
+    {
+        return Ok(report);
+    }
     let mut members: HashSet<Oid> = loose.iter().map(|(id, _)| *id).collect();
     for (_, ids) in &merged {
         members.extend(ids.iter().copied());
@@ -174,7 +179,7 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     let mut covered = Vec::with_capacity(merged.len());
     for (pack, ids) in merged {
         if ids.iter().all(|id| builder.insert_object(*id, None).is_ok()) {
-            covered.push(pack);
+            covered.push(pack.base);
         }
     }
     let objects = builder.object_count();
@@ -183,11 +188,67 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     }
     #[cfg(test)]
     super::housekeeping::test_gate::pass(git.path());
-    fs::create_dir_all(&pack_dir).map_err(|e| io_err("create directory", &pack_dir, e))?;
     let new_name = write_pack(&mut builder, &pack_dir, dir)?;
+    Ok(retire_merged(&pack_dir, &new_name, stamp, objects, packed_loose, covered))
+}
+
+/// Merges of at most this many objects copy the merged packs' entries as they are
+/// (`packcopy`), with no delta search: the per-write packs of the last few hundred writes.
+/// Larger merges (the history's big packs, at most O(log n) times per object) search deltas.
+const COPY_MERGE_MAX_OBJECTS: usize = 4096;
+
+/// The merge of `pack_geometric` by copying (`packcopy`); `None` when a pack cannot be
+/// copied as it is (the builder merges then).
+fn copy_merge(
+    git: &Repository,
+    dir: &Path,
+    pack_dir: &Path,
+    loose: &[(Oid, PathBuf)],
+    merged: &[(PackFile, Vec<Oid>)],
+    started: SystemTime,
+) -> Result<Option<PackReport>> {
+    let odb = git.odb().map_err(|e| git_err("packing objects", dir, e))?;
+    let mut whole = Vec::with_capacity(loose.len());
+    let mut packed_loose = Vec::with_capacity(loose.len());
+    for (id, path) in loose {
+        // An unreadable object stays loose (and `engram doctor` reports it).
+        if let Ok(object) = odb.read(*id) {
+            whole.push((object.kind(), *id, object.data().to_vec()));
+            packed_loose.push(path.clone());
+        }
+    }
+    let bases: Vec<&Path> = merged.iter().map(|(p, _)| p.base.as_path()).collect();
+    let Some(encoded) = super::packcopy::concatenate(&bases, &whole)? else { return Ok(None) };
+    #[cfg(test)]
+    super::housekeeping::test_gate::pass(git.path());
+    let new_name = install_staged(pack_dir, |staging| {
+        for (bytes, ext) in [(&encoded.pack, "pack"), (&encoded.index, "idx")] {
+            let path = staging.join(format!("pack-{}.{ext}", encoded.name));
+            fs::write(&path, bytes).map_err(|e| io_err("write", &path, e))?;
+            let mut permissions = fs::metadata(&path).map_err(|e| io_err("read", &path, e))?.permissions();
+            permissions.set_readonly(true);
+            fs::set_permissions(&path, permissions).map_err(|e| io_err("make read-only", &path, e))?;
+        }
+        Ok(encoded.name.clone())
+    })?;
+    let stamp = merged.iter().map(|(p, _)| p.modified).max().unwrap_or(started);
+    let covered = merged.iter().map(|(p, _)| p.base.clone()).collect();
+    let objects = encoded.objects;
+    Ok(Some(retire_merged(pack_dir, &new_name, stamp, objects, packed_loose, covered)))
+}
+
+/// After a merge wrote pack `new_name`: dates it `stamp` (see `pack_geometric`) and
+/// deletes the loose objects and the packs it covers.
+fn retire_merged(
+    pack_dir: &Path,
+    new_name: &str,
+    stamp: SystemTime,
+    objects: usize,
+    packed_loose: Vec<PathBuf>,
+    covered: Vec<PathBuf>,
+) -> PackReport {
     let _ =
         fs::File::open(pack_dir.join(format!("pack-{new_name}.pack"))).and_then(|f| f.set_modified(stamp));
-
     let mut report = PackReport { objects, ..PackReport::default() };
     for path in packed_loose {
         if fs::remove_file(&path).is_ok() {
@@ -197,13 +258,13 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
             let _ = fs::remove_dir(parent);
         }
     }
-    for pack in covered {
-        let same = pack.base.to_string_lossy().ends_with(&new_name);
-        if !same && remove_pack(&pack.base) {
+    for base in covered {
+        let same = base.to_string_lossy().ends_with(new_name);
+        if !same && remove_pack(&base) {
             report.packs_removed += 1;
         }
     }
-    Ok(report)
+    report
 }
 
 /// Writes the pack `builder` holds into `pack_dir` (pack and index, read-only)
@@ -219,9 +280,23 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
 /// pack is moved in first and its index last, as git does: a pack is visible
 /// only complete.
 fn write_pack(builder: &mut git2::PackBuilder<'_>, pack_dir: &Path, dir: &Path) -> Result<String> {
-    static STAGED: AtomicU64 = AtomicU64::new(0);
     let mut bytes = git2::Buf::new();
     builder.write_buf(&mut bytes).map_err(|e| git_err("writing the pack", dir, e))?;
+    install_staged(pack_dir, |staging| {
+        let mut indexer = git2::Indexer::new(None, staging, 0o444, false)
+            .map_err(|e| git_err("indexing the pack", dir, e))?;
+        std::io::Write::write_all(&mut indexer, &bytes).map_err(|e| io_err("index the pack", staging, e))?;
+        indexer.commit().map_err(|e| git_err("indexing the pack", dir, e))
+    })
+}
+
+/// Has `write` put `pack-<name>.pack` and `.idx` into a staging directory of this merge
+/// (`tmp_engram_merge_*`, which writers' clean-up leaves alone: see
+/// [`remove_dead_temp_files`]), then moves the pack into `pack_dir` and its index last.
+/// Returns the name.
+fn install_staged(pack_dir: &Path, write: impl FnOnce(&Path) -> Result<String>) -> Result<String> {
+    static STAGED: AtomicU64 = AtomicU64::new(0);
+    fs::create_dir_all(pack_dir).map_err(|e| io_err("create directory", pack_dir, e))?;
     let staging = pack_dir.join(format!(
         "{}merge_{}_{}",
         super::packwrite::TEMP_PREFIX,
@@ -229,18 +304,14 @@ fn write_pack(builder: &mut git2::PackBuilder<'_>, pack_dir: &Path, dir: &Path) 
         STAGED.fetch_add(1, Ordering::Relaxed)
     ));
     fs::create_dir(&staging).map_err(|e| io_err("create directory", &staging, e))?;
-    let written = (|| {
-        let mut indexer = git2::Indexer::new(None, &staging, 0o444, false)
-            .map_err(|e| git_err("indexing the pack", dir, e))?;
-        std::io::Write::write_all(&mut indexer, &bytes).map_err(|e| io_err("index the pack", &staging, e))?;
-        let name = indexer.commit().map_err(|e| git_err("indexing the pack", dir, e))?;
+    let written = write(&staging).and_then(|name| {
         for ext in ["pack", "idx"] {
             let file = format!("pack-{name}.{ext}");
             fs::rename(staging.join(&file), pack_dir.join(&file))
                 .map_err(|e| io_err("rename into place", &pack_dir.join(&file), e))?;
         }
         Ok(name)
-    })();
+    });
     let _ = fs::remove_dir_all(&staging);
     written
 }

@@ -36,6 +36,7 @@ mod merge;
 mod no_wait;
 mod objcache;
 mod open;
+mod packcopy;
 mod packwrite;
 mod proposals;
 mod publish;

@@ -67,11 +67,13 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// A pack and its index, ready to be installed.
-struct EncodedPack {
-    pack: Vec<u8>,
-    index: Vec<u8>,
+pub(super) struct EncodedPack {
+    pub(super) pack: Vec<u8>,
+    pub(super) index: Vec<u8>,
     /// The pack's checksum in hex: its name (`pack-<name>.pack`).
-    name: String,
+    pub(super) name: String,
+    /// The number of objects in it.
+    pub(super) objects: usize,
 }
 
 /// A version-2 pack of whole (undeltified) objects, quickly compressed (packs
@@ -80,14 +82,33 @@ struct EncodedPack {
 /// and CRCs are known already (libgit2's indexer would inflate and hash
 /// everything again).
 fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
-    let mut out = Vec::with_capacity(objects.iter().map(|(_, _, b)| b.len() / 2 + 32).sum::<usize>() + 32);
-    out.extend_from_slice(b"PACK");
-    out.extend_from_slice(&2u32.to_be_bytes());
-    out.extend_from_slice(&(objects.len() as u32).to_be_bytes());
-    // (id, offset, crc32 of the entry as stored)
-    let mut entries: Vec<(Oid, u64, u32)> = Vec::with_capacity(objects.len());
+    let mut pack = PackEncoder::new(objects.iter().map(|(_, _, b)| b.len() / 2 + 32).sum::<usize>());
     for (kind, id, bytes) in objects {
-        let offset = out.len();
+        pack.add_whole(*kind, *id, bytes)?;
+    }
+    pack.finish()
+}
+
+/// A version-2 pack being written, entry by entry, with what its index needs.
+pub(super) struct PackEncoder {
+    out: Vec<u8>,
+    /// (id, offset, crc32 of the entry as stored)
+    entries: Vec<(Oid, u64, u32)>,
+}
+
+impl PackEncoder {
+    /// An empty pack, with room for about `capacity` bytes of entries.
+    pub(super) fn new(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity + 32);
+        out.extend_from_slice(b"PACK");
+        out.extend_from_slice(&2u32.to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes()); // the count, set by `finish`
+        Self { out, entries: Vec::new() }
+    }
+
+    /// Adds an object as a whole (undeltified) entry.
+    pub(super) fn add_whole(&mut self, kind: ObjectType, id: Oid, bytes: &[u8]) -> Result<()> {
+        let offset = self.out.len();
         let code: u8 = match kind {
             ObjectType::Commit => 1,
             ObjectType::Tree => 2,
@@ -100,24 +121,47 @@ fn encode_pack(objects: &[(ObjectType, Oid, Vec<u8>)]) -> Result<EncodedPack> {
         if size > 0 {
             first |= 0x80;
         }
-        out.push(first);
+        self.out.push(first);
         while size > 0 {
             let mut byte = (size & 0x7f) as u8;
             size >>= 7;
             if size > 0 {
                 byte |= 0x80;
             }
-            out.push(byte);
+            self.out.push(byte);
         }
-        deflate_into(&mut out, bytes)?;
+        deflate_into(&mut self.out, bytes)?;
         let mut crc = flate2::Crc::new();
-        crc.update(&out[offset..]);
-        entries.push((*id, offset as u64, crc.sum()));
+        crc.update(&self.out[offset..]);
+        self.entries.push((id, offset as u64, crc.sum()));
+        Ok(())
     }
-    let checksum = super::checksum::sha1(&out);
-    out.extend_from_slice(&checksum);
-    let index = encode_index(entries, &checksum)?;
-    Ok(EncodedPack { pack: out, index, name: hex(&checksum) })
+
+    /// Adds the entries of another pack as they are stored: `body` is that pack
+    /// without its 12-byte header and its checksum, and `entries` are its index's
+    /// (id, offset in that pack, crc32). Copied as one block, the entries keep
+    /// their distances, so offset deltas still find their bases (and id deltas
+    /// find them by id, in the same pack).
+    pub(super) fn add_copied(&mut self, body: &[u8], entries: &[(Oid, u64, u32)]) {
+        let shift = self.out.len() as u64 - 12;
+        self.out.extend_from_slice(body);
+        self.entries.extend(entries.iter().map(|&(id, offset, crc)| (id, offset + shift, crc)));
+    }
+
+    /// The pack with its count and checksum, and its index.
+    pub(super) fn finish(mut self) -> Result<EncodedPack> {
+        let count = u32::try_from(self.entries.len()).map_err(|_| StoreError::Io {
+            step: "pack",
+            path: "a pack".into(),
+            source: std::io::Error::other("more than 2^32 objects"),
+        })?;
+        self.out[8..12].copy_from_slice(&count.to_be_bytes());
+        let checksum = super::checksum::sha1(&self.out);
+        self.out.extend_from_slice(&checksum);
+        let objects = self.entries.len();
+        let index = encode_index(self.entries, &checksum)?;
+        Ok(EncodedPack { pack: self.out, index, name: hex(&checksum), objects })
+    }
 }
 
 thread_local! {
@@ -169,12 +213,12 @@ fn encode_index(mut entries: Vec<(Oid, u64, u32)>, pack_checksum: &[u8; 20]) -> 
         out.extend_from_slice(&crc.to_be_bytes());
     }
     for (_, offset, _) in &entries {
-        // One commit's objects; a pack past 2 GiB would need the large-offset table.
+        // A commit's objects or a few small packs; past 2 GiB would need the large-offset table.
         let small =
             u32::try_from(*offset).ok().filter(|o| o & 0x8000_0000 == 0).ok_or_else(|| StoreError::Io {
                 step: "index",
                 path: "a pack".into(),
-                source: std::io::Error::other("a single write larger than 2 GiB"),
+                source: std::io::Error::other("a pack written here larger than 2 GiB"),
             })?;
         out.extend_from_slice(&small.to_be_bytes());
     }
