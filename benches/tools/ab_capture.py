@@ -5,7 +5,9 @@
 
 Starts one `engram serve` per binary, each on its own packs dir, and
 alternates single calls between them (a `ping`, then a `capture_memory`), so
-every binary sees the same machine load; prints p50/p95 per binary and, with
+every binary sees the same machine load; prints p50/p95 per binary, the CPU
+time the server used per capture (all its threads, background packing included,
+until it exited) and, with
 ENGRAM_TRACE_WRITES=1, the median of every write phase the server reports.
 PACKDIRS=dir1,dir2 uses existing packs dirs (one per binary; copy one
 prefilled pack, e.g. `capture_loop`'s ENGRAM_LOOP_DIR, with `cp -a`) and
@@ -68,8 +70,12 @@ class Server:
             "summary": f"ab {i}", "memory_type": "fact", "tags": ["bench"]})
 
     def close(self):
+        """Ends the server (it finishes its packing first); keeps the CPU time all its
+        threads used, packing included."""
         self.proc.stdin.close()
-        self.proc.wait()
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu = usage.ru_utime + usage.ru_stime
 
 
 def main():
@@ -99,7 +105,8 @@ def main():
         times = sorted(captures[k])
         print(f"{b}: capture p50 {statistics.median(times) * 1e3:.3f} ms  "
               f"p95 {times[int(0.95 * n)] * 1e3:.3f} ms  "
-              f"ping p50 {statistics.median(pings[k]) * 1e3:.3f} ms")
+              f"ping p50 {statistics.median(pings[k]) * 1e3:.3f} ms  "
+              f"server CPU per capture (all threads, until exit) {servers[k].cpu / (n + prefill) * 1e3:.3f} ms")
         phases = {}
         lines = [l for l in open(servers[k].stderr_path) if "engram: write" in l][-n:]
         for line in lines:

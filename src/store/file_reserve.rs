@@ -24,6 +24,13 @@ use std::sync::{Mutex, OnceLock};
 /// The reserve, relative to the git directory.
 const RESERVE_DIR: &str = "engram-spare/reserve";
 
+/// Where the filler creates each file before it moves it into the reserve, relative
+/// to the git directory. Creating a file holds its directory's lock for as long as the
+/// inode allocation takes (on ext4 without a journal, a scan past every inode freed in
+/// the last minutes); a write renaming a file out of the reserve takes the reserve's
+/// lock, so files made in the reserve itself made writes wait for the filler.
+const MAKING_DIR: &str = "engram-spare/making";
+
 /// How many files the filler keeps in a reserve.
 const TARGET: usize = 32;
 
@@ -192,10 +199,17 @@ fn fill(reserve: &Path) {
         return;
     }
     let Some(spare_dir) = reserve.parent() else { return };
-    for dir in [spare_dir, reserve] {
+    let Some(git_dir) = spare_dir.parent() else { return };
+    let making = git_dir.join(MAKING_DIR);
+    for dir in [spare_dir, reserve, &making] {
         if super::worktree::ensure_real_dir(dir).is_err() {
             return;
         }
+    }
+    // Files a filler killed between making and moving left (taking checks them as it
+    // checks every spare).
+    for name in list(&making) {
+        let _ = fs::rename(making.join(&name), reserve.join(&name));
     }
     let have = list(reserve).len();
     let stamp = std::time::SystemTime::now()
@@ -204,8 +218,13 @@ fn fill(reserve: &Path) {
         .unwrap_or_default();
     let pid = std::process::id();
     for k in have..TARGET {
-        let path = reserve.join(format!("{pid}-{stamp}-{k}"));
-        if OpenOptions::new().write(true).create_new(true).open(&path).is_err() {
+        let name = format!("{pid}-{stamp}-{k}");
+        let made = making.join(&name);
+        if OpenOptions::new().write(true).create_new(true).open(&made).is_err() {
+            return;
+        }
+        if fs::rename(&made, reserve.join(&name)).is_err() {
+            let _ = fs::remove_file(&made);
             return;
         }
     }
@@ -225,6 +244,18 @@ mod tests {
     use std::os::unix::fs::MetadataExt as _;
 
     use super::*;
+
+    #[test]
+    fn files_are_made_beside_the_reserve_and_moved_in() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let git_dir = tmp.path().join(".git");
+        let making = git_dir.join(MAKING_DIR);
+        fs::create_dir_all(&making).expect("mkdir");
+        fs::write(making.join("left-by-a-killed-filler"), b"").expect("leftover");
+        assert_eq!(fill_now(&git_dir), TARGET);
+        assert!(list(&making).is_empty(), "nothing stays where files are made");
+        assert!(git_dir.join(RESERVE_DIR).join("left-by-a-killed-filler").exists(), "a leftover is a spare");
+    }
 
     #[test]
     fn a_retired_reserve_gets_no_files_until_the_removal_ends() {

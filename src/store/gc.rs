@@ -96,6 +96,8 @@ struct PackFile {
     base: PathBuf,
     objects: usize,
     modified: SystemTime,
+    /// The size of the `.pack` file.
+    bytes: u64,
 }
 
 impl PackFile {
@@ -131,6 +133,7 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
     let mut total = loose.len();
     let packs = packs(&pack_dir);
+    let all_bytes: u64 = packs.iter().map(|p| p.bytes).sum();
     // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
     // even when a few loose objects (which seed the size rule) are all that is new.
     let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT { 2 } else { 0 };
@@ -148,7 +151,9 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     if loose.is_empty() && merged.len() < 2 {
         return Ok(PackReport::default());
     }
+    let merged_bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum();
     if total <= COPY_MERGE_MAX_OBJECTS
+        && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes
         && let Some(report) = copy_merge(git, dir, &pack_dir, &loose, &merged, started)?
     {
         return Ok(report);
@@ -192,10 +197,14 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     Ok(retire_merged(&pack_dir, &new_name, stamp, objects, packed_loose, covered))
 }
 
-/// Merges of at most this many objects copy the merged packs' entries as they are
-/// (`packcopy`), with no delta search: the per-write packs of the last few hundred writes.
-/// Larger merges (the history's big packs, at most O(log n) times per object) search deltas.
+/// A merge copies the merged packs' entries as they are (`packcopy`), with no delta
+/// search, when it merges at most this many objects and at most 1/[`COPY_MERGE_SHARE`]
+/// of the bytes of all packs: the per-write packs of the last writes. Larger merges (the
+/// history's big packs, each object O(log n) times) search deltas, and fold the copied
+/// packs' undeltified objects into them: those stay a bounded share of the repository.
 const COPY_MERGE_MAX_OBJECTS: usize = 4096;
+/// See [`COPY_MERGE_MAX_OBJECTS`].
+const COPY_MERGE_SHARE: u64 = 8;
 
 /// The merge of `pack_geometric` by copying (`packcopy`); `None` when a pack cannot be
 /// copied as it is (the builder merges then).
@@ -569,9 +578,10 @@ fn packs(pack_dir: &Path) -> Vec<PackFile> {
                 .filter(|p| p.extension().is_some_and(|x| x == "pack"))
                 .filter(|p| !p.with_extension("keep").exists())
                 .filter_map(|p| {
-                    let modified = fs::metadata(&p).and_then(|m| m.modified()).ok()?;
+                    let meta = fs::metadata(&p).ok()?;
+                    let modified = meta.modified().ok()?;
                     let objects = pack_object_count(&p.with_extension("idx"))?;
-                    Some(PackFile { base: p.with_extension(""), objects, modified })
+                    Some(PackFile { base: p.with_extension(""), objects, modified, bytes: meta.len() })
                 })
                 .collect()
         })

@@ -80,7 +80,10 @@ fn read_source(base: &Path) -> Option<Source> {
 /// stored and the `loose` objects whole (those also in one of the packs are left out).
 /// `None` when a pack cannot be copied as it is — a file that does not check out, or an
 /// object in two of them — and the caller merges with the builder instead.
-pub(super) fn concatenate(packs: &[&Path], loose: &[(ObjectType, Oid, Vec<u8>)]) -> Result<Option<EncodedPack>> {
+pub(super) fn concatenate(
+    packs: &[&Path],
+    loose: &[(ObjectType, Oid, Vec<u8>)],
+) -> Result<Option<EncodedPack>> {
     let mut sources = Vec::with_capacity(packs.len());
     for base in packs {
         let Some(source) = read_source(base) else { return Ok(None) };
@@ -157,21 +160,26 @@ mod tests {
         let bases: Vec<&Path> = packs.iter().map(|p| p.as_path()).collect();
         let extra = b"a loose blob\n".to_vec();
         let extra_id = Oid::hash_object(ObjectType::Blob, &extra).expect("hash");
-        let merged =
-            concatenate(&bases, &[(ObjectType::Blob, extra_id, extra.clone())]).expect("encode").expect("copyable");
+        let merged = concatenate(&bases, &[(ObjectType::Blob, extra_id, extra.clone())])
+            .expect("encode")
+            .expect("copyable");
         // libgit2's indexer reads the new pack from scratch: every entry inflates, every
         // delta resolves and every id is what the index says.
         let out = tempfile::tempdir().expect("tempdir");
         let mut indexer = git2::Indexer::new(None, out.path(), 0o444, false).expect("indexer");
         std::io::Write::write_all(&mut indexer, &merged.pack).expect("index");
         assert_eq!(indexer.commit().expect("a valid pack"), merged.name);
-        let theirs = std::fs::read(out.path().join(format!("pack-{}.idx", merged.name))).expect("their index");
+        let theirs =
+            std::fs::read(out.path().join(format!("pack-{}.idx", merged.name))).expect("their index");
         assert_eq!(theirs, merged.index, "the index is the one git's indexer writes");
         let mut want: Vec<Oid> = Vec::new();
-        repo.odb().expect("odb").foreach(|id| {
-            want.push(*id);
-            true
-        }).expect("list");
+        repo.odb()
+            .expect("odb")
+            .foreach(|id| {
+                want.push(*id);
+                true
+            })
+            .expect("list");
         let copied = read_source(&out.path().join(format!("pack-{}", merged.name))).expect("readable");
         let deltas = copied.entries.iter().filter(|e| matches!((copied.bytes[e.1 as usize] >> 4) & 7, 6 | 7));
         assert!(deltas.count() > 0, "the copied packs held deltas");
