@@ -28,6 +28,7 @@ use std::time::SystemTime;
 
 use git2::{ObjectType, Oid, Repository};
 
+use super::packwrite::{IDX_HEADER_LEN, IDX_MAGIC};
 use super::{PackRepo, Result, git_err, io_err};
 
 /// Fan-out directories sampled to estimate the loose-object count (1/32 of all).
@@ -233,10 +234,9 @@ fn copy_merge(
     let new_name = install_staged(pack_dir, |staging| {
         for (bytes, ext) in [(&encoded.pack, "pack"), (&encoded.index, "idx")] {
             let path = staging.join(format!("pack-{}.{ext}", encoded.name));
-            fs::write(&path, bytes).map_err(|e| io_err("write", &path, e))?;
-            let mut permissions = fs::metadata(&path).map_err(|e| io_err("read", &path, e))?.permissions();
-            permissions.set_readonly(true);
-            fs::set_permissions(&path, permissions).map_err(|e| io_err("make read-only", &path, e))?;
+            super::packwrite::create_read_only(&path)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+                .map_err(|e| io_err("write", &path, e))?;
         }
         Ok(encoded.name.clone())
     })?;
@@ -590,18 +590,15 @@ fn packs(pack_dir: &Path) -> Vec<PackFile> {
     out
 }
 
-const IDX_MAGIC: [u8; 4] = [0xff, b't', b'O', b'c'];
-const IDX_HEADER: usize = 8 + 256 * 4;
-
 /// The object count of a version-2 pack index.
 fn pack_object_count(idx: &Path) -> Option<usize> {
     use std::io::Read;
-    let mut head = [0u8; IDX_HEADER];
+    let mut head = [0u8; IDX_HEADER_LEN];
     fs::File::open(idx).ok()?.read_exact(&mut head).ok()?;
     if head[..4] != IDX_MAGIC || head[4..8] != [0, 0, 0, 2] {
         return None;
     }
-    let last: [u8; 4] = head[IDX_HEADER - 4..].try_into().ok()?;
+    let last: [u8; 4] = head[IDX_HEADER_LEN - 4..].try_into().ok()?;
     Some(u32::from_be_bytes(last) as usize)
 }
 
@@ -609,7 +606,7 @@ fn pack_object_count(idx: &Path) -> Option<usize> {
 fn pack_ids(idx: &Path) -> Option<Vec<Oid>> {
     let bytes = fs::read(idx).ok()?;
     let count = pack_object_count(idx)?;
-    let ids = bytes.get(IDX_HEADER..IDX_HEADER + count * 20)?;
+    let ids = bytes.get(IDX_HEADER_LEN..IDX_HEADER_LEN + count * 20)?;
     ids.chunks_exact(20).map(|raw| Oid::from_bytes(raw).ok()).collect()
 }
 

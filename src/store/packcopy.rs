@@ -14,14 +14,10 @@ use std::path::Path;
 use git2::{ObjectType, Oid};
 
 use super::Result;
-use super::packwrite::{EncodedPack, PackEncoder};
+use super::packwrite::{EncodedPack, IDX_HEADER_LEN, IDX_MAGIC, PACK_HEADER_LEN, PackEncoder};
 
-/// A pack's header: `PACK`, the version, the object count.
-const PACK_HEADER: usize = 12;
 /// The SHA-1 at the end of a pack and of an index.
 const CHECKSUM: usize = 20;
-const IDX_MAGIC: [u8; 4] = [0xff, b't', b'O', b'c'];
-const IDX_FANOUT_END: usize = 8 + 256 * 4;
 
 /// A pack whose entries can be copied.
 struct Source {
@@ -33,7 +29,7 @@ struct Source {
 impl Source {
     /// The entries without the header and the checksum.
     fn body(&self) -> &[u8] {
-        &self.bytes[PACK_HEADER..self.bytes.len() - CHECKSUM]
+        &self.bytes[PACK_HEADER_LEN..self.bytes.len() - CHECKSUM]
     }
 }
 
@@ -43,7 +39,7 @@ impl Source {
 fn read_source(base: &Path) -> Option<Source> {
     let bytes = std::fs::read(base.with_extension("pack")).ok()?;
     let idx = std::fs::read(base.with_extension("idx")).ok()?;
-    if bytes.len() < PACK_HEADER + CHECKSUM || bytes[..4] != *b"PACK" || bytes[4..8] != [0, 0, 0, 2] {
+    if bytes.len() < PACK_HEADER_LEN + CHECKSUM || bytes[..4] != *b"PACK" || bytes[4..8] != [0, 0, 0, 2] {
         return None;
     }
     let count = u32::from_be_bytes(bytes[8..12].try_into().ok()?) as usize;
@@ -54,8 +50,8 @@ fn read_source(base: &Path) -> Option<Source> {
     if idx.get(..4)? != IDX_MAGIC || idx.get(4..8)? != [0, 0, 0, 2] {
         return None;
     }
-    let listed = u32::from_be_bytes(idx.get(IDX_FANOUT_END - 4..IDX_FANOUT_END)?.try_into().ok()?) as usize;
-    let ids_at = IDX_FANOUT_END;
+    let listed = u32::from_be_bytes(idx.get(IDX_HEADER_LEN - 4..IDX_HEADER_LEN)?.try_into().ok()?) as usize;
+    let ids_at = IDX_HEADER_LEN;
     let crcs_at = ids_at + listed * 20;
     let offsets_at = crcs_at + listed * 4;
     let names_pack_at = offsets_at + listed * 4;
@@ -68,7 +64,7 @@ fn read_source(base: &Path) -> Option<Source> {
     for i in 0..count {
         let id = Oid::from_bytes(idx.get(ids_at + i * 20..ids_at + i * 20 + 20)?).ok()?;
         let offset = u64::from(word(offsets_at + i * 4)?);
-        if offset < PACK_HEADER as u64 || offset >= content.len() as u64 {
+        if offset < PACK_HEADER_LEN as u64 || offset >= content.len() as u64 {
             return None;
         }
         entries.push((id, offset, word(crcs_at + i * 4)?));

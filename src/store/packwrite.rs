@@ -66,6 +66,14 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The length of a pack's header: `PACK`, the version, the object count.
+pub(super) const PACK_HEADER_LEN: usize = 12;
+/// The first bytes of a version-2 pack index (then the version, 2).
+pub(super) const IDX_MAGIC: [u8; 4] = [0xff, b't', b'O', b'c'];
+/// The length of a version-2 index's header: magic, version and the 256 fan-out counts
+/// (the last of which is the object count).
+pub(super) const IDX_HEADER_LEN: usize = 8 + 256 * 4;
+
 /// A pack and its index, ready to be installed.
 pub(super) struct EncodedPack {
     pub(super) pack: Vec<u8>,
@@ -143,7 +151,7 @@ impl PackEncoder {
     /// their distances, so offset deltas still find their bases (and id deltas
     /// find them by id, in the same pack).
     pub(super) fn add_copied(&mut self, body: &[u8], entries: &[(Oid, u64, u32)]) {
-        let shift = self.out.len() as u64 - 12;
+        let shift = (self.out.len() - PACK_HEADER_LEN) as u64;
         self.out.extend_from_slice(body);
         self.entries.extend(entries.iter().map(|&(id, offset, crc)| (id, offset + shift, crc)));
     }
@@ -195,7 +203,7 @@ fn deflate_into(out: &mut Vec<u8>, bytes: &[u8]) -> Result<()> {
 fn encode_index(mut entries: Vec<(Oid, u64, u32)>, pack_checksum: &[u8; 20]) -> Result<Vec<u8>> {
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let mut out = Vec::with_capacity(8 + 256 * 4 + entries.len() * 28 + 40);
-    out.extend_from_slice(b"\xfftOc");
+    out.extend_from_slice(&IDX_MAGIC);
     out.extend_from_slice(&2u32.to_be_bytes());
     let mut fanout = [0u32; 256];
     for (id, _, _) in &entries {
@@ -322,7 +330,7 @@ fn write_and_rename(
 pub(super) const TEMP_PREFIX: &str = "tmp_engram_";
 
 /// Creates a new file, read-only once closed (pack files are, as git makes them).
-fn create_read_only(path: &Path) -> std::io::Result<std::fs::File> {
+pub(super) fn create_read_only(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
