@@ -182,6 +182,7 @@ fn request_refill(reserve: PathBuf) {
         // The thread lives as long as the process; a refill it does not finish
         // leaves only empty files, which are spares like the others.
         let _ = std::thread::Builder::new().name("engram-reserve".into()).spawn(move || {
+            super::housekeeping::lower_priority();
             while let Ok(reserve) = rx.recv() {
                 fill(&reserve);
             }

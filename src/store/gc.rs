@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use git2::{ObjectType, Oid, Repository};
@@ -126,21 +127,39 @@ impl PackFile {
 ///   stays readable through its open descriptor and mappings); one that had not
 ///   opened it yet misses it, and libgit2 then rescans `objects/pack` and finds
 ///   the object in the new pack (`git_odb_refresh` on a miss), as with `git repack`.
-pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport> {
+///
+/// With [`Merge::CopyOnly`] (a write's merge while the background job runs, see
+/// `housekeeping`) it merges packs only, and only when it can copy them; the packs
+/// another merge of this process has planned ([`Claims`]) are left to it.
+pub(super) fn pack_geometric(
+    git: &Repository,
+    dir: &Path,
+    claims: &Claims,
+    how: Merge,
+) -> Result<PackReport> {
     let started = SystemTime::now();
     let objects_dir = git.path().join("objects");
     let pack_dir = objects_dir.join("pack");
-    let loose = loose_objects(&objects_dir)?;
+    let loose = match how {
+        Merge::Background => loose_objects(&objects_dir)?,
+        Merge::CopyOnly => Vec::new(),
+    };
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
     let mut total = loose.len();
-    let packs = packs(&pack_dir);
+    // Planned under the claims' lock, so that two merges never plan the same pack.
+    let mut claimed = claims.lock();
+    let packs: Vec<PackFile> = packs(&pack_dir);
     let all_bytes: u64 = packs.iter().map(|p| p.bytes).sum();
+    let packs: Vec<PackFile> = packs.into_iter().filter(|p| !claimed.contains(&p.base)).collect();
     // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
     // even when a few loose objects (which seed the size rule) are all that is new.
-    let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT { 2 } else { 0 };
+    let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT || how == Merge::CopyOnly { 2 } else { 0 };
     for pack in packs {
         // With no loose objects, the newest pack (a write's own) seeds the run.
         if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
+            break;
+        }
+        if how == Merge::CopyOnly && total + pack.objects > COPY_MERGE_MAX_OBJECTS {
             break;
         }
         // A pack whose index cannot be read stays as it is (and stops the merge: only a
@@ -153,11 +172,17 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
         return Ok(PackReport::default());
     }
     let merged_bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum();
-    if total <= COPY_MERGE_MAX_OBJECTS
-        && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes
-        && let Some(report) = copy_merge(git, dir, &pack_dir, &loose, &merged, started)?
-    {
+    // A write's merge is within the object limit by construction; its share of the bytes does
+    // not matter: copying leaves the packs it merges as large as they were.
+    let copyable = how == Merge::CopyOnly
+        || (total <= COPY_MERGE_MAX_OBJECTS && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes);
+    let _planned = Planned::claim(claims, &mut claimed, merged.iter().map(|(p, _)| p.base.clone()).collect());
+    drop(claimed);
+    if copyable && let Some(report) = copy_merge(git, dir, &pack_dir, &loose, &merged, started)? {
         return Ok(report);
+    }
+    if how == Merge::CopyOnly {
+        return Ok(PackReport::default());
     }
     let mut members: HashSet<Oid> = loose.iter().map(|(id, _)| *id).collect();
     for (_, ids) in &merged {
@@ -196,6 +221,51 @@ pub(super) fn pack_geometric(git: &Repository, dir: &Path) -> Result<PackReport>
     super::housekeeping::test_gate::pass(git.path());
     let new_name = write_pack(&mut builder, &pack_dir, dir)?;
     Ok(retire_merged(&pack_dir, &new_name, stamp, objects, packed_loose, covered))
+}
+
+/// Which merges [`pack_geometric`] may make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merge {
+    /// Any (the background job): loose objects and packs, copied or delta-searched.
+    Background,
+    /// Only packs, and only by copying them (a few milliseconds, in a write).
+    CopyOnly,
+}
+
+/// The packs this process's merges of one repository have planned and not yet
+/// deleted. A write merges the newest packs itself while the background job is
+/// busy with older ones (`housekeeping`): the job holds the gc lock, so no other
+/// process merges, and each merge of this process plans only unclaimed packs.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Claims(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl Claims {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+        // The set is consistent after any panic (plain inserts and removes).
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One merge's claimed packs, released when the merge is over (done or failed).
+struct Planned<'a> {
+    claims: &'a Claims,
+    bases: Vec<PathBuf>,
+}
+
+impl<'a> Planned<'a> {
+    fn claim(claims: &'a Claims, claimed: &mut HashSet<PathBuf>, bases: Vec<PathBuf>) -> Self {
+        claimed.extend(bases.iter().cloned());
+        Planned { claims, bases }
+    }
+}
+
+impl Drop for Planned<'_> {
+    fn drop(&mut self) {
+        let mut claimed = self.claims.lock();
+        for base in &self.bases {
+            claimed.remove(base);
+        }
+    }
 }
 
 /// A merge copies the merged packs' entries as they are (`packcopy`), with no delta

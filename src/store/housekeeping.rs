@@ -11,12 +11,19 @@
 //!                                          │ packing due? ──no──► return
 //!                                          │ yes, and no job of this pack runs here
 //!                                          ▼
-//!                          trim reflogs (they are appended to under the write lock)
 //!                          try the gc lock (.git/engram-gc.lock); taken elsewhere? ► return
 //!                                          ▼
-//!                          spawn a thread (own git2::Repository, holds the gc lock):
-//!                          remove stale temp files, gc::pack_geometric ─► exits
+//!                          spawn a thread (own git2::Repository, holds the gc lock,
+//!                          idle scheduling class): remove stale temp files,
+//!                          gc::pack_geometric ─► exits
 //! ```
+//!
+//! The job runs at the idle priority ([`lower_priority`]), so a write or the
+//! MCP client never waits behind it for the CPU. A job that gets little CPU
+//! (a busy machine) lets the packs of a burst pile up: past [`BACKLOG_LIMIT`]
+//! a write merges the newest packs itself, by copying them (`gc::Merge::CopyOnly`,
+//! milliseconds), instead of waiting for the job; the two merges never plan the
+//! same pack (`gc::Claims`). Only when nothing can be copied does it wait.
 //!
 //! The thread holds the gc lock but never the write lock, so writes of this and
 //! other processes go on while it packs (why that is safe: [`gc::pack_geometric`]).
@@ -39,7 +46,7 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{PackRepo, Result, gc, io_err};
+use super::{PackRepo, PhaseTimer, Result, gc, io_err};
 
 /// The lock a packing job holds (`flock`, next to the write lock `engram.lock`).
 const GC_LOCK_FILE: &str = "engram-gc.lock";
@@ -62,6 +69,8 @@ struct Job {
     packs_seen: usize,
     /// Writes of this process since that census (each added one pack).
     writes_since_census: usize,
+    /// The packs a merge of this process has planned (the job's, a write's).
+    claims: gc::Claims,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -96,7 +105,8 @@ pub(super) fn gc_lock(git_dir: &Path, wait: bool) -> Result<Option<File>> {
 /// Called by a write after its commit, with the write lock held: starts a
 /// background packing job when one is due. Never fails the write (problems are
 /// logged to stderr) and never waits for packing.
-pub(super) fn after_write(repo: &PackRepo) {
+/// `trace` gets the time of each step taken (`ENGRAM_TRACE_WRITES`).
+pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     let git_dir = repo.git_dir();
     let mut jobs = jobs();
     let index = match jobs.iter().position(|j| j.git_dir == git_dir) {
@@ -108,6 +118,7 @@ pub(super) fn after_write(repo: &PackRepo) {
                 retry_after: None,
                 packs_seen: 0,
                 writes_since_census: CENSUS_EVERY,
+                claims: gc::Claims::default(),
             });
             jobs.len() - 1
         }
@@ -116,6 +127,7 @@ pub(super) fn after_write(repo: &PackRepo) {
     // Reflogs grow by a line per write whether or not packing is due.
     if fs::metadata(git_dir.join("logs/HEAD")).is_ok_and(|m| m.len() > REFLOG_TRIM_BYTES) {
         gc::trim_reflogs(repo);
+        trace.mark("reflog-trim");
     }
     job.writes_since_census += 1;
     let job_state = match &job.thread {
@@ -124,29 +136,46 @@ pub(super) fn after_write(repo: &PackRepo) {
         Some(_) => JobState::Running,
     };
     if !should_count(job.packs_seen, job.writes_since_census, job_state) {
+        trace.mark("gc-check");
         return;
     }
-    // An ended job is joined (past the backlog limit: waited for) before counting.
+    // Past the backlog limit, the write merges the newest packs itself, by copying them
+    // (a few milliseconds), rather than waiting for the job, which may be busy with a
+    // long merge of older packs at a low priority (see `lower_priority`).
+    if job_state == JobState::Running {
+        let merged = gc::pack_geometric(&repo.repo, &repo.dir, &job.claims, gc::Merge::CopyOnly);
+        trace.mark("backlog-merge");
+        match merged {
+            Ok(report) if report.packs_removed > 0 => {
+                job.writes_since_census = 0;
+                job.packs_seen = gc::census(&git_dir).packs;
+                forget_deleted_packs(repo);
+                trace.mark("gc-check");
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("engram: {e}"),
+        }
+    }
+    // An ended job is joined (past the backlog limit and with nothing to copy: waited for)
+    // before counting.
     if let Some(done) = job.thread.take()
         && !done.join().unwrap_or(false)
     {
         job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
     }
+    trace.mark("job-join");
     job.writes_since_census = 0;
     let census = gc::census(&git_dir);
     if census.packs < job.packs_seen {
         forget_deleted_packs(repo);
     }
     job.packs_seen = census.packs;
-    if !census.due {
-        return;
-    }
-    if job.retry_after.is_some_and(|t| Instant::now() < t) {
+    trace.mark("census");
+    if !census.due || job.retry_after.is_some_and(|t| Instant::now() < t) {
         return;
     }
     job.retry_after = None;
-    // Cheap, and it must not race the reflog appends of writes: done here, under the write lock.
-    gc::trim_reflogs(repo);
     let lock = match gc_lock(&git_dir, false) {
         Ok(Some(lock)) => lock,
         Ok(None) => return, // another process is packing this pack
@@ -156,13 +185,15 @@ pub(super) fn after_write(repo: &PackRepo) {
         }
     };
     let dir = repo.dir.clone();
+    let claims = job.claims.clone();
     let spawned = std::thread::Builder::new()
         .name("engram-pack".to_owned())
-        .spawn(move || run_job(&git_dir, &dir, lock));
+        .spawn(move || run_job(&git_dir, &dir, &claims, lock));
     match spawned {
         Ok(thread) => job.thread = Some(thread),
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
     }
+    trace.mark("job-start");
 }
 
 /// This process's packing job of a pack, as a write finds it.
@@ -203,8 +234,10 @@ fn forget_deleted_packs(repo: &PackRepo) {
     }
 }
 
-/// The background job: packs with its own repository handle while holding `_lock`.
-fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
+/// The background job: packs with its own repository handle while holding `_lock`,
+/// at the lowest priority.
+fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, _lock: File) -> bool {
+    lower_priority();
     let git = match git2::Repository::open(git_dir) {
         Ok(git) => git,
         Err(e) => {
@@ -218,7 +251,7 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
     // a burst of writes ends with few packs, not with those the burst added
     // during the last run.
     loop {
-        match gc::pack_geometric(&git, dir) {
+        match gc::pack_geometric(&git, dir, claims, gc::Merge::Background) {
             Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
             Ok(_) => return true,
             Err(e) => {
@@ -233,15 +266,38 @@ fn run_job(git_dir: &Path, dir: &Path, _lock: File) -> bool {
     true
 }
 
+/// Moves the calling thread to the idle scheduling class (Linux `SCHED_IDLE`):
+/// it runs only on CPU time no other thread wants, and a thread that wakes up
+/// (a write, the MCP client) takes its CPU at once instead of after a time
+/// slice. For background threads no one waits for: the packing job (a write
+/// that would wait for it merges the newest packs itself instead) and the file
+/// reserve's filler (a write with no spare file makes its own). A thread cannot
+/// come back from this class without privileges, so it is set once, in the
+/// thread's own first lines. Elsewhere (or when refused) the thread stays as it is.
+pub(super) fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        let _ = thread_priority::set_thread_priority_and_policy(
+            thread_priority::thread_native_id(),
+            ThreadPriority::Min,
+            idle,
+        );
+    }
+}
+
 /// A write looks at the pack directory at least every this many writes.
 const CENSUS_EVERY: usize = 4;
 
-/// A HEAD reflog past this size (~150 lines) is trimmed by the next write.
-const REFLOG_TRIM_BYTES: u64 = 32 * 1024;
+/// A HEAD reflog past this size (~300 lines) is trimmed by the next write (to
+/// `gc::REFLOG_KEEP` lines: a few milliseconds, in one write of ~250).
+const REFLOG_TRIM_BYTES: u64 = 64 * 1024;
 
 /// Packs a burst of writes may leave waiting for a running job: past this
-/// many, a write waits for the job to end (each lookup libgit2 makes, in the
-/// job too, searches every pack, so a backlog slows packing down further).
+/// many, a write merges the newest ones itself (or, with nothing to copy, waits
+/// for the job to end): each lookup libgit2 makes, in the job too, searches
+/// every pack, so a backlog slows everything down.
 const BACKLOG_LIMIT: usize = 128;
 
 /// True when the next write of the pack at `git_dir` would wait for its running
@@ -417,6 +473,63 @@ mod tests {
         assert!(during.iter().any(|n| !planned.contains(n)), "writes added packs during the job");
         assert!(after.len() < during.len(), "the job merged packs: {} -> {}", during.len(), after.len());
         assert_all_readable(tmp.path(), first + 20);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn background_threads_run_in_the_idle_class() {
+        let policy = std::thread::spawn(|| {
+            lower_priority();
+            // `policy` in the scheduler's own view of this thread; 5 is SCHED_IDLE.
+            let sched = fs::read_to_string("/proc/thread-self/sched").expect("sched");
+            let line = sched.lines().find(|l| l.starts_with("policy")).map(str::to_owned);
+            line.and_then(|l| l.split(':').nth(1).map(|v| v.trim().to_owned()))
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(policy.as_deref(), Some("5"), "SCHED_IDLE");
+        let here = fs::read_to_string("/proc/thread-self/sched").expect("sched");
+        assert!(!here.lines().any(|l| l.starts_with("policy") && l.ends_with(" 5")), "only that thread");
+    }
+
+    #[test]
+    fn a_full_backlog_is_merged_by_the_write_not_waited_for() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let git_dir = repo.git_dir();
+        let (reached, release) = test_gate::install(&git_dir);
+        let first = gc::AUTO_PACK_PACK_COUNT;
+        for i in 0..first {
+            write(&repo, i);
+        }
+        reached.recv_timeout(HANG).expect("a packing job started and reached the gate");
+        // The job is paused with its packs planned (a job starved at the idle priority).
+        let planned = pack_names(&git_dir);
+        let (done_tx, done_rx) = channel();
+        let more = 2 * BACKLOG_LIMIT;
+        let writer = std::thread::spawn(move || {
+            let mut most = 0;
+            for k in 0..more {
+                write(&repo, 1000 + k);
+                most = most.max(pack_names(&repo.git_dir()).len());
+            }
+            let _ = done_tx.send(most);
+            repo
+        });
+        // Before: the write at the backlog waited for the job, which never went on.
+        let most = done_rx.recv_timeout(HANG).expect("writes past the backlog did not wait for the job");
+        assert!(most <= BACKLOG_LIMIT + 1, "the writes merged their own packs: at most {most} packs");
+        let during = pack_names(&git_dir);
+        assert!(
+            planned.iter().all(|p| during.contains(p)),
+            "the writes' merges left the packs the job planned alone"
+        );
+        let _ = release.send(());
+        let repo = writer.join().expect("writer");
+        repo.wait_for_housekeeping();
+        let after = pack_names(&git_dir);
+        assert!(planned.iter().all(|p| !after.contains(p)), "the job merged what it planned");
+        assert_all_readable(tmp.path(), first + more);
     }
 
     #[test]

@@ -261,7 +261,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(commit) => {
                     drop(index_lock);
-                    housekeeping::after_write(self);
+                    housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
                     return Ok(Some(Integrated::Merged { commit, value }));
                 }
                 CommitOutcome::Unchanged | CommitOutcome::Retry => {
@@ -333,7 +333,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    housekeeping::after_write(self);
+                    housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),

@@ -151,8 +151,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    housekeeping::after_write(self);
-                    trace.mark("gc-check");
+                    housekeeping::after_write(self, &mut trace);
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
                 }

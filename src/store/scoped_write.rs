@@ -226,7 +226,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut super::PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    super::housekeeping::after_write(self);
+                    super::housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
