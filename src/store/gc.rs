@@ -159,7 +159,13 @@ pub(super) fn pack_geometric(
         if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
             break;
         }
-        if how == Merge::CopyOnly && total + pack.objects > COPY_MERGE_MAX_OBJECTS {
+        // A write's merge stays a copy: within the object limit and the share of the bytes
+        // (the undeltified packs it makes are merged with deltas by a later background run).
+        let bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum::<u64>() + pack.bytes;
+        if how == Merge::CopyOnly
+            && (total + pack.objects > COPY_MERGE_MAX_OBJECTS
+                || bytes.saturating_mul(COPY_MERGE_SHARE) > all_bytes)
+        {
             break;
         }
         // A pack whose index cannot be read stays as it is (and stops the merge: only a
@@ -172,14 +178,21 @@ pub(super) fn pack_geometric(
         return Ok(PackReport::default());
     }
     let merged_bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum();
-    // A write's merge is within the object limit by construction; its share of the bytes does
-    // not matter: copying leaves the packs it merges as large as they were.
-    let copyable = how == Merge::CopyOnly
-        || (total <= COPY_MERGE_MAX_OBJECTS && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes);
+    // (A write's merge is within both limits by construction.)
+    let copyable =
+        total <= COPY_MERGE_MAX_OBJECTS && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes;
     let _planned = Planned::claim(claims, &mut claimed, merged.iter().map(|(p, _)| p.base.clone()).collect());
     drop(claimed);
-    if copyable && let Some(report) = copy_merge(git, dir, &pack_dir, &loose, &merged, started)? {
-        return Ok(report);
+    if copyable {
+        let (whole, packed_loose) = read_loose(git, dir, &loose)?;
+        let copy = || copy_merge(&pack_dir, whole, packed_loose, &merged, started);
+        let copied = match how {
+            Merge::Background => at_idle_priority(copy)?,
+            Merge::CopyOnly => copy()?,
+        };
+        if let Some(report) = copied {
+            return Ok(report);
+        }
     }
     if how == Merge::CopyOnly {
         return Ok(PackReport::default());
@@ -277,19 +290,21 @@ const COPY_MERGE_MAX_OBJECTS: usize = 4096;
 /// See [`COPY_MERGE_MAX_OBJECTS`].
 const COPY_MERGE_SHARE: u64 = 8;
 
-/// The merge of `pack_geometric` by copying (`packcopy`); `None` when a pack cannot be
-/// copied as it is (the builder merges then).
-fn copy_merge(
+/// A loose object read whole: its kind, id and content.
+type WholeObject = (ObjectType, Oid, Vec<u8>);
+
+/// The `loose` objects that can be read, whole, and the paths of those files.
+fn read_loose(
     git: &Repository,
     dir: &Path,
-    pack_dir: &Path,
     loose: &[(Oid, PathBuf)],
-    merged: &[(PackFile, Vec<Oid>)],
-    started: SystemTime,
-) -> Result<Option<PackReport>> {
-    let odb = git.odb().map_err(|e| git_err("packing objects", dir, e))?;
+) -> Result<(Vec<WholeObject>, Vec<PathBuf>)> {
     let mut whole = Vec::with_capacity(loose.len());
     let mut packed_loose = Vec::with_capacity(loose.len());
+    if loose.is_empty() {
+        return Ok((whole, packed_loose));
+    }
+    let odb = git.odb().map_err(|e| git_err("packing objects", dir, e))?;
     for (id, path) in loose {
         // An unreadable object stays loose (and `engram doctor` reports it).
         if let Ok(object) = odb.read(*id) {
@@ -297,10 +312,44 @@ fn copy_merge(
             packed_loose.push(path.clone());
         }
     }
+    Ok((whole, packed_loose))
+}
+
+/// Runs the background job's copy merge on a thread of its own in the idle scheduling
+/// class (`housekeeping::lower_priority`): a write or the client that wakes up takes the
+/// CPU from it at once. Only the copy, which reads and writes files with no lock of
+/// libgit2 (its pack-window lock is one per process): a thread that holds such a lock
+/// and gets no CPU would stall the write that needs it (a delta merge at the idle
+/// priority made writes wait 70–420 ms for libgit2's lock). A copy that panics, or a
+/// thread that cannot start, is `None`: the builder merges instead.
+fn at_idle_priority(copy: impl FnOnce() -> Result<Option<PackReport>> + Send) -> Result<Option<PackReport>> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new().name("engram-copy".to_owned()).spawn_scoped(scope, || {
+            super::housekeeping::lower_priority();
+            copy()
+        });
+        match thread.map(|t| t.join()) {
+            Ok(Ok(copied)) => copied,
+            Ok(Err(_)) | Err(_) => Ok(None),
+        }
+    })
+}
+
+/// The merge of `pack_geometric` by copying (`packcopy`); `None` when a pack cannot be
+/// copied as it is (the builder merges then).
+fn copy_merge(
+    pack_dir: &Path,
+    whole: Vec<WholeObject>,
+    packed_loose: Vec<PathBuf>,
+    merged: &[(PackFile, Vec<Oid>)],
+    started: SystemTime,
+) -> Result<Option<PackReport>> {
     let bases: Vec<&Path> = merged.iter().map(|(p, _)| p.base.as_path()).collect();
     let Some(encoded) = super::packcopy::concatenate(&bases, &whole)? else { return Ok(None) };
     #[cfg(test)]
-    super::housekeeping::test_gate::pass(git.path());
+    if let Some(git_dir) = pack_dir.parent().and_then(Path::parent) {
+        super::housekeeping::test_gate::pass(git_dir);
+    }
     let new_name = install_staged(pack_dir, |staging| {
         for (bytes, ext) in [(&encoded.pack, "pack"), (&encoded.index, "idx")] {
             let path = staging.join(format!("pack-{}.{ext}", encoded.name));

@@ -13,14 +13,15 @@
 //!                                          ▼
 //!                          try the gc lock (.git/engram-gc.lock); taken elsewhere? ► return
 //!                                          ▼
-//!                          spawn a thread (own git2::Repository, holds the gc lock,
-//!                          idle scheduling class): remove stale temp files,
-//!                          gc::pack_geometric ─► exits
+//!                          spawn a thread (own git2::Repository, holds the gc lock):
+//!                          remove stale temp files, gc::pack_geometric ─► exits
 //! ```
 //!
-//! The job runs at the idle priority ([`lower_priority`]), so a write or the
-//! MCP client never waits behind it for the CPU. A job that gets little CPU
-//! (a busy machine) lets the packs of a burst pile up: past [`BACKLOG_LIMIT`]
+//! The job's copy merges (most of them) run at the idle priority
+//! ([`lower_priority`]), so a write or the MCP client does not wait behind them
+//! for the CPU; its delta merges, which hold libgit2's process-wide pack-window
+//! lock, run at the normal priority (a starved holder would stall the writes).
+//! A job that gets little CPU (a busy machine) lets the packs of a burst pile up: past [`BACKLOG_LIMIT`]
 //! a write merges the newest packs itself, by copying them (`gc::Merge::CopyOnly`,
 //! milliseconds), instead of waiting for the job; the two merges never plan the
 //! same pack (`gc::Claims`). Only when nothing can be copied does it wait.
@@ -234,10 +235,9 @@ fn forget_deleted_packs(repo: &PackRepo) {
     }
 }
 
-/// The background job: packs with its own repository handle while holding `_lock`,
-/// at the lowest priority.
+/// The background job: packs with its own repository handle while holding `_lock`
+/// (its copy merges at the idle priority, see `gc::pack_geometric`).
 fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, _lock: File) -> bool {
-    lower_priority();
     let git = match git2::Repository::open(git_dir) {
         Ok(git) => git,
         Err(e) => {
@@ -269,11 +269,12 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, _lock: File) -> bool
 /// Moves the calling thread to the idle scheduling class (Linux `SCHED_IDLE`):
 /// it runs only on CPU time no other thread wants, and a thread that wakes up
 /// (a write, the MCP client) takes its CPU at once instead of after a time
-/// slice. For background threads no one waits for: the packing job (a write
-/// that would wait for it merges the newest packs itself instead) and the file
-/// reserve's filler (a write with no spare file makes its own). A thread cannot
-/// come back from this class without privileges, so it is set once, in the
-/// thread's own first lines. Elsewhere (or when refused) the thread stays as it is.
+/// slice. For background work no one waits for and that holds no lock a write
+/// needs: the packing job's copy merges (a write that would wait for the job
+/// merges the newest packs itself instead) and the file reserve's filler (a write
+/// with no spare file makes its own). A thread cannot come back from this class
+/// without privileges, so it is set once, in the thread's own first lines.
+/// Elsewhere (or when refused) the thread stays as it is.
 pub(super) fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
