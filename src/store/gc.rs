@@ -146,6 +146,7 @@ pub(super) fn pack_geometric(
     };
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
     let mut total = loose.len();
+    let mut merged_bytes = 0u64;
     // Planned under the claims' lock, so that two merges never plan the same pack.
     let mut claimed = claims.lock();
     let packs: Vec<PackFile> = packs(&pack_dir);
@@ -161,10 +162,9 @@ pub(super) fn pack_geometric(
         }
         // A write's merge stays a copy: within the object limit and the share of the bytes
         // (the undeltified packs it makes are merged with deltas by a later background run).
-        let bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum::<u64>() + pack.bytes;
         if how == Merge::CopyOnly
             && (total + pack.objects > COPY_MERGE_MAX_OBJECTS
-                || bytes.saturating_mul(COPY_MERGE_SHARE) > all_bytes)
+                || (merged_bytes + pack.bytes).saturating_mul(COPY_MERGE_SHARE) > all_bytes)
         {
             break;
         }
@@ -172,12 +172,12 @@ pub(super) fn pack_geometric(
         // run of the newest packs is merged, so the commit walk below sees their history).
         let Some(ids) = pack_ids(&pack.with_ext("idx")) else { break };
         total += pack.objects;
+        merged_bytes += pack.bytes;
         merged.push((pack, ids));
     }
     if loose.is_empty() && merged.len() < 2 {
         return Ok(PackReport::default());
     }
-    let merged_bytes: u64 = merged.iter().map(|(p, _)| p.bytes).sum();
     // (A write's merge is within both limits by construction.)
     let copyable =
         total <= COPY_MERGE_MAX_OBJECTS && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes;

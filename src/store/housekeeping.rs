@@ -143,27 +143,20 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     // Past the backlog limit, the write merges the newest packs itself, by copying them
     // (a few milliseconds), rather than waiting for the job, which may be busy with a
     // long merge of older packs at a low priority (see `lower_priority`).
-    if job_state == JobState::Running {
+    // The job then goes on, and the count below drops the merged-away packs.
+    let merged_here = job_state == JobState::Running && {
         let merged = gc::pack_geometric(&repo.repo, &repo.dir, &job.claims, gc::Merge::CopyOnly);
         trace.mark("backlog-merge");
-        match merged {
-            Ok(report) if report.packs_removed > 0 => {
-                job.writes_since_census = 0;
-                job.packs_seen = gc::census(&git_dir).packs;
-                forget_deleted_packs(repo);
-                trace.mark("gc-check");
-                return;
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("engram: {e}"),
-        }
-    }
-    // An ended job is joined (past the backlog limit and with nothing to copy: waited for)
-    // before counting.
-    if let Some(done) = job.thread.take()
-        && !done.join().unwrap_or(false)
-    {
-        job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+        merged
+            .unwrap_or_else(|e| {
+                eprintln!("engram: {e}");
+                gc::PackReport::default()
+            })
+            .packs_removed
+            > 0
+    };
+    if !merged_here {
+        wait_for_job(job);
     }
     trace.mark("job-join");
     job.writes_since_census = 0;
@@ -173,7 +166,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     }
     job.packs_seen = census.packs;
     trace.mark("census");
-    if !census.due || job.retry_after.is_some_and(|t| Instant::now() < t) {
+    if !census.due || job.thread.is_some() || job.retry_after.is_some_and(|t| Instant::now() < t) {
         return;
     }
     job.retry_after = None;
@@ -195,6 +188,16 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
     }
     trace.mark("job-start");
+}
+
+/// Joins the job's thread (an ended one at once; past the backlog limit with nothing
+/// to copy, a running one: waited for), noting a failure.
+fn wait_for_job(job: &mut Job) {
+    if let Some(done) = job.thread.take()
+        && !done.join().unwrap_or(false)
+    {
+        job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+    }
 }
 
 /// This process's packing job of a pack, as a write finds it.
@@ -425,6 +428,20 @@ mod tests {
         assert_eq!(fresh.verify().expect("every object readable"), commits);
     }
 
+    /// A pack whose first packing job (started by its first writes, one per
+    /// [`gc::AUTO_PACK_PACK_COUNT`]) is paused at the gate, after planning, holding
+    /// the gc lock: the directory, the pack and the sender that lets the job go on.
+    fn paused_job() -> (tempfile::TempDir, PackRepo, std::sync::mpsc::Sender<()>) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let (reached, release) = test_gate::install(&repo.git_dir());
+        for i in 0..gc::AUTO_PACK_PACK_COUNT {
+            write(&repo, i);
+        }
+        reached.recv_timeout(HANG).expect("a packing job started and reached the gate");
+        (tmp, repo, release)
+    }
+
     #[test]
     fn writes_count_the_packs_only_when_it_can_matter() {
         let due = gc::AUTO_PACK_PACK_COUNT;
@@ -443,15 +460,9 @@ mod tests {
 
     #[test]
     fn writes_land_while_a_packing_job_runs() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let (tmp, repo, release) = paused_job();
         let git_dir = repo.git_dir();
-        let (reached, release) = test_gate::install(&git_dir);
         let first = gc::AUTO_PACK_PACK_COUNT;
-        for i in 0..first {
-            write(&repo, i);
-        }
-        reached.recv_timeout(HANG).expect("a packing job started and reached the gate");
         // The job is paused after choosing what to merge, holding the gc lock.
         assert!(gc_lock(&git_dir, false).expect("lock").is_none(), "the job holds the gc lock");
         let planned = pack_names(&git_dir);
@@ -495,15 +506,9 @@ mod tests {
 
     #[test]
     fn a_full_backlog_is_merged_by_the_write_not_waited_for() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let (tmp, repo, release) = paused_job();
         let git_dir = repo.git_dir();
-        let (reached, release) = test_gate::install(&git_dir);
         let first = gc::AUTO_PACK_PACK_COUNT;
-        for i in 0..first {
-            write(&repo, i);
-        }
-        reached.recv_timeout(HANG).expect("a packing job started and reached the gate");
         // The job is paused with its packs planned (a job starved at the idle priority).
         let planned = pack_names(&git_dir);
         let (done_tx, done_rx) = channel();
