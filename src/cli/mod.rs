@@ -166,6 +166,15 @@ enum Command {
     },
     /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
     Ui(ui::UiArgs),
+    /// (internal) Make one delta merge a packing job planned, in the idle scheduling class
+    #[command(name = crate::store::PACK_MERGE_COMMAND, hide = true)]
+    PackMerge {
+        /// The repository's git directory
+        git_dir: PathBuf,
+        /// The process that planned the merge (its packing job holds the gc lock)
+        #[arg(long)]
+        parent: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -276,6 +285,10 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A packing job's delta merges run in a child `engram` process (store/merge_worker.rs).
+    if let Ok(exe) = std::env::current_exe() {
+        crate::store::run_delta_merges_in(exe);
+    }
     let result = run(cli);
     // Background packing jobs finish before the process exits (see store/housekeeping.rs).
     crate::store::wait_for_background_packing();
@@ -376,6 +389,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
+        Some(Command::PackMerge { git_dir, parent }) => {
+            let report = crate::store::serve_pack_merge(git_dir, *parent, std::io::stdin().lock())?;
+            println!("{}", crate::store::format_report(&report));
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

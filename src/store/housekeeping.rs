@@ -19,8 +19,11 @@
 //!
 //! The job's copy merges (most of them) run at the idle priority
 //! ([`lower_priority`]), so a write or the MCP client does not wait behind them
-//! for the CPU; its delta merges, which hold libgit2's process-wide pack-window
-//! lock, run at the normal priority (a starved holder would stall the writes).
+//! for the CPU. Its delta merges hold libgit2's pack-window lock, one per process
+//! (a starved holder would stall the writes), so the `engram` binary makes them in a
+//! worker process of its own, whole at the idle priority (`merge_worker`); a process
+//! with no worker (library use, unit tests) makes them on the job's thread at the
+//! normal priority.
 //! A job that gets little CPU (a busy machine) lets the packs of a burst pile up: past [`BACKLOG_LIMIT`]
 //! a write merges the newest packs itself, by copying them (`gc::Merge::CopyOnly`,
 //! milliseconds), instead of waiting for the job; the two merges never plan the

@@ -20,6 +20,7 @@
 
 mod checksum;
 mod clean;
+mod delta_order;
 pub mod doctor;
 mod error;
 mod file_reserve;
@@ -33,6 +34,7 @@ mod index_lock;
 mod known_hosts;
 mod locks;
 mod merge;
+mod merge_worker;
 mod no_wait;
 mod objcache;
 mod open;
@@ -75,6 +77,7 @@ pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFro
 pub use housekeeping::wait_for_background_packing;
 pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
+pub use merge_worker::{PACK_MERGE_COMMAND, format_report, run_delta_merges_in, serve_pack_merge};
 pub use no_wait::{hold, without_waiting};
 pub use open::{clone_pack, init_git};
 pub use proposals::{

@@ -171,3 +171,147 @@ async fn a_server_killed_mid_pack_leaves_a_valid_pack_and_loses_no_write() {
     assert!(left.is_empty(), "temp files after gc: {left:?}");
     assert_fsck(&pack);
 }
+
+/// The ids of a pack repository's packs (`pack-<id>.pack`).
+fn pack_ids(pack: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(pack.join(".git/objects/pack"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    Some(name.strip_prefix("pack-")?.strip_suffix(".pack")?.to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Runs the hidden `engram pack-merge` (what a packing job starts for a delta merge)
+/// with `plan` on stdin.
+fn pack_merge(pack: &Path, parent: u32, plan: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(crate::common::bin())
+        .arg("pack-merge")
+        .arg(pack.join(".git"))
+        .arg("--parent")
+        .arg(parent.to_string())
+        .env_clear()
+        .envs(crate::common::base_env())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn pack-merge");
+    child.stdin.take().expect("stdin").write_all(plan.as_bytes()).expect("send the plan");
+    child.wait_with_output().expect("pack-merge")
+}
+
+/// A pack with 30 packs (one per write; packing held off by holding the gc lock).
+async fn many_packs(env: &TestEnv) -> std::path::PathBuf {
+    env.init("bg");
+    let pack = env.pack("bg");
+    let lock = std::fs::File::create(pack.join(".git/engram-gc.lock")).expect("lock file");
+    fs4::fs_std::FileExt::lock_exclusive(&lock).expect("lock");
+    let client = env.client().await;
+    for i in 0..30 {
+        capture(&client, &format!("unpacked {i}")).await;
+    }
+    client.close().await.expect("close");
+    assert!(pack_files(&pack) >= 30, "{} packs", pack_files(&pack));
+    pack
+}
+
+/// The worker merges exactly the packs of its plan into one and deletes them; an orphan
+/// (its parent is not the process that planned the merge, which holds the gc lock)
+/// changes nothing; a plan line that is not `pack <id>` / `loose <id>` is refused before anything
+/// is written. The repository stays whole in each case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merge_worker_merges_its_plan_and_an_orphan_deletes_nothing() {
+    let env = TestEnv::with_real_clock();
+    let pack = many_packs(&env).await;
+    let ids = pack_ids(&pack);
+    let plan: String = ids[..20].iter().map(|id| format!("pack {id}\n")).collect();
+
+    let refused = pack_merge(&pack, std::process::id(), &format!("{plan}pack ../../../etc/passwd\n"));
+    assert!(!refused.status.success(), "a plan line naming a path is refused");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("../../../etc/passwd"), "the message names the line: {stderr}");
+    assert_eq!(pack_ids(&pack), ids, "nothing written or deleted");
+
+    let orphan = pack_merge(&pack, 1, &plan);
+    assert!(orphan.status.success(), "{}", String::from_utf8_lossy(&orphan.stderr));
+    assert!(String::from_utf8_lossy(&orphan.stdout).contains("packs_removed=0"));
+    assert_eq!(pack_ids(&pack), ids, "an orphan merges nothing");
+    assert_fsck(&pack);
+
+    let merged = pack_merge(&pack, std::process::id(), &plan);
+    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    let answer = String::from_utf8_lossy(&merged.stdout);
+    assert!(answer.contains("packs_removed=20"), "{answer}");
+    let left = pack_ids(&pack);
+    assert!(ids[20..].iter().all(|id| left.contains(id)), "packs outside the plan are left alone");
+    assert!(ids[..20].iter().all(|id| !left.contains(id)), "the planned packs are gone");
+    assert_fsck(&pack);
+    assert_clean(&pack);
+}
+
+/// The scheduling policy of process `pid` (field 41 of `/proc/<pid>/stat`; 5 is
+/// `SCHED_IDLE`), or `None` once it is gone.
+#[cfg(target_os = "linux")]
+fn policy(pid: &str) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces) start at 3.
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(41 - 3).and_then(|f| f.parse().ok())
+}
+
+/// A server's packing job makes its delta merges in a child `engram pack-merge`, which
+/// runs in the idle scheduling class: seen from outside, in `/proc`, while writes go on.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_merges_run_in_a_worker_process_in_the_idle_class() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let env = TestEnv::with_real_clock();
+    env.init("bg");
+    let pack = env.pack("bg");
+    let client = env.client().await;
+    let server = client.pid().expect("pid").to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    let pid = entry.file_name().to_string_lossy().into_owned();
+                    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                    let ours = args.get(1) == Some(&&b"pack-merge"[..])
+                        && args.windows(2).any(|w| w[0] == b"--parent" && w[1] == server.as_bytes());
+                    // The worker moves itself to the idle class in its first lines.
+                    while ours && let Some(p) = policy(&pid) {
+                        if p == 5 {
+                            return true;
+                        }
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            false
+        })
+    };
+    for i in 0..3000 {
+        capture(&client, &format!("write {i}")).await;
+        if watcher.is_finished() {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(watcher.join().expect("watcher"), "no pack-merge worker in the idle class seen in 3,000 writes");
+    client.close().await.expect("close");
+    assert_fsck(&pack);
+    assert_clean(&pack);
+}
