@@ -27,7 +27,9 @@
 //! A job that gets little CPU (a busy machine) lets the packs of a burst pile up: past [`BACKLOG_LIMIT`]
 //! a write merges the newest packs itself, by copying them (`gc::Merge::CopyOnly`,
 //! milliseconds), instead of waiting for the job; the two merges never plan the
-//! same pack (`gc::Claims`). Only when nothing can be copied does it wait.
+//! same pack (`gc::Claims`). When nothing can be copied, the next writes leave the
+//! backlog to the job for [`BACKLOG_RETRY`] packs; only past [`BACKLOG_WAIT_LIMIT`]
+//! does a write wait for it.
 //!
 //! The thread holds the gc lock but never the write lock, so writes of this and
 //! other processes go on while it packs (why that is safe: [`gc::pack_geometric`]).
@@ -75,6 +77,9 @@ struct Job {
     writes_since_census: usize,
     /// The packs a merge of this process has planned (the job's, a write's).
     claims: gc::Claims,
+    /// The pack count at which a write merges the backlog of the running job itself:
+    /// [`BACKLOG_LIMIT`], raised by [`BACKLOG_RETRY`] after a merge that could not copy.
+    backlog_at: usize,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -123,6 +128,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
                 packs_seen: 0,
                 writes_since_census: CENSUS_EVERY,
                 claims: gc::Claims::default(),
+                backlog_at: BACKLOG_LIMIT,
             });
             jobs.len() - 1
         }
@@ -139,7 +145,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
         Some(thread) if thread.is_finished() => JobState::Ended,
         Some(_) => JobState::Running,
     };
-    if !should_count(job.packs_seen, job.writes_since_census, job_state) {
+    if !should_count(job.packs_seen, job.writes_since_census, job_state, job.backlog_at) {
         trace.mark("gc-check");
         return;
     }
@@ -158,7 +164,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
             .packs_removed
             > 0
     };
-    if !merged_here {
+    if joins_job(job_state, merged_here, job.packs_seen + job.writes_since_census) {
         wait_for_job(job);
     }
     trace.mark("job-join");
@@ -168,6 +174,10 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
         forget_deleted_packs(repo);
     }
     job.packs_seen = census.packs;
+    // Nothing could be copied (the newest packs' deltas need bases the job is merging,
+    // say): the next writes leave the backlog to the job for a while.
+    let still_running = job.thread.as_ref().is_some_and(|t| !t.is_finished());
+    job.backlog_at = if still_running && !merged_here { census.packs + BACKLOG_RETRY } else { BACKLOG_LIMIT };
     trace.mark("census");
     if !census.due || job.thread.is_some() || job.retry_after.is_some_and(|t| Instant::now() < t) {
         return;
@@ -193,13 +203,25 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     trace.mark("job-start");
 }
 
-/// Joins the job's thread (an ended one at once; past the backlog limit with nothing
-/// to copy, a running one: waited for), noting a failure.
+/// Joins the job's thread (an ended one at once; past [`BACKLOG_WAIT_LIMIT`] with
+/// nothing to copy, a running one: waited for), noting a failure.
 fn wait_for_job(job: &mut Job) {
     if let Some(done) = job.thread.take()
         && !done.join().unwrap_or(false)
     {
         job.retry_after = Some(Instant::now() + RETRY_AFTER_FAILURE);
+    }
+}
+
+/// Whether a write that counts the packs joins the job first: an ended one always (at
+/// once); a running one only when the write's backlog merge merged nothing and the
+/// `backlog` is past [`BACKLOG_WAIT_LIMIT`]: the job's delta merges run at the idle
+/// priority and may get no CPU for seconds on a busy machine.
+fn joins_job(job: JobState, merged_here: bool, backlog: usize) -> bool {
+    match job {
+        JobState::None => false,
+        JobState::Ended => true,
+        JobState::Running => !merged_here && backlog >= BACKLOG_WAIT_LIMIT,
     }
 }
 
@@ -211,17 +233,18 @@ enum JobState {
     Ended,
 }
 
-/// Whether a write counts the packs (and, when a job is running, waits for it
-/// first). The census lists `objects/pack`, where a burst of writes can leave a
+/// Whether a write counts the packs (and, when a job is running, merges the newest
+/// ones itself first). The census lists `objects/pack`, where a burst of writes can leave a
 /// hundred packs while a job runs: it is skipped while a job of this process
-/// runs (no new job could start) unless the backlog reached [`BACKLOG_LIMIT`],
+/// runs (no new job could start) unless the backlog reached `backlog_at`
+/// ([`BACKLOG_LIMIT`] or, after a merge that could copy nothing, a little more),
 /// and while this process's own writes since the last count (`since`, each
 /// added a pack to the `seen` ones) cannot have made packing due — except every
 /// [`CENSUS_EVERY`] writes, for packs of other processes, and right after a job
 /// of ours ended.
-fn should_count(seen: usize, since: usize, job: JobState) -> bool {
+fn should_count(seen: usize, since: usize, job: JobState, backlog_at: usize) -> bool {
     match job {
-        JobState::Running => seen + since >= BACKLOG_LIMIT,
+        JobState::Running => seen + since >= backlog_at,
         JobState::Ended => true,
         JobState::None => seen + since >= gc::AUTO_PACK_PACK_COUNT || since >= CENSUS_EVERY,
     }
@@ -302,18 +325,26 @@ const CENSUS_EVERY: usize = 4;
 const REFLOG_TRIM_BYTES: u64 = 64 * 1024;
 
 /// Packs a burst of writes may leave waiting for a running job: past this
-/// many, a write merges the newest ones itself (or, with nothing to copy, waits
-/// for the job to end): each lookup libgit2 makes, in the job too, searches
-/// every pack, so a backlog slows everything down.
+/// many, a write merges the newest ones itself: each lookup libgit2 makes, in the
+/// job too, searches every pack, so a backlog slows everything down.
 const BACKLOG_LIMIT: usize = 128;
 
-/// True when the next write of the pack at `git_dir` would wait for its running
-/// packing job after committing (the backlog is full): a write that must not
-/// wait (`no_wait`) gives up before writing instead.
+/// After a write's backlog merge that could copy nothing, the writes leave the
+/// backlog alone for this many more packs (instead of paying for a merge attempt each).
+const BACKLOG_RETRY: usize = 32;
+
+/// Past this many packs a write with nothing to copy waits for the running job
+/// (seen once: 1.2 s, with the job's delta merge at the idle priority beside a busy
+/// core); below it, a slower lookup is the lesser cost.
+const BACKLOG_WAIT_LIMIT: usize = 4 * BACKLOG_LIMIT;
+
+/// True when the next write of the pack at `git_dir` may wait for its running
+/// packing job after committing (the backlog is past [`BACKLOG_WAIT_LIMIT`]): a
+/// write that must not wait (`no_wait`) gives up before writing instead.
 pub(super) fn next_write_would_wait(git_dir: &Path) -> bool {
     jobs().iter().find(|j| j.git_dir == git_dir).is_some_and(|j| {
         j.thread.as_ref().is_some_and(|t| !t.is_finished())
-            && should_count(j.packs_seen, j.writes_since_census + 1, JobState::Running)
+            && j.packs_seen + j.writes_since_census + 1 >= BACKLOG_WAIT_LIMIT
     })
 }
 
@@ -449,16 +480,28 @@ mod tests {
     fn writes_count_the_packs_only_when_it_can_matter() {
         let due = gc::AUTO_PACK_PACK_COUNT;
         // Packs of other processes are looked for every few writes.
-        assert!(!should_count(3, 1, JobState::None));
-        assert!(should_count(3, CENSUS_EVERY, JobState::None));
+        assert!(!should_count(3, 1, JobState::None, BACKLOG_LIMIT));
+        assert!(should_count(3, CENSUS_EVERY, JobState::None, BACKLOG_LIMIT));
         // This process's own writes could have made packing due.
-        assert!(should_count(due - 1, 1, JobState::None));
+        assert!(should_count(due - 1, 1, JobState::None, BACKLOG_LIMIT));
         // A running job: no census (nothing could start) until the backlog is too large,
         // then the write waits for the job.
-        assert!(!should_count(due, CENSUS_EVERY * 10, JobState::Running));
-        assert!(should_count(BACKLOG_LIMIT - 1, 1, JobState::Running));
+        assert!(!should_count(due, CENSUS_EVERY * 10, JobState::Running, BACKLOG_LIMIT));
+        assert!(should_count(BACKLOG_LIMIT - 1, 1, JobState::Running, BACKLOG_LIMIT));
+        assert!(!should_count(BACKLOG_LIMIT - 1, 1, JobState::Running, BACKLOG_LIMIT + BACKLOG_RETRY));
         // A job that ended: count at once (merged-away packs are dropped, the next job may start).
-        assert!(should_count(0, 1, JobState::Ended));
+        assert!(should_count(0, 1, JobState::Ended, BACKLOG_LIMIT));
+    }
+
+    #[test]
+    fn a_running_job_is_waited_for_only_past_the_hard_limit() {
+        assert!(joins_job(JobState::Ended, false, 0));
+        assert!(!joins_job(JobState::None, false, BACKLOG_WAIT_LIMIT));
+        // A backlog the write could not copy is left to the job, up to the hard limit.
+        assert!(!joins_job(JobState::Running, false, BACKLOG_LIMIT));
+        assert!(!joins_job(JobState::Running, false, BACKLOG_WAIT_LIMIT - 1));
+        assert!(joins_job(JobState::Running, false, BACKLOG_WAIT_LIMIT));
+        assert!(!joins_job(JobState::Running, true, BACKLOG_WAIT_LIMIT));
     }
 
     #[test]
