@@ -196,7 +196,7 @@ pub(super) fn pack_geometric(
     // has one (the `engram` binary): libgit2's pack-window lock is one per process, so
     // a merge there never stalls this process's writes, and the CPU it uses is what
     // no one else wants. Without one (library use, unit tests), it runs here.
-    if let Some(report) = super::merge_worker::delta_merge(git.path(), &loose, &merged) {
+    if let Some(report) = super::merge_worker::merge_in_worker(git.path(), &loose, &merged) {
         return report;
     }
     let Some(written) = delta_merge(git, dir, loose, merged, started)? else {
@@ -227,7 +227,7 @@ impl Written {
 }
 
 /// The merge of [`pack_geometric`] with libgit2's pack builder (a delta search, in
-/// the order of [`delta_order`]): writes the `loose` objects and the `merged` packs
+/// the order of `delta_order::insert_reachable`): writes the `loose` objects and the `merged` packs
 /// into one new pack. `None` when there was nothing to write.
 pub(super) fn delta_merge(
     git: &Repository,

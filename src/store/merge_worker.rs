@@ -53,7 +53,7 @@ pub fn run_delta_merges_in(exe: PathBuf) {
 /// Runs the delta merge of `loose` and `merged` in the worker process and returns
 /// its report; `None` when this process has no worker or it cannot start (the
 /// caller merges in this process then).
-pub(super) fn delta_merge(
+pub(super) fn merge_in_worker(
     git_dir: &Path,
     loose: &[(Oid, PathBuf)],
     merged: &[(PackFile, Vec<Oid>)],
