@@ -5,6 +5,7 @@ use std::collections::{BinaryHeap, HashSet};
 
 use git2::{Delta, DiffOptions, Oid};
 
+use super::reread::reread;
 use super::{PackRepo, Result, git_err};
 
 /// A file a commit changed, with its text before and after (when it is text).
@@ -149,7 +150,7 @@ impl<'r> TimeWalk<'r> {
     fn push_parents(&mut self, commit: &git2::Commit<'r>) -> std::result::Result<(), git2::Error> {
         for id in commit.parent_ids() {
             if !self.seen.contains(&id) {
-                let parent = self.repo.find_commit(id)?;
+                let parent = reread(|| self.repo.find_commit(id))?;
                 self.push(parent);
             }
         }
@@ -266,8 +267,8 @@ impl PackRepo {
             WalkFrom::Rest(ids) => {
                 for id in ids {
                     let oid = Oid::from_str(id).map_err(|e| git_err("walking history", dir, e))?;
-                    let commit =
-                        self.repo.find_commit(oid).map_err(|e| git_err("walking history", dir, e))?;
+                    let commit = reread(|| self.repo.find_commit(oid))
+                        .map_err(|e| git_err("walking history", dir, e))?;
                     walk.push(commit);
                 }
             }
@@ -347,7 +348,7 @@ impl PackRepo {
                 if !with_text || !present {
                     return None;
                 }
-                let blob = self.repo.find_blob(id).ok()?;
+                let blob = reread(|| self.repo.find_blob(id)).ok()?;
                 if blob.is_binary() {
                     return None;
                 }

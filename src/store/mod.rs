@@ -49,6 +49,7 @@ mod recent;
 mod recover;
 mod refswap;
 mod remote_auth;
+mod reread;
 mod revert;
 mod scoped_write;
 mod sync;

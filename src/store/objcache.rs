@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use git2::{Oid, Repository};
 
+use super::reread::reread;
+
 /// The entries of a tree: name → (mode, id), in name order.
 pub(super) type TreeEntries = BTreeMap<Vec<u8>, (i32, Oid)>;
 
@@ -62,7 +64,7 @@ impl ObjectCache {
         if let Some(t) = self.lock().trees.get(&id) {
             return Ok(t.clone());
         }
-        let tree = repo.find_tree(id)?;
+        let tree = reread(|| repo.find_tree(id))?;
         let entries: TreeEntries =
             tree.iter().map(|e| (e.name_bytes().to_vec(), (e.filemode(), e.id()))).collect();
         let entries = Arc::new(entries);
@@ -75,7 +77,7 @@ impl ObjectCache {
         if let Some(b) = self.lock().blobs.get(&id) {
             return Ok(b.clone());
         }
-        let blob = repo.find_blob(id)?;
+        let blob = reread(|| repo.find_blob(id))?;
         let content: Arc<[u8]> = Arc::from(blob.content());
         self.keep_blob(id, content.clone());
         Ok(content)
@@ -86,7 +88,7 @@ impl ObjectCache {
         if let Some(t) = self.lock().commit_trees.get(&id) {
             return Ok(*t);
         }
-        let tree = repo.find_commit(id)?.tree_id();
+        let tree = reread(|| repo.find_commit(id))?.tree_id();
         self.keep_commit(id, tree);
         Ok(tree)
     }

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use git2::{Oid, Repository};
 
+use super::reread::reread;
 use super::{Result, git_err};
 
 /// How many commits the duplicate check walks back at most.
@@ -102,7 +103,7 @@ fn extend(repo: &Repository, dir: &Path, head: Oid, cached: Option<Walk>, since:
         if fresh.len() >= MAX_DEDUP_WALK {
             break;
         }
-        let commit = repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
+        let commit = reread(|| repo.find_commit(id)).map_err(|e| git_err("reading a commit", dir, e))?;
         let time = commit.time().seconds();
         let message = String::from_utf8_lossy(commit.message_bytes());
         fresh.push(Recent { id, time, trailers: super::history::parse_trailers(&message) });

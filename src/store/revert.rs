@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, NaiveDateTime, TimeZone as _, Utc};
 use git2::Oid;
 
+use super::reread::reread;
 use super::{Changes, CommitInfo, PackRepo, Result, Snapshot, StoreError, git_err};
 
 /// A path whose revert conflicts with a later commit.
@@ -77,6 +78,15 @@ pub fn parse_since(s: &str) -> Option<i64> {
     parse_when(s)
 }
 
+/// A revision that names no commit is `unknown`; any other failure (a damaged
+/// repository, an unreadable file) is reported as what it is.
+fn unknown_or(e: git2::Error, dir: &std::path::Path, unknown: impl FnOnce() -> StoreError) -> StoreError {
+    match e.code() {
+        git2::ErrorCode::NotFound | git2::ErrorCode::Ambiguous | git2::ErrorCode::InvalidSpec => unknown(),
+        _ => git_err("resolving a revision", dir, e),
+    }
+}
+
 impl PackRepo {
     /// Resolves a commit id (full or abbreviated, `HEAD`, `HEAD~2`) or a date
     /// (`YYYY-MM-DD`: the newest commit of that day or before; RFC 3339 times too).
@@ -92,7 +102,7 @@ impl PackRepo {
             // second tie, and a parent may then come before its child.)
             return self.commit_before(when.saturating_add(1))?.ok_or_else(unknown);
         }
-        let obj = self.repo.revparse_single(r).map_err(|_| unknown())?;
+        let obj = reread(|| self.repo.revparse_single(r)).map_err(|e| unknown_or(e, &self.dir, unknown))?;
         let commit = obj.peel_to_commit().map_err(|_| unknown())?;
         Ok(commit.id().to_string())
     }
@@ -108,7 +118,8 @@ impl PackRepo {
     pub fn commit_info(&self, rev: &str, with_files: bool) -> Result<CommitInfo> {
         let id = self.resolve_commit(rev)?;
         let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        let commit = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let commit =
+            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
         self.info_of(&commit, with_files)
     }
 }
@@ -148,7 +159,8 @@ impl<'r> Snapshot<'r> {
 
     fn commit_of(&self, rev: &str) -> Result<git2::Commit<'r>> {
         let unknown = || StoreError::UnknownCommit { rev: rev.to_owned(), dir: self.dir.to_owned() };
-        let obj = self.repo.revparse_single(rev.trim()).map_err(|_| unknown())?;
+        let obj =
+            reread(|| self.repo.revparse_single(rev.trim())).map_err(|e| unknown_or(e, self.dir, unknown))?;
         obj.peel_to_commit().map_err(|_| unknown())
     }
 
@@ -212,7 +224,8 @@ impl<'r> Snapshot<'r> {
             if id == stop {
                 break;
             }
-            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", self.dir, e))?;
+            let c =
+                reread(|| self.repo.find_commit(id)).map_err(|e| git_err("reading a commit", self.dir, e))?;
             out.push((id.to_string(), subject_of(&c)));
             cur = c.parent_id(0).ok();
         }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{DiffOptions, ErrorCode, ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
+use super::reread::reread;
 use super::{PackRepo, Result, git_err};
 
 /// Directory (inside the pack's `.git`) for derived data that is never committed.
@@ -28,7 +29,7 @@ impl PackRepo {
     /// Resolves a commit-ish (full or abbreviated id, branch, tag, `HEAD~2`) to
     /// the full id of a commit; `None` when it names nothing.
     pub fn resolve_revision(&self, rev: &str) -> Result<Option<String>> {
-        let obj = match self.repo.revparse_single(rev.trim()) {
+        let obj = match reread(|| self.repo.revparse_single(rev.trim())) {
             Ok(o) => o,
             Err(e)
                 if matches!(
@@ -65,7 +66,8 @@ impl PackRepo {
 
     fn tree_of(&self, commit: &str) -> Result<git2::Tree<'_>> {
         let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
-        let c = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let c =
+            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
         c.tree().map_err(|e| git_err("reading a commit's tree", &self.dir, e))
     }
 
@@ -97,7 +99,8 @@ impl PackRepo {
         if entry.kind() != Some(ObjectType::Blob) {
             return Ok(None);
         }
-        let blob = self.repo.find_blob(entry.id()).map_err(|e| git_err("reading a blob", &self.dir, e))?;
+        let blob = reread(|| self.repo.find_blob(entry.id()))
+            .map_err(|e| git_err("reading a blob", &self.dir, e))?;
         Ok(Some(blob.content().to_vec()))
     }
 
@@ -108,8 +111,7 @@ impl PackRepo {
         for path in paths {
             let content = match tree.get_path(Path::new(path)) {
                 Ok(e) if e.kind() == Some(ObjectType::Blob) => Some(
-                    self.repo
-                        .find_blob(e.id())
+                    reread(|| self.repo.find_blob(e.id()))
                         .map_err(|e| git_err("reading a blob", &self.dir, e))?
                         .content()
                         .to_vec(),
@@ -153,7 +155,8 @@ impl PackRepo {
     /// The commit time (seconds since the epoch) of a commit.
     pub fn commit_time(&self, commit: &str) -> Result<i64> {
         let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
-        let c = self.repo.find_commit(oid).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let c =
+            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
         Ok(c.time().seconds())
     }
 }

@@ -8,13 +8,14 @@ use std::path::Path;
 use git2::{ObjectType, TreeWalkMode, TreeWalkResult};
 
 use super::objcache::ObjectCache;
+use super::reread::reread;
 use super::{PackRepo, Result, Snapshot, git_err, io_err};
 
 impl Snapshot<'_> {
     /// The subtree at `dir` (`""` for the root), if it exists and is a directory.
     fn subtree(&self, dir: &str) -> Result<Option<git2::Tree<'_>>> {
         let Some(id) = self.subtree_id(dir)? else { return Ok(None) };
-        self.repo.find_tree(id).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
+        reread(|| self.repo.find_tree(id)).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
     }
 
     /// Every file below `dir`, recursively, as full paths from the pack root, sorted.
@@ -43,7 +44,7 @@ impl Snapshot<'_> {
             let Ok(name) = entry.name() else { return TreeWalkResult::Ok };
             let path = format!("{prefix}{root}{name}");
             let content = if with_content {
-                match self.repo.find_blob(entry.id()) {
+                match reread(|| self.repo.find_blob(entry.id())) {
                     Ok(blob) => String::from_utf8_lossy(blob.content()).into_owned(),
                     Err(e) => {
                         failure = Some(e);
