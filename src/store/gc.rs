@@ -137,7 +137,7 @@ pub(super) fn pack_geometric(
     let pack_dir = objects_dir.join("pack");
     let loose = match how {
         Merge::Background => loose_objects(&objects_dir)?,
-        Merge::CopyOnly | Merge::Tail => Vec::new(),
+        Merge::CopyOnly => Vec::new(),
     };
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
     let mut total = loose.len();
@@ -150,19 +150,7 @@ pub(super) fn pack_geometric(
     // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
     // even when a few loose objects (which seed the size rule) are all that is new.
     let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT || how == Merge::CopyOnly { 2 } else { 0 };
-    let packs = match how {
-        Merge::Tail => heavy_tail(packs),
-        Merge::Background | Merge::CopyOnly => packs,
-    };
     for pack in packs {
-        if how == Merge::Tail {
-            // Every pack of the tail: a pack whose index cannot be read stays as it is.
-            let Some(ids) = pack_ids(&pack.with_ext("idx")) else { continue };
-            total += pack.objects;
-            merged_bytes += pack.bytes;
-            merged.push((pack, ids));
-            continue;
-        }
         // With no loose objects, the newest pack (a write's own) seeds the run.
         if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
             break;
@@ -185,17 +173,16 @@ pub(super) fn pack_geometric(
     if loose.is_empty() && merged.len() < 2 {
         return Ok(PackReport::default());
     }
-    // (A write's merge is within both limits by construction; a tail merge is never a copy.)
-    let copyable = how != Merge::Tail
-        && total <= COPY_MERGE_MAX_OBJECTS
-        && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes;
+    // (A write's merge is within both limits by construction.)
+    let copyable =
+        total <= COPY_MERGE_MAX_OBJECTS && merged_bytes.saturating_mul(COPY_MERGE_SHARE) <= all_bytes;
     let _planned = Planned::claim(claims, &mut claimed, merged.iter().map(|(p, _)| p.base.clone()).collect());
     drop(claimed);
     if copyable {
         let (whole, packed_loose) = read_loose(git, dir, &loose)?;
         let copy = || copy_merge(&pack_dir, whole, packed_loose, &merged, started);
         let copied = match how {
-            Merge::Background | Merge::Tail => at_idle_priority(copy)?,
+            Merge::Background => at_idle_priority(copy)?,
             Merge::CopyOnly => copy()?,
         };
         if let Some(report) = copied {
@@ -309,35 +296,6 @@ pub(super) enum Merge {
     Background,
     /// Only packs, and only by copying them (a few milliseconds, in a write).
     CopyOnly,
-    /// The loose objects and every pack but the largest, delta-searched, when those
-    /// packs weigh more than 1/[`TAIL_SHARE`] of the largest (see [`heavy_tail`]): the
-    /// background job's last run, so that it does not leave the copies it and the writes
-    /// made (whole objects) beside the history.
-    Tail,
-}
-
-/// See [`Merge::Tail`].
-const TAIL_SHARE: u64 = 4;
-
-/// The packs a [`Merge::Tail`] merges: all of `packs` but the largest, when there are at
-/// least two of them and they weigh more than 1/[`TAIL_SHARE`] of the largest; else none.
-///
-/// Copy merges keep the whole objects of the writes' packs (a category file whole, every
-/// version), and each merges at most 1/[`COPY_MERGE_SHARE`] of the bytes; but copies of
-/// copies, and the writes' backlog copies while a job runs, add up. Geometric merges
-/// count objects, not bytes, so a job could end (fewer than [`AUTO_PACK_PACK_COUNT`]
-/// packs) with most of the repository's bytes in such packs: 8.6× the text at 1,000
-/// memories, against 3.4× for one delta-searched pack, in the contended bench.
-fn heavy_tail(packs: Vec<PackFile>) -> Vec<PackFile> {
-    let Some(largest) = packs.iter().map(|p| p.bytes).max() else { return Vec::new() };
-    let Some(at) = packs.iter().position(|p| p.bytes == largest) else { return Vec::new() };
-    let mut tail = packs;
-    tail.remove(at);
-    let tail_bytes: u64 = tail.iter().map(|p| p.bytes).sum();
-    if tail.len() < 2 || tail_bytes.saturating_mul(TAIL_SHARE) <= largest {
-        return Vec::new();
-    }
-    tail
 }
 
 /// The packs this process's merges of one repository have planned and not yet
@@ -380,8 +338,7 @@ impl Drop for Planned<'_> {
 /// search, when it merges at most this many objects and at most 1/[`COPY_MERGE_SHARE`]
 /// of the bytes of all packs: the per-write packs of the last writes. Larger merges (the
 /// history's big packs, each object O(log n) times) search deltas, and fold the copied
-/// packs' undeltified objects into them; a job's last run folds what is left when it
-/// weighs enough ([`Merge::Tail`]).
+/// packs' undeltified objects into them: those stay a bounded share of the repository.
 const COPY_MERGE_MAX_OBJECTS: usize = 4096;
 /// See [`COPY_MERGE_MAX_OBJECTS`].
 const COPY_MERGE_SHARE: u64 = 8;
@@ -822,50 +779,6 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert!(staged.is_empty(), "merge directories left: {staged:?}");
-    }
-
-    /// A job that ends by count with copies (whole objects) beside the history merges them
-    /// with deltas; a light tail is left alone.
-    #[test]
-    fn a_heavy_tail_of_whole_objects_is_merged_with_deltas() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = PackRepo::open_or_adopt(dir.path(), super::super::StoreOptions::default()).expect("open");
-        let pack_dir = repo.git_dir().join("objects/pack");
-        for i in 0..100 {
-            append(&repo, i);
-        }
-        repo.wait_for_housekeeping();
-        repo.pack_objects().expect("gc");
-        // Six versions of a 48 KiB file that barely compresses: each write's pack holds it whole.
-        let block: String =
-            (0..3000u64).map(|i| format!("{:016x}\n", i.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
-        for i in 0..6 {
-            repo.write(|_| {
-                let mut changes = super::super::Changes::default();
-                changes.put("big.md", format!("version {i}\n{block}"));
-                let message = super::super::CommitMessage::new(format!("big {i}"));
-                Ok::<_, super::super::StoreError>(super::super::Edit::Commit { changes, message, value: () })
-            })
-            .expect("write");
-        }
-        repo.wait_for_housekeeping();
-        let bytes = |packs: &[PackFile]| packs.iter().map(|p| p.bytes).sum::<u64>();
-        let before = packs(&pack_dir);
-        assert_eq!(before.len(), 7, "the history and six writes");
-        let claims = Claims::default();
-        let report = pack_geometric(&repo.repo, &repo.dir, &claims, Merge::Tail).expect("tail");
-        let after = packs(&pack_dir);
-        assert_eq!((report.packs_removed, after.len()), (6, 2), "the six merged into one");
-        let tail_before = bytes(&before) - before.iter().map(|p| p.bytes).max().unwrap_or(0);
-        assert!(
-            bytes(&after) < bytes(&before) - tail_before / 2,
-            "deltas: {} bytes before, {} after",
-            bytes(&before),
-            bytes(&after)
-        );
-        assert_eq!(repo.verify().expect("every object readable"), 106, "100 appends and 6 writes");
-        let again = pack_geometric(&repo.repo, &repo.dir, &claims, Merge::Tail).expect("tail again");
-        assert_eq!(again.packs_removed, 0, "a light tail is left alone");
     }
 
     /// A merge directory a killed packer left is removed once stale, like its temp files.
