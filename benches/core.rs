@@ -571,6 +571,27 @@ fn print_tails(quiet: &[Row], contended: &[ContendedRow]) {
     }
 }
 
+/// CPU time of the whole machine from `/proc/stat`, in ticks: (all, stolen by the host).
+/// A virtual machine whose host holds back its CPUs shows it as steal: on the 2-core VMs
+/// this bench runs on, two busy CPUs see stalls of ~100 ms that a one-line clock loop sees too.
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> =
+        stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let steal = *fields.get(7)?;
+    Some((fields.iter().take(8).sum(), steal))
+}
+
+/// The share of CPU time the host stole between two [`cpu_ticks`] readings.
+fn steal_share(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> String {
+    match (before, after) {
+        (Some((all0, steal0)), Some((all1, steal1))) if all1 > all0 => {
+            format!("{:.1}%", 100.0 * (steal1 - steal0) as f64 / (all1 - all0) as f64)
+        }
+        _ => "?".to_owned(),
+    }
+}
+
 /// The load average now (what else runs on this machine), for the record.
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "?".to_owned(), |s| s.trim().to_owned())
@@ -654,9 +675,12 @@ async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
     if busy.is_none() {
         eprintln!("(could not start the busy process: the rounds run uncontended)");
     }
+    let ticks = cpu_ticks();
     let times = capture_rounds(&live).await;
+    let stolen = steal_share(ticks, cpu_ticks());
     drop(busy);
     eprintln!("contended rounds done (load average: {})", loadavg());
+    println!("\nCPU time the host stole during the contended rounds (steal in /proc/stat): {stolen}");
     let mut rows = Vec::new();
     for (l, (captures, floor)) in live.into_iter().zip(times) {
         l.client.close().await.expect("close");
