@@ -78,15 +78,6 @@ pub fn parse_since(s: &str) -> Option<i64> {
     parse_when(s)
 }
 
-/// A revision that names no commit is `unknown`; any other failure (a damaged
-/// repository, an unreadable file) is reported as what it is.
-fn unknown_or(e: git2::Error, dir: &std::path::Path, unknown: impl FnOnce() -> StoreError) -> StoreError {
-    match e.code() {
-        git2::ErrorCode::NotFound | git2::ErrorCode::Ambiguous | git2::ErrorCode::InvalidSpec => unknown(),
-        _ => git_err("resolving a revision", dir, e),
-    }
-}
-
 impl PackRepo {
     /// Resolves a commit id (full or abbreviated, `HEAD`, `HEAD~2`) or a date
     /// (`YYYY-MM-DD`: the newest commit of that day or before; RFC 3339 times too).
@@ -102,9 +93,7 @@ impl PackRepo {
             // second tie, and a parent may then come before its child.)
             return self.commit_before(when.saturating_add(1))?.ok_or_else(unknown);
         }
-        let obj = reread(|| self.repo.revparse_single(r)).map_err(|e| unknown_or(e, &self.dir, unknown))?;
-        let commit = obj.peel_to_commit().map_err(|_| unknown())?;
-        Ok(commit.id().to_string())
+        self.resolve_revision(r)?.ok_or_else(unknown)
     }
 
     /// A snapshot of the pack at a commit (see [`PackRepo::resolve_commit`]).
@@ -116,10 +105,7 @@ impl PackRepo {
 
     /// One commit's details, with the files it changed when `with_files`.
     pub fn commit_info(&self, rev: &str, with_files: bool) -> Result<CommitInfo> {
-        let id = self.resolve_commit(rev)?;
-        let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        let commit =
-            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        let commit = self.commit_by_id(&self.resolve_commit(rev)?)?;
         self.info_of(&commit, with_files)
     }
 }
@@ -159,8 +145,13 @@ impl<'r> Snapshot<'r> {
 
     fn commit_of(&self, rev: &str) -> Result<git2::Commit<'r>> {
         let unknown = || StoreError::UnknownCommit { rev: rev.to_owned(), dir: self.dir.to_owned() };
-        let obj =
-            reread(|| self.repo.revparse_single(rev.trim())).map_err(|e| unknown_or(e, self.dir, unknown))?;
+        let obj = reread(|| self.repo.revparse_single(rev.trim())).map_err(|e| {
+            if super::tree::names_nothing(&e) {
+                unknown()
+            } else {
+                git_err("resolving a revision", self.dir, e)
+            }
+        })?;
         obj.peel_to_commit().map_err(|_| unknown())
     }
 

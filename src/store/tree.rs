@@ -31,14 +31,7 @@ impl PackRepo {
     pub fn resolve_revision(&self, rev: &str) -> Result<Option<String>> {
         let obj = match reread(|| self.repo.revparse_single(rev.trim())) {
             Ok(o) => o,
-            Err(e)
-                if matches!(
-                    e.code(),
-                    ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::InvalidSpec
-                ) =>
-            {
-                return Ok(None);
-            }
+            Err(e) if names_nothing(&e) => return Ok(None),
             Err(e) => return Err(git_err("resolving a revision", &self.dir, e)),
         };
         match obj.peel_to_commit() {
@@ -64,10 +57,14 @@ impl PackRepo {
         Ok(None)
     }
 
-    fn tree_of(&self, commit: &str) -> Result<git2::Tree<'_>> {
+    /// The commit with the full id `commit`.
+    pub(super) fn commit_by_id(&self, commit: &str) -> Result<git2::Commit<'_>> {
         let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
-        let c =
-            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
+        reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))
+    }
+
+    fn tree_of(&self, commit: &str) -> Result<git2::Tree<'_>> {
+        let c = self.commit_by_id(commit)?;
         c.tree().map_err(|e| git_err("reading a commit's tree", &self.dir, e))
     }
 
@@ -154,9 +151,12 @@ impl PackRepo {
 
     /// The commit time (seconds since the epoch) of a commit.
     pub fn commit_time(&self, commit: &str) -> Result<i64> {
-        let oid = Oid::from_str(commit).map_err(|e| git_err("parsing a commit id", &self.dir, e))?;
-        let c =
-            reread(|| self.repo.find_commit(oid)).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        Ok(c.time().seconds())
+        Ok(self.commit_by_id(commit)?.time().seconds())
     }
+}
+
+/// Whether a failed `revparse` means the revision names nothing (rather than a damaged
+/// repository or an unreadable file).
+pub(super) fn names_nothing(e: &git2::Error) -> bool {
+    matches!(e.code(), ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::InvalidSpec)
 }
