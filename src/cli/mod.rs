@@ -166,14 +166,12 @@ enum Command {
     },
     /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
     Ui(ui::UiArgs),
-    /// (internal) Make one delta merge a packing job planned, in the idle scheduling class
+    /// (internal) Make one delta merge a packing job planned, in the idle scheduling class;
+    /// standard input is the job's locked gc lock file, with the plan in it
     #[command(name = crate::store::PACK_MERGE_COMMAND, hide = true)]
     PackMerge {
         /// The repository's git directory
         git_dir: PathBuf,
-        /// The process that planned the merge (its packing job holds the gc lock)
-        #[arg(long)]
-        parent: u32,
     },
 }
 
@@ -389,8 +387,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
-        Some(Command::PackMerge { git_dir, parent }) => {
-            let report = crate::store::serve_pack_merge(git_dir, *parent, std::io::stdin().lock())?;
+        Some(Command::PackMerge { git_dir }) => {
+            let gc_lock = crate::store::stdin_file().context("standard input of the packing worker")?;
+            let report = crate::store::serve_pack_merge(git_dir, &gc_lock)?;
             println!("{}", crate::store::format_report(&report));
             Ok(ExitCode::SUCCESS)
         }

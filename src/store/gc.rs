@@ -130,13 +130,13 @@ pub(super) fn pack_geometric(
     git: &Repository,
     dir: &Path,
     claims: &Claims,
-    how: Merge,
+    how: Merge<'_>,
 ) -> Result<PackReport> {
     let started = SystemTime::now();
     let objects_dir = git.path().join("objects");
     let pack_dir = objects_dir.join("pack");
     let loose = match how {
-        Merge::Background => loose_objects(&objects_dir)?,
+        Merge::Background(_) => loose_objects(&objects_dir)?,
         Merge::CopyOnly => Vec::new(),
     };
     let mut merged: Vec<(PackFile, Vec<Oid>)> = Vec::new();
@@ -149,7 +149,8 @@ pub(super) fn pack_geometric(
     let packs: Vec<PackFile> = packs.into_iter().filter(|p| !claimed.contains(&p.base)).collect();
     // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
     // even when a few loose objects (which seed the size rule) are all that is new.
-    let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT || how == Merge::CopyOnly { 2 } else { 0 };
+    let copy_only = matches!(how, Merge::CopyOnly);
+    let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT || copy_only { 2 } else { 0 };
     for pack in packs {
         // With no loose objects, the newest pack (a write's own) seeds the run.
         if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
@@ -157,7 +158,7 @@ pub(super) fn pack_geometric(
         }
         // A write's merge stays a copy: within the object limit and the share of the bytes
         // (the undeltified packs it makes are merged with deltas by a later background run).
-        if how == Merge::CopyOnly
+        if copy_only
             && (total + pack.objects > COPY_MERGE_MAX_OBJECTS
                 || (merged_bytes + pack.bytes).saturating_mul(COPY_MERGE_SHARE) > all_bytes)
         {
@@ -181,22 +182,19 @@ pub(super) fn pack_geometric(
     if copyable {
         let (whole, packed_loose) = read_loose(git, dir, &loose)?;
         let copy = || copy_merge(&pack_dir, whole, packed_loose, &merged, started);
-        let copied = match how {
-            Merge::Background => at_idle_priority(copy)?,
-            Merge::CopyOnly => copy()?,
-        };
+        let copied = if copy_only { copy()? } else { at_idle_priority(copy)? };
         if let Some(report) = copied {
             return Ok(report);
         }
     }
-    if how == Merge::CopyOnly {
+    let Merge::Background(gc_lock) = how else {
         return Ok(PackReport::default());
-    }
+    };
     // A delta merge runs in a worker process at the idle priority when this process
     // has one (the `engram` binary): libgit2's pack-window lock is one per process, so
     // a merge there never stalls this process's writes, and the CPU it uses is what
     // no one else wants. Without one (library use, unit tests), it runs here.
-    if let Some(report) = super::merge_worker::merge_in_worker(git.path(), &loose, &merged) {
+    if let Some(report) = super::merge_worker::merge_in_worker(git.path(), gc_lock, &loose, &merged) {
         return report;
     }
     let Some(written) = delta_merge(git, dir, loose, merged, started)? else {
@@ -215,11 +213,6 @@ pub(super) struct Written {
 }
 
 impl Written {
-    /// The objects in the new pack.
-    pub(super) fn objects(&self) -> usize {
-        self.objects
-    }
-
     /// Dates the new pack and deletes the loose objects and packs it covers.
     pub(super) fn retire(self, pack_dir: &Path) -> PackReport {
         retire_merged(pack_dir, &self.name, self.stamp, self.objects, self.packed_loose, self.covered)
@@ -290,10 +283,11 @@ pub(super) fn pack_id(pack: &PackFile) -> Option<Oid> {
 }
 
 /// Which merges [`pack_geometric`] may make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Merge {
-    /// Any (the background job): loose objects and packs, copied or delta-searched.
-    Background,
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Merge<'a> {
+    /// Any (the background job, which holds the gc lock through this open lock file):
+    /// loose objects and packs, copied or delta-searched.
+    Background(&'a fs::File),
     /// Only packs, and only by copying them (a few milliseconds, in a write).
     CopyOnly,
 }

@@ -90,13 +90,20 @@ fn jobs() -> std::sync::MutexGuard<'static, Vec<Job>> {
     JOBS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The packing lock file of the repository at `git_dir`.
+pub(super) fn gc_lock_path(git_dir: &Path) -> PathBuf {
+    git_dir.join(GC_LOCK_FILE)
+}
+
 /// Opens and locks `.git/engram-gc.lock`: waits for it when `wait`, else returns
-/// `None` when another job holds it.
+/// `None` when another job holds it. Opened for reading and writing: a job hands the
+/// locked file down to its merge worker with the plan in it (`merge_worker`).
 pub(super) fn gc_lock(git_dir: &Path, wait: bool) -> Result<Option<File>> {
-    let path = git_dir.join(GC_LOCK_FILE);
+    let path = gc_lock_path(git_dir);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
         .open(&path)
         .map_err(|e| io_err("open the packing lock", &path, e))?;
@@ -266,7 +273,7 @@ fn forget_deleted_packs(repo: &PackRepo) {
 
 /// The background job: packs with its own repository handle while holding `_lock`
 /// (its copy merges at the idle priority, see `gc::pack_geometric`).
-fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, _lock: File) -> bool {
+fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File) -> bool {
     let git = match git2::Repository::open(git_dir) {
         Ok(git) => git,
         Err(e) => {
@@ -280,7 +287,7 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, _lock: File) -> bool
     // a burst of writes ends with few packs, not with those the burst added
     // during the last run.
     loop {
-        match gc::pack_geometric(&git, dir, claims, gc::Merge::Background) {
+        match gc::pack_geometric(&git, dir, claims, gc::Merge::Background(&lock)) {
             Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
             Ok(_) => return true,
             Err(e) => {

@@ -9,24 +9,30 @@
 //! `engram pack-merge`), which runs whole in the idle scheduling class:
 //!
 //! ```text
-//! job thread (gc lock, plan claimed: gc::Claims)
-//!     └─ plan on stdin ──► engram pack-merge GIT_DIR --parent PID   (idle class)
+//! job thread (gc lock held, plan claimed: gc::Claims)
+//!     │ writes the plan into the gc lock file
+//!     └─ the locked file as stdin ──► engram pack-merge GIT_DIR   (idle class)
+//!                              holds the gc lock through its stdin
 //!                              gc::delta_merge ─► pack in place ─► delete what it covers
 //!        ◄── "packed objects=… loose_removed=… packs_removed=…" ── exits
 //! ```
 //!
-//! The job thread waits for the child, so the gc lock and the plan's claims stay
-//! held for the whole merge (the child holds no lock: its files would be closed at
-//! `exec`). The plan names objects and packs by id only: the child builds every
-//! path itself, inside the repository it was given. A child whose parent died (the
-//! gc lock is then free, and a new job may plan the same packs) deletes nothing: it
-//! leaves at most a complete new pack beside the packs it covers, the state a killed
-//! job leaves anyway, which the next job merges again.
+//! The child's standard input is the job's own open gc lock file (`flock` locks belong
+//! to the open file, which the child then shares): the gc lock is held until the job
+//! *and* the child are done. So a child whose parent was killed mid-merge (an MCP
+//! client stops its server a few seconds after closing its input) still finishes
+//! the merge and deletes what it covers: no other job can start until it exits.
+//! Before, such an orphan had to leave its new pack beside the packs it covered,
+//! duplicates that were the larger part of a repository stopped mid-merge.
+//! The plan names objects and packs by id only: the child builds every path itself,
+//! inside the repository it was given, and merges only when its standard input is
+//! that repository's gc lock file and holds the lock.
 //!
 //! Library users and unit tests register no worker: their delta merges run in
 //! their own process, as before.
 
-use std::io::{BufRead, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -52,9 +58,11 @@ pub fn run_delta_merges_in(exe: PathBuf) {
 
 /// Runs the delta merge of `loose` and `merged` in the worker process and returns
 /// its report; `None` when this process has no worker or it cannot start (the
-/// caller merges in this process then).
+/// caller merges in this process then). `gc_lock` is the job's locked gc lock file:
+/// the plan is written into it and it becomes the worker's standard input.
 pub(super) fn merge_in_worker(
     git_dir: &Path,
+    gc_lock: &File,
     loose: &[(Oid, PathBuf)],
     merged: &[(PackFile, Vec<Oid>)],
 ) -> Option<Result<PackReport>> {
@@ -66,47 +74,56 @@ pub(super) fn merge_in_worker(
     for id in merged.iter().filter_map(|(pack, _)| gc::pack_id(pack)) {
         plan.push_str(&format!("pack {id}\n"));
     }
+    let stdin = match write_plan(gc_lock, &plan) {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            eprintln!(
+                "engram: cannot hand the packing plan of {} to a worker: {e}; packing here",
+                git_dir.display()
+            );
+            return None;
+        }
+    };
     let child = Command::new(exe)
         .arg(PACK_MERGE_COMMAND)
         .arg(git_dir)
-        .arg("--parent")
-        .arg(std::process::id().to_string())
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(stdin))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    let mut child = match child {
+    let child = match child {
         Ok(child) => child,
         Err(e) => {
             eprintln!("engram: cannot start the packing worker {}: {e}; packing here", exe.display());
             return None;
         }
     };
-    let sent = child.stdin.take().map(|mut stdin| stdin.write_all(plan.as_bytes()));
-    let output = child.wait_with_output();
-    Some(worker_report(git_dir, sent, output))
+    Some(worker_report(git_dir, child.wait_with_output()))
+}
+
+/// Replaces the content of the locked gc lock file with `plan` and returns a second
+/// handle of the same open file (sharing its lock), positioned at the plan's start.
+fn write_plan(gc_lock: &File, plan: &str) -> std::io::Result<File> {
+    let mut file = gc_lock.try_clone()?;
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(plan.as_bytes())?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(file)
 }
 
 /// The report of a finished worker, or why it failed.
-fn worker_report(
-    git_dir: &Path,
-    sent: Option<std::io::Result<()>>,
-    output: std::io::Result<std::process::Output>,
-) -> Result<PackReport> {
+fn worker_report(git_dir: &Path, output: std::io::Result<std::process::Output>) -> Result<PackReport> {
     let failed = |why: String| io_err("merge the packs of", git_dir, std::io::Error::other(why));
     let output = output.map_err(|e| io_err("wait for the packing worker of", git_dir, e))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(failed(format!("the packing worker {}: {}", output.status, stderr.trim())));
     }
-    if let Some(Err(e)) = sent {
-        return Err(io_err("send the plan to the packing worker of", git_dir, e));
-    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     parse_report(&stdout)
         .ok_or_else(|| failed(format!("unexpected answer of the packing worker: {stdout:?}")))
 }
-
 /// Reads the worker's one-line answer (see [`format_report`]).
 fn parse_report(line: &str) -> Option<PackReport> {
     let mut report = PackReport::default();
@@ -133,30 +150,30 @@ pub fn format_report(report: &PackReport) -> String {
     )
 }
 
-/// The worker's side (`engram pack-merge GIT_DIR --parent PID`): moves this process
-/// to the idle scheduling class, reads the plan (`loose <id>` and `pack <id>` lines)
-/// and makes the delta merge. The merged files are deleted only while process
-/// `parent` (the job that planned the merge and holds the gc lock) is still this
-/// process's parent. A plan line that is not one of the two forms is refused before
-/// anything is written.
-pub fn serve_pack_merge(git_dir: &Path, parent: u32, plan: impl BufRead) -> Result<PackReport> {
+/// The worker's side (`engram pack-merge GIT_DIR`, its standard input the packing
+/// job's gc lock file): moves this process to the idle scheduling class, checks that
+/// `gc_lock` is the repository's gc lock file and holds its lock, reads the plan in it
+/// (`loose <id>` and `pack <id>` lines) and makes the delta merge, then deletes what
+/// the new pack covers. A plan line that is not one of the two forms is refused
+/// before anything is written.
+pub fn serve_pack_merge(git_dir: &Path, gc_lock: &File) -> Result<PackReport> {
     super::housekeeping::lower_priority();
     let started = SystemTime::now();
     let git = git2::Repository::open(git_dir).map_err(|e| git_err("opening the repository", git_dir, e))?;
+    hold_gc_lock(git_dir, gc_lock)?;
     let dir = git.workdir().unwrap_or(git_dir).to_owned();
     let objects_dir = git.path().join("objects");
     let pack_dir = objects_dir.join("pack");
+    let read_failed = |e| io_err("read the packing plan for", git_dir, e);
+    let mut plan = gc_lock;
+    plan.seek(SeekFrom::Start(0)).map_err(read_failed)?;
     let mut loose = Vec::new();
     let mut merged = Vec::new();
-    for line in plan.lines() {
-        let line = line.map_err(|e| io_err("read the packing plan for", git_dir, e))?;
+    for line in BufReader::new(plan).lines() {
+        let line = line.map_err(read_failed)?;
         let bad = || {
             let why = format!("{line:?} is not a line of a packing plan (`loose <id>` or `pack <id>`)");
-            io_err(
-                "read the packing plan for",
-                git_dir,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, why),
-            )
+            read_failed(std::io::Error::new(std::io::ErrorKind::InvalidData, why))
         };
         let (kind, hex) = line.split_once(' ').ok_or_else(bad)?;
         let id = Oid::from_str(hex).ok().filter(|_| hex.len() == 40).ok_or_else(bad)?;
@@ -171,30 +188,42 @@ pub fn serve_pack_merge(git_dir: &Path, parent: u32, plan: impl BufRead) -> Resu
             _ => return Err(bad()),
         }
     }
-    if !parent_alive(parent) {
-        return Ok(PackReport::default());
-    }
     let Some(written) = gc::delta_merge(&git, &dir, loose, merged, started)? else {
         return Ok(PackReport::default());
     };
-    if !parent_alive(parent) {
-        return Ok(PackReport { objects: written.objects(), ..PackReport::default() });
-    }
     Ok(written.retire(&pack_dir))
 }
 
-/// Whether process `parent` is still this process's parent (an orphan is adopted by
-/// another process). Where that cannot be told, true.
-fn parent_alive(parent: u32) -> bool {
+/// Checks that `file` is the gc lock file of the repository at `git_dir` and that it
+/// holds the lock: the packing job's, shared through the file it handed down, or (no
+/// job holds it) taken now. Either way no other packing runs until this process exits.
+fn hold_gc_lock(git_dir: &Path, file: &File) -> Result<()> {
+    let path = super::housekeeping::gc_lock_path(git_dir);
+    let refused = |why: &str| io_err("hold the packing lock", &path, std::io::Error::other(why.to_owned()));
     #[cfg(unix)]
     {
-        std::os::unix::process::parent_id() == parent
+        use std::os::unix::fs::MetadataExt;
+        let ours = file.metadata().map_err(|e| io_err("hold the packing lock", &path, e))?;
+        let lock = std::fs::metadata(&path).map_err(|e| io_err("hold the packing lock", &path, e))?;
+        if (ours.dev(), ours.ino()) != (lock.dev(), lock.ino()) {
+            return Err(refused("the worker's standard input is not this repository's packing lock file"));
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = parent;
-        true
+    match fs4::fs_std::FileExt::try_lock_exclusive(file) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(refused("another process is packing this repository")),
+        Err(e) => Err(io_err("hold the packing lock", &path, e)),
     }
+}
+
+/// This process's standard input as a file (for `engram pack-merge`, whose standard
+/// input is the packing job's gc lock file): a second handle of the same open file.
+pub fn stdin_file() -> std::io::Result<File> {
+    #[cfg(unix)]
+    let owned = std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned()?;
+    #[cfg(windows)]
+    let owned = std::os::windows::io::AsHandle::as_handle(&std::io::stdin()).try_clone_to_owned()?;
+    Ok(File::from(owned))
 }
 
 #[cfg(test)]
@@ -212,18 +241,44 @@ mod tests {
         assert!(parse_report("packed colour=1").is_none());
     }
 
-    #[cfg(unix)]
+    /// A locked gc lock file of the repository at `git_dir` holding `plan`, as a job hands it down.
+    fn handed_down(git_dir: &Path, plan: &str) -> File {
+        let lock = crate::store::housekeeping::gc_lock(git_dir, false).expect("lock").expect("free");
+        write_plan(&lock, plan).expect("plan")
+    }
+
     #[test]
     fn a_plan_line_naming_a_path_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         git2::Repository::init(dir.path()).expect("init");
         let git_dir = dir.path().join(".git");
         for line in ["pack ../../etc/passwd", "loose 12", "tree 0123456789012345678901234567890123456789"] {
-            let err = serve_pack_merge(&git_dir, std::os::unix::process::parent_id(), line.as_bytes());
+            let err = serve_pack_merge(&git_dir, &handed_down(&git_dir, line));
             assert!(
                 matches!(&err, Err(StoreError::Io { step, .. }) if step.contains("plan")),
                 "{line}: {err:?}"
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_worker_merges_only_holding_the_repositorys_gc_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        git2::Repository::init(dir.path()).expect("init");
+        let git_dir = dir.path().join(".git");
+        // Another file as standard input: refused.
+        let other = dir.path().join("plan.txt");
+        std::fs::write(&other, "").expect("write");
+        let err = serve_pack_merge(&git_dir, &File::open(&other).expect("open"));
+        assert!(matches!(&err, Err(StoreError::Io { step, .. }) if step.contains("lock")), "{err:?}");
+        // The lock file, while another open of it holds the lock: refused.
+        let job = crate::store::housekeeping::gc_lock(&git_dir, false).expect("lock").expect("free");
+        let path = crate::store::housekeeping::gc_lock_path(&git_dir);
+        let err = serve_pack_merge(&git_dir, &File::open(&path).expect("open"));
+        assert!(matches!(&err, Err(StoreError::Io { step, .. }) if step.contains("lock")), "{err:?}");
+        // The job's own open file, handed down: its lock is shared, the (empty) plan runs.
+        let report = serve_pack_merge(&git_dir, &write_plan(&job, "").expect("plan")).expect("merges");
+        assert_eq!(report.objects, 0);
     }
 }

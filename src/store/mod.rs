@@ -78,7 +78,9 @@ pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFro
 pub use housekeeping::wait_for_background_packing;
 pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
-pub use merge_worker::{PACK_MERGE_COMMAND, format_report, run_delta_merges_in, serve_pack_merge};
+pub use merge_worker::{
+    PACK_MERGE_COMMAND, format_report, run_delta_merges_in, serve_pack_merge, stdin_file,
+};
 pub use no_wait::{hold, without_waiting};
 pub use open::{clone_pack, init_git};
 pub use proposals::{

@@ -188,24 +188,37 @@ fn pack_ids(pack: &Path) -> Vec<String> {
     ids
 }
 
-/// Runs the hidden `engram pack-merge` (what a packing job starts for a delta merge)
-/// with `plan` on stdin.
-fn pack_merge(pack: &Path, parent: u32, plan: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(crate::common::bin())
+/// Runs the hidden `engram pack-merge` (what a packing job starts for a delta merge) as a
+/// job does: `plan` written into the pack's gc lock file, which the worker gets as its
+/// standard input. With `held_elsewhere`, another open of the lock file holds the lock
+/// (a packing job of another process) and the worker's file does not.
+fn pack_merge(pack: &Path, plan: &str, held_elsewhere: bool) -> std::process::Output {
+    use std::io::{Seek, Write};
+    let path = pack.join(".git/engram-gc.lock");
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .expect("open the gc lock file")
+    };
+    let mut lock = open();
+    let other = open();
+    let holder = if held_elsewhere { &other } else { &lock };
+    fs4::fs_std::FileExt::lock_exclusive(holder).expect("lock");
+    lock.set_len(0).expect("truncate");
+    lock.write_all(plan.as_bytes()).expect("write the plan");
+    lock.rewind().expect("rewind");
+    std::process::Command::new(crate::common::bin())
         .arg("pack-merge")
         .arg(pack.join(".git"))
-        .arg("--parent")
-        .arg(parent.to_string())
         .env_clear()
         .envs(crate::common::base_env())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn pack-merge");
-    child.stdin.take().expect("stdin").write_all(plan.as_bytes()).expect("send the plan");
-    child.wait_with_output().expect("pack-merge")
+        .stdin(lock)
+        .output()
+        .expect("pack-merge")
 }
 
 /// A pack with 30 packs (one per write; packing held off by holding the gc lock).
@@ -223,30 +236,31 @@ async fn many_packs(env: &TestEnv) -> std::path::PathBuf {
     pack
 }
 
-/// The worker merges exactly the packs of its plan into one and deletes them; an orphan
-/// (its parent is not the process that planned the merge, which holds the gc lock)
-/// changes nothing; a plan line that is not `pack <id>` / `loose <id>` is refused before anything
-/// is written. The repository stays whole in each case.
+/// The worker merges exactly the packs of its plan into one and deletes them, holding the
+/// gc lock through the file it was handed; while another process holds that lock it
+/// changes nothing; a plan line that is not `pack <id>` / `loose <id>` is refused before
+/// anything is written. The repository stays whole in each case.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_merge_worker_merges_its_plan_and_an_orphan_deletes_nothing() {
+async fn the_merge_worker_merges_its_plan_only_holding_the_gc_lock() {
     let env = TestEnv::with_real_clock();
     let pack = many_packs(&env).await;
     let ids = pack_ids(&pack);
     let plan: String = ids[..20].iter().map(|id| format!("pack {id}\n")).collect();
 
-    let refused = pack_merge(&pack, std::process::id(), &format!("{plan}pack ../../../etc/passwd\n"));
+    let refused = pack_merge(&pack, &format!("{plan}pack ../../../etc/passwd\n"), false);
     assert!(!refused.status.success(), "a plan line naming a path is refused");
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("../../../etc/passwd"), "the message names the line: {stderr}");
     assert_eq!(pack_ids(&pack), ids, "nothing written or deleted");
 
-    let orphan = pack_merge(&pack, 1, &plan);
-    assert!(orphan.status.success(), "{}", String::from_utf8_lossy(&orphan.stderr));
-    assert!(String::from_utf8_lossy(&orphan.stdout).contains("packs_removed=0"));
-    assert_eq!(pack_ids(&pack), ids, "an orphan merges nothing");
+    let unlocked = pack_merge(&pack, &plan, true);
+    assert!(!unlocked.status.success(), "a worker that does not hold the gc lock merges nothing");
+    let stderr = String::from_utf8_lossy(&unlocked.stderr);
+    assert!(stderr.contains("another process is packing"), "{stderr}");
+    assert_eq!(pack_ids(&pack), ids, "nothing written or deleted");
     assert_fsck(&pack);
 
-    let merged = pack_merge(&pack, std::process::id(), &plan);
+    let merged = pack_merge(&pack, &plan, false);
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
     let answer = String::from_utf8_lossy(&merged.stdout);
     assert!(answer.contains("packs_removed=20"), "{answer}");
@@ -255,6 +269,115 @@ async fn the_merge_worker_merges_its_plan_and_an_orphan_deletes_nothing() {
     assert!(ids[..20].iter().all(|id| !left.contains(id)), "the planned packs are gone");
     assert_fsck(&pack);
     assert_clean(&pack);
+}
+
+/// The pids of the `engram pack-merge` children of process `parent` (from `/proc`).
+#[cfg(target_os = "linux")]
+fn merge_workers_of(parent: &str) -> Vec<String> {
+    let mut workers = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.split(|b| *b == 0).nth(1) != Some(&b"pack-merge"[..]) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Field 4, the parent's pid, after the command name (in parentheses).
+        let ppid =
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_owned));
+        if ppid.as_deref() == Some(parent) {
+            workers.push(pid);
+        }
+    }
+    workers
+}
+
+/// Whether process `pid` is running (there, and not a zombie).
+#[cfg(target_os = "linux")]
+fn running(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state != "Z")
+}
+
+/// An MCP client stops its server a few seconds after closing its input, in the middle of
+/// a delta merge as often as not. The merge worker the server leaves behind keeps the gc
+/// lock, finishes the merge and deletes the packs it covers: no object is left in two
+/// packs it merged are gone (an orphan used to leave its new pack beside all of them).
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_merge() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let env = TestEnv::with_real_clock();
+    env.init("bg");
+    let pack = env.pack("bg");
+    let mut orphaned = false;
+    for _attempt in 0..5 {
+        let client = env.client().await;
+        let server = client.pid().expect("pid");
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (stop, pack_dir) = (Arc::clone(&stop), pack.join(".git/objects/pack"));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // A worker writing its new pack (its staging directory is there).
+                    let writing = merge_workers_of(&server.to_string())
+                        .into_iter()
+                        .find(|w| pack_dir.join(format!("tmp_engram_merge_{w}_0")).exists());
+                    if let Some(worker) = writing {
+                        // SAFETY: kill(2) on the server's pid, which this test started and has not reaped.
+                        unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
+                        // Still staging after the kill: the worker had deleted nothing yet.
+                        let staging = pack_dir.join(format!("tmp_engram_merge_{worker}_0"));
+                        return staging.exists().then_some(worker);
+                    }
+                    std::thread::yield_now();
+                }
+                None
+            })
+        };
+        for i in 0..3000 {
+            let text = format!("write {i} of a long enough memory to give the merge some work");
+            let r = client
+                .call(
+                    "capture_memory",
+                    json!({"name": "bg", "category": "notes", "content": text, "summary": text}),
+                )
+                .await;
+            if !matches!(r, Ok(r) if !r.is_error) || watcher.is_finished() {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let worker = watcher.join().expect("watcher");
+        drop(client);
+        // The worker outlived its server: an orphan, still merging.
+        if worker.is_some_and(|w| running(&w)) {
+            orphaned = true;
+            break;
+        }
+    }
+    assert!(orphaned, "no merge worker outlived its killed server in 5 attempts");
+    // The orphan holds the gc lock until it exits: taking it waits for the merge.
+    let lock = std::fs::File::open(pack.join(".git/engram-gc.lock")).expect("lock file");
+    fs4::fs_std::FileExt::lock_exclusive(&lock).expect("lock");
+    // The plan the job handed down is still in the lock file: its packs are merged and gone.
+    let plan = std::fs::read_to_string(pack.join(".git/engram-gc.lock")).expect("plan");
+    let planned: Vec<&str> = plan.lines().filter_map(|l| l.strip_prefix("pack ")).collect();
+    assert!(!planned.is_empty(), "the orphan's plan merges packs: {plan:?}");
+    let left = pack_ids(&pack);
+    let kept: Vec<&&str> = planned.iter().filter(|id| left.iter().any(|l| l == *id)).collect();
+    assert!(
+        kept.is_empty(),
+        "{} of the {} packs the orphan merged are still there",
+        kept.len(),
+        planned.len()
+    );
+    drop(lock);
+    assert_fsck(&pack);
 }
 
 /// The scheduling policy of process `pid` (field 41 of `/proc/<pid>/stat`; 5 is
@@ -285,14 +408,9 @@ async fn delta_merges_run_in_a_worker_process_in_the_idle_class() {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-                    let pid = entry.file_name().to_string_lossy().into_owned();
-                    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-                    let ours = args.get(1) == Some(&&b"pack-merge"[..])
-                        && args.windows(2).any(|w| w[0] == b"--parent" && w[1] == server.as_bytes());
+                for pid in merge_workers_of(&server) {
                     // The worker moves itself to the idle class in its first lines.
-                    while ours && let Some(p) = policy(&pid) {
+                    while let Some(p) = policy(&pid) {
                         if p == 5 {
                             return true;
                         }
