@@ -21,6 +21,7 @@
 //! the contended rounds (the reduced form for a busy machine); there
 //! `ENGRAM_BENCH_BIN=<a,b>` serves copies of each prefilled pack with other server
 //! binaries, one copy per binary, all in the same rounds (a paired A/B).
+//! `ENGRAM_BENCH_KEEP=1` keeps each contended pack (its path printed) for a look at its packs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -632,6 +633,12 @@ fn prefilled(bin: &Path, size: usize) -> tempfile::TempDir {
     eprintln!("size {size}: prefilling…");
     prefill(&engram_for(&packs), size);
     engram::store::wait_for_background_packing();
+    if std::env::var_os("ENGRAM_BENCH_KEEP").is_some() {
+        let kept = std::env::temp_dir().join(format!("engram-bench-prefilled-{size}-{}", std::process::id()));
+        let st = Command::new("cp").arg("-a").arg(&packs).arg(&kept).status().expect("cp");
+        assert!(st.success());
+        eprintln!("kept the prefilled packs: {}", kept.display());
+    }
     tmp
 }
 
@@ -660,7 +667,7 @@ async fn serve_copy(bin: &Path, source: &tempfile::TempDir, size: usize) -> Live
 struct ContendedRow {
     size: usize,
     tail: Tail,
-    /// `.git` / working-tree text once the server exited (its packing done).
+    /// `.git` / working-tree text once the server exited and its packing is done.
     repo_ratio: f64,
 }
 
@@ -685,8 +692,13 @@ async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
     for (l, (captures, floor)) in live.into_iter().zip(times) {
         l.client.close().await.expect("close");
         let pack = l.tmp.path().join("packs/bench");
+        // A server stopped mid-merge leaves its merge worker finishing: it holds the gc lock.
+        wait_for_packing(&pack);
         let git = dir_size(&pack.join(".git"));
         let text = dir_size(&pack) - git;
+        if std::env::var_os("ENGRAM_BENCH_KEEP").is_some() {
+            eprintln!("kept: {} (.git / text {:.2}×)", l.tmp.keep().display(), git as f64 / text as f64);
+        }
         rows.push(ContendedRow {
             size: l.size,
             tail: Tail::of(captures, floor),
@@ -694,6 +706,13 @@ async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
         });
     }
     rows
+}
+
+/// Waits until no process packs `pack` (takes and drops its gc lock).
+fn wait_for_packing(pack: &Path) {
+    if let Ok(lock) = std::fs::File::open(pack.join(".git/engram-gc.lock")) {
+        let _ = fs4::fs_std::FileExt::lock_exclusive(&lock);
+    }
 }
 
 fn print_contended(rows: &[&ContendedRow]) {
