@@ -64,6 +64,42 @@ fn tips(git: &Repository) -> Vec<Oid> {
     out
 }
 
+/// Commits a walk from `tips` through commits that are not members passes before any
+/// member commit, at most this many: writes go on while a merge runs, so the tips are
+/// often newer than every member (a merge of older packs, a write's pack newer than the plan).
+const ABOVE_MEMBERS_LIMIT: usize = 4096;
+
+/// The member commits nearest to `tips`: the tips that are members, and the first member
+/// commits found walking down from the others through commits that are not (at most
+/// [`ABOVE_MEMBERS_LIMIT`] of those). Without this, a merge whose members are all older than
+/// the tips would name none of its objects, and libgit2 would pair them for deltas by size alone.
+fn newest_members(git: &Repository, tips: &[Oid], member: &dyn Fn(&Oid) -> bool) -> Vec<Oid> {
+    let mut found = Vec::new();
+    let mut passed: HashSet<Oid> = HashSet::new();
+    let mut above: VecDeque<Oid> = VecDeque::new();
+    for tip in tips {
+        if member(tip) {
+            found.push(*tip);
+        } else if passed.insert(*tip) {
+            above.push_back(*tip);
+        }
+    }
+    while let Some(id) = above.pop_front() {
+        if passed.len() > ABOVE_MEMBERS_LIMIT {
+            break;
+        }
+        let Ok(commit) = git.find_commit(id) else { continue };
+        for parent in commit.parent_ids() {
+            if member(&parent) {
+                found.push(parent);
+            } else if passed.insert(parent) {
+                above.push_back(parent);
+            }
+        }
+    }
+    found
+}
+
 /// Objects refs point at that are not commits (annotated tags, tagged trees or blobs).
 pub(super) fn ref_objects(git: &Repository) -> Vec<Oid> {
     let mut out = Vec::new();
@@ -106,7 +142,8 @@ struct Found {
 fn delta_order(git: &Repository, tips: &[Oid], member: &dyn Fn(&Oid) -> bool) -> Vec<(Oid, bool)> {
     // Commits, newest first, then reversed so that "first seen" is "created".
     let mut seen: HashSet<Oid> = HashSet::new();
-    let mut queue: VecDeque<Oid> = tips.iter().copied().filter(|id| member(id) && seen.insert(*id)).collect();
+    let mut queue: VecDeque<Oid> =
+        newest_members(git, tips, member).into_iter().filter(|id| seen.insert(*id)).collect();
     let mut commits = Vec::new();
     while let Some(id) = queue.pop_front() {
         let Ok(commit) = git.find_commit(id) else { continue };
@@ -230,6 +267,35 @@ mod tests {
             );
         }
         assert_eq!(name_hash(&sort_name(MAX_RANK)), name_hash(&sort_name(MAX_RANK + 5)));
+    }
+
+    /// A merge of older packs (its members all older than the tips) still names its objects.
+    #[test]
+    fn members_older_than_the_tips_are_found_and_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = Repository::init(dir.path()).expect("init");
+        let sig = git2::Signature::now("t", "t@example.com").expect("signature");
+        let mut parent: Option<Oid> = None;
+        let mut commits = Vec::new();
+        for i in 0..10 {
+            let blob = git.blob(format!("version {i}\n").as_bytes()).expect("blob");
+            let mut tree = git.treebuilder(None).expect("treebuilder");
+            tree.insert("notes.md", blob, 0o100_644).expect("insert");
+            let tree = git.find_tree(tree.write().expect("tree")).expect("tree");
+            let parents: Vec<git2::Commit<'_>> =
+                parent.iter().map(|id| git.find_commit(*id).expect("parent")).collect();
+            let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+            let id = git.commit(Some("HEAD"), &sig, &sig, &format!("c{i}"), &tree, &refs).expect("commit");
+            commits.push((id, tree.id(), blob));
+            parent = Some(id);
+        }
+        // The members: the objects of the six oldest commits; the tip is the newest commit.
+        let members: HashSet<Oid> = commits[..6].iter().flat_map(|(c, t, b)| [*c, *t, *b]).collect();
+        let order = delta_order(&git, &[commits[9].0], &|id| members.contains(id));
+        assert_eq!(order.len(), members.len(), "every member found");
+        assert!(order.iter().all(|(id, _)| members.contains(id)), "nothing else");
+        let named = order.iter().filter(|(_, named)| *named).count();
+        assert_eq!(named, 12, "the trees and blobs are named, the commits not");
     }
 
     #[test]

@@ -146,7 +146,16 @@ pub(super) fn pack_geometric(
     let mut claimed = claims.lock();
     let packs: Vec<PackFile> = packs(&pack_dir);
     let all_bytes: u64 = packs.iter().map(|p| p.bytes).sum();
-    let packs: Vec<PackFile> = packs.into_iter().filter(|p| !claimed.contains(&p.base)).collect();
+    // A run of neighbours in the newest-first order: packs another merge of this process
+    // planned are passed over only at the front (a write's copy of the newest packs) and end
+    // the run after that. A run that jumped over them would make a pack whose history has a
+    // gap another pack holds, and the walk naming objects for the delta search
+    // (`delta_order`) stops at such a gap: what lies past it got poor deltas.
+    let packs: Vec<PackFile> = packs
+        .into_iter()
+        .skip_while(|p| claimed.contains(&p.base))
+        .take_while(|p| !claimed.contains(&p.base))
+        .collect();
     // Past the pack-count threshold a run merges at least two packs, so that it lowers the count
     // even when a few loose objects (which seed the size rule) are all that is new.
     let copy_only = matches!(how, Merge::CopyOnly);
@@ -773,6 +782,29 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert!(staged.is_empty(), "merge directories left: {staged:?}");
+    }
+
+    /// A merge takes a run of neighbouring packs: one that another merge of this process
+    /// planned ends the run instead of being jumped over.
+    #[test]
+    fn a_merge_stops_at_a_pack_another_merge_planned() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(dir.path(), super::super::StoreOptions::default()).expect("open");
+        let pack_dir = repo.git_dir().join("objects/pack");
+        // Holding the gc lock keeps the writes from packing: one pack per write.
+        let _gc = super::super::housekeeping::gc_lock(&repo.git_dir(), true).expect("lock");
+        for i in 0..40 {
+            append(&repo, i);
+        }
+        let before = packs(&pack_dir);
+        assert!(before.len() >= 40, "{} packs", before.len());
+        let claims = Claims::default();
+        claims.lock().insert(before[2].base.clone());
+        let report = pack_geometric(&repo.repo, &repo.dir, &claims, Merge::CopyOnly).expect("copy");
+        assert_eq!(report.packs_removed, 2, "the two newest, not the packs past the planned one");
+        let after: Vec<PathBuf> = packs(&pack_dir).into_iter().map(|p| p.base).collect();
+        assert!(before[2..].iter().all(|p| after.contains(&p.base)), "older packs untouched");
+        assert_eq!(repo.verify().expect("every object readable"), 40);
     }
 
     /// A merge directory a killed packer left is removed once stale, like its temp files.

@@ -35,6 +35,14 @@ async fn capture(client: &crate::common::StdioClient, text: &str) {
     assert!(!r.is_error, "{}", r.text);
 }
 
+/// One capture; false when the server did not take it (gone, or an error answer).
+async fn try_capture(client: &crate::common::StdioClient, text: &str) -> bool {
+    let r = client
+        .call("capture_memory", json!({"name": "bg", "category": "notes", "content": text, "summary": text}))
+        .await;
+    matches!(r, Ok(r) if !r.is_error)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_do_not_wait_for_a_packer_and_the_server_finishes_its_job_before_exiting() {
     let env = TestEnv::with_real_clock();
@@ -303,7 +311,7 @@ fn running(pid: &str) -> bool {
 
 /// An MCP client stops its server a few seconds after closing its input, in the middle of
 /// a delta merge as often as not. The merge worker the server leaves behind keeps the gc
-/// lock, finishes the merge and deletes the packs it covers: no object is left in two
+/// lock, finishes the merge and deletes the packs it covers: once the lock is free, the
 /// packs it merged are gone (an orphan used to leave its new pack beside all of them).
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,13 +349,7 @@ async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_merge() {
         };
         for i in 0..3000 {
             let text = format!("write {i} of a long enough memory to give the merge some work");
-            let r = client
-                .call(
-                    "capture_memory",
-                    json!({"name": "bg", "category": "notes", "content": text, "summary": text}),
-                )
-                .await;
-            if !matches!(r, Ok(r) if !r.is_error) || watcher.is_finished() {
+            if !try_capture(&client, &text).await || watcher.is_finished() {
                 break;
             }
         }
