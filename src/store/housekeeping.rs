@@ -14,7 +14,8 @@
 //!                          try the gc lock (.git/engram-gc.lock); taken elsewhere? ► return
 //!                                          ▼
 //!                          spawn a thread (own git2::Repository, holds the gc lock):
-//!                          remove stale temp files, gc::pack_geometric ─► exits
+//!                          remove stale temp files, gc::pack_geometric while due,
+//!                          then the heavy tail of copies (gc::Merge::Tail) ─► exits
 //! ```
 //!
 //! The job's copy merges (most of them) run at the idle priority
@@ -285,11 +286,11 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File) -> bool 
     // Writes go on while a job runs and add packs; run again while packing is
     // still due (and a run merges something), so that a pack left alone after
     // a burst of writes ends with few packs, not with those the burst added
-    // during the last run.
+    // during the last run. Then the tail of copies, if it weighs enough.
     loop {
         match gc::pack_geometric(&git, dir, claims, gc::Merge::Background(&lock)) {
             Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
-            Ok(_) => return true,
+            Ok(_) => break,
             Err(e) => {
                 eprintln!("engram: packing {} failed: {e}", dir.display());
                 return false;
@@ -298,6 +299,11 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File) -> bool 
         if !gc::census(git_dir).due {
             break;
         }
+    }
+    // Done by count; the copies left may still hold most of the bytes (`gc::Merge::Tail`).
+    if let Err(e) = gc::pack_geometric(&git, dir, claims, gc::Merge::Tail(&lock)) {
+        eprintln!("engram: packing {} failed: {e}", dir.display());
+        return false;
     }
     true
 }
