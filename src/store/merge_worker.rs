@@ -59,14 +59,16 @@ pub fn run_delta_merges_in(exe: PathBuf) {
 /// Runs the delta merge of `loose` and `merged` in the worker process and returns
 /// its report; `None` when this process has no worker or it cannot start (the
 /// caller merges in this process then). `gc_lock` is the job's locked gc lock file:
-/// the plan is written into it and it becomes the worker's standard input.
+/// the plan is written into it and it becomes the worker's standard input. Unix only:
+/// the worker shares the job's lock through the inherited open file, which is how
+/// `flock` works; elsewhere the merge runs in this process.
 pub(super) fn merge_in_worker(
     git_dir: &Path,
     gc_lock: &File,
     loose: &[(Oid, PathBuf)],
     merged: &[(PackFile, Vec<Oid>)],
 ) -> Option<Result<PackReport>> {
-    let exe = WORKER.get()?;
+    let exe = WORKER.get().filter(|_| cfg!(unix))?;
     let mut plan = String::new();
     for (id, _) in loose {
         plan.push_str(&format!("loose {id}\n"));
