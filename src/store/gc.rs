@@ -163,16 +163,9 @@ pub(super) fn pack_geometric(
     let at_least = if packs.len() >= AUTO_PACK_PACK_COUNT || copy_only { 2 } else { 0 };
     let packs = if tail { heavy_tail(packs) } else { packs };
     for pack in packs {
-        if tail {
-            // The tail's packs up to one whose index cannot be read (which stays as it is).
-            let Some(ids) = pack_ids(&pack.with_ext("idx")) else { break };
-            total += pack.objects;
-            merged_bytes += pack.bytes;
-            merged.push((pack, ids));
-            continue;
-        }
-        // With no loose objects, the newest pack (a write's own) seeds the run.
-        if total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
+        // With no loose objects, the newest pack (a write's own) seeds the run. (A tail
+        // merge takes every pack `heavy_tail` chose.)
+        if !tail && total > 0 && pack.objects > GEOMETRIC_FACTOR * total && merged.len() >= at_least {
             break;
         }
         // A write's merge stays a copy: within the object limit and the share of the bytes

@@ -289,11 +289,8 @@ fn merge_workers_of(parent: &str) -> Vec<String> {
         if cmdline.split(|b| *b == 0).nth(1) != Some(&b"pack-merge"[..]) {
             continue;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // Field 4, the parent's pid, after the command name (in parentheses).
-        let ppid =
-            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_owned));
-        if ppid.as_deref() == Some(parent) {
+        // Field 4: the parent's pid.
+        if stat_field(&pid, 4).as_deref() == Some(parent) {
             workers.push(pid);
         }
     }
@@ -303,10 +300,18 @@ fn merge_workers_of(parent: &str) -> Vec<String> {
 /// Whether process `pid` is running (there, and not a zombie).
 #[cfg(target_os = "linux")]
 fn running(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state != "Z")
+    // Field 3: the state.
+    stat_field(pid, 3).is_some_and(|state| state != "Z")
+}
+
+/// Field `n` (1-based, as `man 5 proc` counts) of `/proc/<pid>/stat`, from field 3 on; `None`
+/// once the process is gone.
+#[cfg(target_os = "linux")]
+fn stat_field(pid: &str, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces) start at 3.
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(n - 3).map(str::to_owned)
 }
 
 /// An MCP client stops its server a few seconds after closing its input, in the middle of
@@ -386,10 +391,7 @@ async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_merge() {
 /// `SCHED_IDLE`), or `None` once it is gone.
 #[cfg(target_os = "linux")]
 fn policy(pid: &str) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (in parentheses, which may hold spaces) start at 3.
-    let after = stat.rsplit_once(')')?.1;
-    after.split_whitespace().nth(41 - 3).and_then(|f| f.parse().ok())
+    stat_field(pid, 41)?.parse().ok()
 }
 
 /// A server's packing job makes its delta merges in a child `engram pack-merge`, which
