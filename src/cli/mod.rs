@@ -17,6 +17,7 @@ mod searchbench;
 mod sync;
 mod ui;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -283,13 +284,16 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A packing job's delta merges run in a child `engram` process (store/merge_worker.rs).
-    if let Ok(exe) = std::env::current_exe() {
+    // A packing job's delta merges run in a child `engram` process (store/merge_worker.rs),
+    // which makes its own in its own process.
+    if !matches!(cli.command, Some(Command::PackMerge { .. }))
+        && let Ok(exe) = std::env::current_exe()
+    {
         crate::store::run_delta_merges_in(exe);
     }
     let result = run(cli);
-    // Background packing jobs finish before the process exits (see store/housekeeping.rs).
-    crate::store::wait_for_background_packing();
+    // No packing job is cut off: each hands the rest to a worker or ends here (store/housekeeping.rs).
+    crate::store::end_background_packing();
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -390,7 +394,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::PackMerge { git_dir }) => {
             let gc_lock = crate::store::stdin_file().context("standard input of the packing worker")?;
             let report = crate::store::serve_pack_merge(git_dir, &gc_lock)?;
-            println!("{}", crate::store::format_report(&report));
+            // A worker whose server is gone (or that took a job over) has no one to read this.
+            let _ = writeln!(std::io::stdout(), "{}", crate::store::format_report(&report));
             Ok(ExitCode::SUCCESS)
         }
     }

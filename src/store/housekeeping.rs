@@ -16,6 +16,8 @@
 //!                          spawn a thread (own git2::Repository, holds the gc lock):
 //!                          remove stale temp files, gc::pack_geometric while due,
 //!                          then the heavy tail of copies (gc::Merge::Tail) ─► exits
+//!                          (ended first, end_background_packing: the rest of the
+//!                          job to a merge worker, merge_worker::hand_off ─► exits)
 //! ```
 //!
 //! The job's copy merges (most of them) run at the idle priority
@@ -41,15 +43,18 @@
 //! one waits for the write lock while holding the gc lock, so the two cannot deadlock.
 //!
 //! A process does not leave a job half done when it can help it: dropping a
-//! [`PackRepo`] waits for its pack's job (its `Drop` in `scoped_write`), and [`wait_for_background_packing`]
-//! waits for all. A process killed mid-job leaves at worst temp files (removed by
+//! [`PackRepo`] waits for its pack's job (its `Drop` in `scoped_write`), and
+//! [`end_background_packing`], called before exiting, has every job hand the rest of its
+//! work to a merge worker that outlives the process (`merge_worker`). A merge worker whose
+//! server was killed finishes the job itself. A process killed mid-job leaves at worst temp files (removed by
 //! a later job once [`STALE_TEMP_AGE`] old) or a complete new pack beside the old
 //! ones it covers (merged again by the next job): old files are deleted only
 //! after the new pack is in place.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -81,6 +86,9 @@ struct Job {
     /// The pack count at which a write merges the backlog of the running job itself:
     /// [`BACKLOG_LIMIT`], raised by [`BACKLOG_RETRY`] after a merge that could not copy.
     backlog_at: usize,
+    /// Set to have the running job hand the rest of its work to a merge worker (see
+    /// [`end_background_packing`]); a new one for each job.
+    ending: Arc<AtomicBool>,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -137,6 +145,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
                 writes_since_census: CENSUS_EVERY,
                 claims: gc::Claims::default(),
                 backlog_at: BACKLOG_LIMIT,
+                ending: Arc::default(),
             });
             jobs.len() - 1
         }
@@ -201,9 +210,11 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     };
     let dir = repo.dir.clone();
     let claims = job.claims.clone();
+    let ending = Arc::new(AtomicBool::new(false));
+    job.ending = Arc::clone(&ending);
     let spawned = std::thread::Builder::new()
         .name("engram-pack".to_owned())
-        .spawn(move || run_job(&git_dir, &dir, &claims, lock));
+        .spawn(move || run_job(&git_dir, &dir, &claims, lock, &ending));
     match spawned {
         Ok(thread) => job.thread = Some(thread),
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
@@ -272,9 +283,11 @@ fn forget_deleted_packs(repo: &PackRepo) {
     }
 }
 
-/// The background job: packs with its own repository handle while holding `_lock`
-/// (its copy merges at the idle priority, see `gc::pack_geometric`).
-fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File) -> bool {
+/// The background job: packs with its own repository handle while holding `lock`
+/// (its copy merges at the idle priority, see `gc::pack_geometric`). Once `ending` is
+/// set ([`end_background_packing`]) it hands the rest of the job to a worker process when
+/// it can (`merge_worker::hand_off`), so that no one waits for it.
+fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File, ending: &AtomicBool) -> bool {
     let git = match git2::Repository::open(git_dir) {
         Ok(git) => git,
         Err(e) => {
@@ -283,29 +296,47 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File) -> bool 
         }
     };
     gc::remove_stale_temp_files(&git_dir.join("objects/pack"), STALE_TEMP_AGE);
+    let handed_off = || ending.load(Ordering::Relaxed) && super::merge_worker::hand_off(git_dir, &lock);
+    match pack_while_due(&git, dir, claims, &lock, &handed_off) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("engram: packing {} failed: {e}", dir.display());
+            false
+        }
+    }
+}
+
+/// A packing job's merges, made holding the gc lock through `lock`: geometric runs while
+/// packing is due, then the heavy tail of copies (`gc::Merge::Tail`). Before each run,
+/// `hand_off` may pass the rest of the job to another process (it returns true then, and
+/// so does this, at once). The background job of a server runs it, and so does its
+/// merge worker when the server ended or was killed before the job did (`merge_worker`).
+pub(super) fn pack_while_due(
+    git: &git2::Repository,
+    dir: &Path,
+    claims: &gc::Claims,
+    lock: &File,
+    hand_off: &dyn Fn() -> bool,
+) -> Result<()> {
     // Writes go on while a job runs and add packs; run again while packing is
     // still due (and a run merges something), so that a pack left alone after
     // a burst of writes ends with few packs, not with those the burst added
     // during the last run. Then the tail of copies, if it weighs enough.
     loop {
-        match gc::pack_geometric(&git, dir, claims, gc::Merge::Background(&lock)) {
-            Ok(report) if report.packs_removed > 0 || report.loose_removed > 0 => {}
-            Ok(_) => break,
-            Err(e) => {
-                eprintln!("engram: packing {} failed: {e}", dir.display());
-                return false;
-            }
+        if hand_off() {
+            return Ok(());
         }
-        if !gc::census(git_dir).due {
+        let report = gc::pack_geometric(git, dir, claims, gc::Merge::Background(lock))?;
+        if (report.packs_removed == 0 && report.loose_removed == 0) || !gc::census(git.path()).due {
             break;
         }
     }
-    // Done by count; the copies left may still hold most of the bytes (`gc::Merge::Tail`).
-    if let Err(e) = gc::pack_geometric(&git, dir, claims, gc::Merge::Tail(&lock)) {
-        eprintln!("engram: packing {} failed: {e}", dir.display());
-        return false;
+    if hand_off() {
+        return Ok(());
     }
-    true
+    // Done by count; the copies left may still hold most of the bytes (`gc::Merge::Tail`).
+    gc::pack_geometric(git, dir, claims, gc::Merge::Tail(lock))?;
+    Ok(())
 }
 
 /// Moves the calling thread to the idle scheduling class (Linux `SCHED_IDLE`):
@@ -361,12 +392,18 @@ pub(super) fn next_write_would_wait(git_dir: &Path) -> bool {
     })
 }
 
-/// Waits for the jobs of the pack at `git_dir` (every pack when `None`).
-fn wait_for(git_dir: Option<&Path>) {
+/// Waits for the jobs of the pack at `git_dir` (every pack when `None`); with `end`, has
+/// them hand the rest of their work to a merge worker first (see [`end_background_packing`]).
+fn wait_for(git_dir: Option<&Path>, end: bool) {
     let threads: Vec<JoinHandle<bool>> = jobs()
         .iter_mut()
         .filter(|j| git_dir.is_none_or(|d| j.git_dir == d))
-        .filter_map(|j| j.thread.take())
+        .filter_map(|j| {
+            if end {
+                j.ending.store(true, Ordering::Relaxed);
+            }
+            j.thread.take()
+        })
         .collect();
     // Joined outside the registry lock: a job never touches the registry, but writes do.
     for thread in threads {
@@ -377,14 +414,27 @@ fn wait_for(git_dir: Option<&Path>) {
 /// Waits for the background packing job of the pack at `git_dir`, if this
 /// process runs one (before the pack's directory is removed).
 pub(super) fn wait_for_pack(git_dir: &Path) {
-    wait_for(Some(git_dir));
+    wait_for(Some(git_dir), false);
 }
 
-/// Waits until every background packing job of this process has finished
-/// (call before exiting, so that no job is cut off; dropping a [`PackRepo`]
-/// does this for its own pack).
+/// Waits until every background packing job of this process has finished (a library
+/// user that wants the packs as packing leaves them; before exiting, see
+/// [`end_background_packing`]).
 pub fn wait_for_background_packing() {
-    wait_for(None);
+    wait_for(None, false);
+}
+
+/// Call before the process exits, so that no packing job is cut off: each job of this
+/// process hands the rest of its work, at its next step, to a merge worker that
+/// outlives the process (the `engram` binary on Unix, `merge_worker::hand_off`), or
+/// finishes it here (no worker); this waits for that. Dropping a [`PackRepo`] does
+/// the same for its own pack's job.
+///
+/// An MCP client stops its server by closing its input and kills it a few seconds
+/// later: a job that went on packing in the server for longer than that was cut off,
+/// and a burst's packs were left (7.4× the text, in the contended bench).
+pub fn end_background_packing() {
+    wait_for(None, true);
 }
 
 impl PackRepo {
@@ -392,7 +442,13 @@ impl PackRepo {
     /// process) has finished: afterwards the pack count and loose objects are
     /// as packing left them.
     pub fn wait_for_housekeeping(&self) {
-        wait_for(Some(&self.git_dir()));
+        wait_for(Some(&self.git_dir()), false);
+    }
+
+    /// Ends this pack's background packing job, if this process runs one: it hands the
+    /// rest of its work to a merge worker, or finishes here (see [`end_background_packing`]).
+    pub(super) fn end_housekeeping(&self) {
+        wait_for(Some(&self.git_dir()), true);
     }
 }
 

@@ -28,6 +28,14 @@
 //! inside the repository it was given, and merges only when its standard input is
 //! that repository's gc lock file and holds the lock.
 //!
+//! The child then goes on with the rest of the job (`housekeeping::pack_while_due`,
+//! its merges made in its own process) in two cases:
+//! - its parent is no longer the server the plan names (`server <pid>`): the server was
+//!   killed, and the job's later runs died with it (a burst's 125 packs were left so, at
+//!   7.4× the text);
+//! - the plan says `finish`: a process that is exiting handed it the job
+//!   ([`hand_off`], from `housekeeping::end_background_packing`), and does not wait.
+//!
 //! Library users and unit tests register no worker: their delta merges run in
 //! their own process, as before.
 
@@ -69,7 +77,8 @@ pub(super) fn merge_in_worker(
     merged: &[(PackFile, Vec<Oid>)],
 ) -> Option<Result<PackReport>> {
     let exe = WORKER.get().filter(|_| cfg!(unix))?;
-    let mut plan = String::new();
+    // The server's pid: a worker whose parent is no longer it finishes the job (see the module doc).
+    let mut plan = format!("server {}\n", std::process::id());
     for (id, _) in loose {
         plan.push_str(&format!("loose {id}\n"));
     }
@@ -101,6 +110,25 @@ pub(super) fn merge_in_worker(
         }
     };
     Some(worker_report(git_dir, child.wait_with_output()))
+}
+
+/// Hands the rest of a packing job to a worker process that outlives this one (its plan:
+/// `finish`; see the module doc), and returns true, once the worker started; false when
+/// this process has no worker or it cannot start (the job goes on here then). `gc_lock` is
+/// the job's locked gc lock file, which becomes the worker's standard input: the lock is
+/// held until the worker is done. Nothing waits for the worker, and nothing reads what it
+/// writes (a packing failure it meets is left for the next job, or `engram doctor`).
+pub(super) fn hand_off(git_dir: &Path, gc_lock: &File) -> bool {
+    let Some(exe) = WORKER.get().filter(|_| cfg!(unix)) else { return false };
+    let Ok(stdin) = write_plan(gc_lock, "finish\n") else { return false };
+    Command::new(exe)
+        .arg(PACK_MERGE_COMMAND)
+        .arg(git_dir)
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .is_ok()
 }
 
 /// Replaces the content of the locked gc lock file with `plan` and returns a second
@@ -156,8 +184,9 @@ pub fn format_report(report: &PackReport) -> String {
 /// job's gc lock file): moves this process to the idle scheduling class, checks that
 /// `gc_lock` is the repository's gc lock file and holds its lock, reads the plan in it
 /// (`loose <id>` and `pack <id>` lines) and makes the delta merge, then deletes what
-/// the new pack covers. A plan line that is not one of the two forms is refused
-/// before anything is written.
+/// the new pack covers. Then, when the plan says `finish` or its parent is no longer the
+/// plan's `server <pid>`, it runs the rest of the packing job (see the module doc). A
+/// plan line of no such form is refused before anything is written.
 pub fn serve_pack_merge(git_dir: &Path, gc_lock: &File) -> Result<PackReport> {
     super::housekeeping::lower_priority();
     let started = SystemTime::now();
@@ -171,29 +200,62 @@ pub fn serve_pack_merge(git_dir: &Path, gc_lock: &File) -> Result<PackReport> {
     plan.seek(SeekFrom::Start(0)).map_err(read_failed)?;
     let mut loose = Vec::new();
     let mut merged = Vec::new();
+    let mut server = None;
+    let mut finish = false;
+    let mut pack_gone = false;
     for line in BufReader::new(plan).lines() {
         let line = line.map_err(read_failed)?;
         let bad = || {
-            let why = format!("{line:?} is not a line of a packing plan (`loose <id>` or `pack <id>`)");
+            let why = format!(
+                "{line:?} is not a line of a packing plan \
+                 (`loose <id>`, `pack <id>`, `server <pid>` or `finish`)"
+            );
             read_failed(std::io::Error::new(std::io::ErrorKind::InvalidData, why))
         };
-        let (kind, hex) = line.split_once(' ').ok_or_else(bad)?;
-        let id = Oid::from_str(hex).ok().filter(|_| hex.len() == 40).ok_or_else(bad)?;
+        if line == "finish" {
+            finish = true;
+            continue;
+        }
+        let (kind, value) = line.split_once(' ').ok_or_else(bad)?;
+        if kind == "server" {
+            server = Some(value.parse::<u32>().map_err(|_| bad())?);
+            continue;
+        }
+        let id = Oid::from_str(value).ok().filter(|_| value.len() == 40).ok_or_else(bad)?;
         match kind {
             "loose" => loose.push((id, gc::loose_path(&objects_dir, id))),
             // A pack that is gone or unreadable stops the merge there, as in the plan
             // (`gc::pack_geometric` merges only a run of the newest packs).
+            "pack" if pack_gone => {}
             "pack" => match gc::planned_pack(&pack_dir, id) {
                 Some(pack) => merged.push(pack),
-                None => break,
+                None => pack_gone = true,
             },
             _ => return Err(bad()),
         }
     }
-    let Some(written) = gc::delta_merge(&git, &dir, loose, merged, started)? else {
-        return Ok(PackReport::default());
+    let report = match gc::delta_merge(&git, &dir, loose, merged, started)? {
+        Some(written) => written.retire(&pack_dir),
+        None => PackReport::default(),
     };
-    Ok(written.retire(&pack_dir))
+    // The job this merge was part of goes on here when it was handed over, or when its
+    // server is gone (killed mid-merge: its parent is no longer the server that planned it).
+    if finish || server.is_some_and(|pid| !is_parent(pid)) {
+        super::housekeeping::pack_while_due(&git, &dir, &gc::Claims::default(), gc_lock, &|| false)?;
+    }
+    Ok(report)
+}
+
+/// Whether process `pid` is this process's parent (an orphan has another: init, or a
+/// subreaper). Elsewhere than on Unix, where no worker runs, always true.
+fn is_parent(pid: u32) -> bool {
+    #[cfg(unix)]
+    return std::os::unix::process::parent_id() == pid;
+    #[cfg(not(unix))]
+    return {
+        let _ = pid;
+        true
+    };
 }
 
 /// Checks that `file` is the gc lock file of the repository at `git_dir` and that it
@@ -254,7 +316,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         git2::Repository::init(dir.path()).expect("init");
         let git_dir = dir.path().join(".git");
-        for line in ["pack ../../etc/passwd", "loose 12", "tree 0123456789012345678901234567890123456789"] {
+        let lines = [
+            "pack ../../etc/passwd",
+            "loose 12",
+            "tree 0123456789012345678901234567890123456789",
+            "server -1",
+            "finish now",
+        ];
+        for line in lines {
             let err = serve_pack_merge(&git_dir, &handed_down(&git_dir, line));
             assert!(
                 matches!(&err, Err(StoreError::Io { step, .. }) if step.contains("plan")),

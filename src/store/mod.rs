@@ -75,7 +75,7 @@ pub use error::{Result, SecretSource, StoreError};
 pub use gc::PackReport;
 pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFrom};
-pub use housekeeping::wait_for_background_packing;
+pub use housekeeping::{end_background_packing, wait_for_background_packing};
 pub use index_lock::BUSY_BOUND;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
 pub use merge_worker::{

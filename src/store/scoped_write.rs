@@ -154,8 +154,9 @@ impl Drop for PackRepo {
         {
             eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
         }
-        // A background packing job of this pack finishes before its repository goes away.
-        self.wait_for_housekeeping();
+        // A background packing job of this pack is finished, or handed to a merge worker
+        // that holds the packing lock until it is, before its repository goes away.
+        self.end_housekeeping();
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count};
+use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count, packing_lock};
 
 /// The `*.pack` files of a pack's repository.
 fn pack_files(pack: &Path) -> usize {
@@ -44,23 +44,24 @@ async fn try_capture(client: &crate::common::StdioClient, text: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writes_do_not_wait_for_a_packer_and_the_server_finishes_its_job_before_exiting() {
+async fn writes_do_not_wait_for_a_packer_and_a_server_leaves_no_job_undone_when_it_exits() {
     let env = TestEnv::with_real_clock();
     env.init("bg");
     let pack = env.pack("bg");
     let before = commit_count(&pack);
     // Another "packer" holds the packing lock: writes must neither wait for it nor pack.
-    let lock = std::fs::File::create(pack.join(".git/engram-gc.lock")).expect("lock file");
-    fs4::fs_std::FileExt::lock_exclusive(&lock).expect("lock");
+    let lock = packing_lock(&pack).expect("lock file");
     let client = env.client().await;
     for i in 0..40 {
         capture(&client, &format!("held lock {i}")).await;
     }
     assert!(pack_files(&pack) >= 40, "no packing while the lock is held: {} packs", pack_files(&pack));
     drop(lock);
-    // The next write starts a job; closing stdin right after must not cut it off.
+    // The next write starts a job; closing stdin right after must not cut it off (the
+    // server finishes it, or hands it to a worker that holds the packing lock until done).
     capture(&client, "lock released").await;
     client.close().await.expect("close");
+    drop(packing_lock(&pack));
     let packs = pack_files(&pack);
     assert!(packs < 16, "the job finished before the server exited: {packs} packs left");
     assert!(temp_files(&pack).is_empty(), "temp files left: {:?}", temp_files(&pack));
@@ -89,7 +90,9 @@ async fn two_processes_write_while_packs_are_merged_and_lose_nothing() {
         t.await.expect("task");
     }
     assert_eq!(commit_count(&pack) - before, 300, "one commit per capture");
-    // Packing kept up: 300 writes, each its own small pack, leave few packs.
+    // Packing kept up: 300 writes, each its own small pack, leave few packs (once a job
+    // a server handed to a worker as it exited is done).
+    drop(packing_lock(&pack));
     let packs = pack_files(&pack);
     assert!(packs <= 24, "{packs} packs after 300 writes");
     assert_clean(&pack);
@@ -233,8 +236,7 @@ fn pack_merge(pack: &Path, plan: &str, held_elsewhere: bool) -> std::process::Ou
 async fn many_packs(env: &TestEnv) -> std::path::PathBuf {
     env.init("bg");
     let pack = env.pack("bg");
-    let lock = std::fs::File::create(pack.join(".git/engram-gc.lock")).expect("lock file");
-    fs4::fs_std::FileExt::lock_exclusive(&lock).expect("lock");
+    let _lock = packing_lock(&pack).expect("lock file");
     let client = env.client().await;
     for i in 0..30 {
         capture(&client, &format!("unpacked {i}")).await;
@@ -384,6 +386,122 @@ async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_merge() {
         planned.len()
     );
     drop(lock);
+    assert_fsck(&pack);
+}
+
+/// Sends `signal` to process `pid`, which this test started (or its server did).
+#[cfg(target_os = "linux")]
+fn signal(pid: &str, signal: libc::c_int) {
+    let pid: libc::pid_t = pid.parse().expect("pid");
+    // SAFETY: kill(2) on a pid read from /proc or the test's own child, not yet reaped.
+    unsafe { libc::kill(pid, signal) };
+}
+
+/// Waits (polling `/proc`, at most a minute) until process `pid` is gone or a zombie.
+#[cfg(target_os = "linux")]
+fn wait_until_gone(pid: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running(pid) {
+        assert!(std::time::Instant::now() < deadline, "process {pid} still runs after a minute");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A server killed while a merge worker of its packing job runs leaves the rest of the
+/// job to that worker: the orphan merges its plan, then packs on while packing is due,
+/// packs other writers added meanwhile included. Made certain by stopping the worker
+/// (SIGSTOP) as it appears, killing the server, letting a second server write 60 packs
+/// (it packs none: the stopped orphan holds the packing lock), and only then resuming
+/// the worker. An orphan used to merge its plan only and leave those 60 packs.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_job() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let env = TestEnv::with_real_clock();
+    env.init("bg");
+    let pack = env.pack("bg");
+    let before = commit_count(&pack);
+    let client = env.client().await;
+    let server = client.pid().expect("pid").to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, server) = (Arc::clone(&stop), server.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(worker) = merge_workers_of(&server).into_iter().next() {
+                    signal(&worker, libc::SIGSTOP);
+                    signal(&server, libc::SIGKILL);
+                    return Some(worker);
+                }
+                std::thread::yield_now();
+            }
+            None
+        })
+    };
+    let mut acknowledged = 0;
+    for i in 0..3000 {
+        let text = format!("write {i} of a long enough memory to give the merge some work");
+        if watcher.is_finished() || !try_capture(&client, &text).await {
+            break;
+        }
+        acknowledged += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let worker = watcher.join().expect("watcher").expect("no merge worker started in 3,000 writes");
+    drop(client);
+    wait_until_gone(&server);
+
+    let second = env.client().await;
+    for i in 0..60 {
+        capture(&second, &format!("while the orphan is stopped {i}")).await;
+    }
+    second.close().await.expect("close");
+    assert!(pack_files(&pack) >= 60, "nothing packed while the orphan held the lock: {}", pack_files(&pack));
+
+    signal(&worker, libc::SIGCONT);
+    let lock = packing_lock(&pack).expect("lock file");
+    let packs = pack_files(&pack);
+    assert!(packs < 16, "the orphan finished the job: {packs} packs left");
+    drop(lock);
+    assert!(commit_count(&pack) - before >= acknowledged + 60, "every acknowledged write is there");
+    assert_clean(&pack);
+    assert_fsck(&pack);
+}
+
+/// A one-shot command whose write started a packing job exits without waiting for the
+/// job: it hands the rest to a merge worker, which holds the packing lock until the job
+/// is done (an MCP client kills a server that is still packing a few seconds after it
+/// closed its input, and the job's later runs used to die with it). Seen from outside:
+/// the plan left in the lock file is the hand-over (`finish`), and the backlog of 150
+/// packs is merged once the lock is free.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exiting_process_hands_its_packing_job_to_a_worker() {
+    let env = TestEnv::with_real_clock();
+    env.init("bg");
+    let pack = env.pack("bg");
+    let before = commit_count(&pack);
+    let lock = packing_lock(&pack).expect("lock file");
+    let client = env.client().await;
+    for i in 0..150 {
+        capture(&client, &format!("backlog {i}")).await;
+    }
+    client.close().await.expect("close");
+    drop(lock);
+    assert!(pack_files(&pack) >= 150, "{} packs", pack_files(&pack));
+
+    let undo = env.cli(&["undo", "bg"]);
+    assert!(undo.status.success(), "undo: {}", String::from_utf8_lossy(&undo.stderr));
+    let lock = packing_lock(&pack).expect("lock file");
+    let plan = std::fs::read_to_string(pack.join(".git/engram-gc.lock")).expect("plan");
+    assert_eq!(plan, "finish\n", "the last plan is the hand-over of the job");
+    let packs = pack_files(&pack);
+    assert!(packs < 16, "the worker finished the job: {packs} packs left");
+    drop(lock);
+    assert_eq!(commit_count(&pack) - before, 151);
+    assert_clean(&pack);
     assert_fsck(&pack);
 }
 
