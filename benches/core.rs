@@ -672,7 +672,8 @@ struct ContendedRow {
 }
 
 /// Runs the capture rounds again with a busy process pinned to the last CPU, then closes
-/// every server (each waits for its packing job) and measures the repository.
+/// every server (each hands the rest of its packing job to a merge worker) and measures
+/// the repository once that is done.
 async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
     eprintln!(
         "captures with a busy process beside them: {ROUNDS} rounds over every size… (load average: {})",

@@ -589,14 +589,18 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8], durable: bool) -> Result<()>
 /// Removes a whole pack directory (a staging directory, a pack being replaced
 /// or deleted): the one way to do it, because this process may still be
 /// working inside it. Background work of this process on the pack (packing,
-/// the spare-file filler) is stopped and waited for first; otherwise a file it
-/// creates meanwhile makes the removal fail and leaves the directory behind.
+/// the spare-file filler), and a merge worker packing it, are stopped or waited
+/// for first; otherwise a file it creates meanwhile makes the removal fail and
+/// leaves the directory behind.
 /// A directory that does not exist is already removed.
 pub fn remove_pack_dir(dir: &Path) -> std::io::Result<()> {
     // libgit2 names a repository by its real path: so do the job registries.
     let git_dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()).join(".git");
     let _retired = file_reserve::retire(&git_dir);
     housekeeping::wait_for_pack(&git_dir);
+    // A merge worker (this process's job handed over, or another process's) may still be
+    // packing it: it holds the gc lock until done.
+    let _packing = git_dir.is_dir().then(|| housekeeping::gc_lock(&git_dir, true));
     match fs::remove_dir_all(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         other => other,

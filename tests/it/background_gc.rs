@@ -70,6 +70,29 @@ async fn writes_do_not_wait_for_a_packer_and_a_server_leaves_no_job_undone_when_
     assert_fsck(&pack);
 }
 
+/// Packing that is due when a server exits is done even when no job runs then: here
+/// another packer held the lock through 40 writes, so none started, and no write came
+/// after it let go. The server hands the packing to a merge worker as it exits (it used
+/// to leave the 40 packs for the next write, whenever that came).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_exiting_with_packing_due_and_no_job_leaves_it_to_a_worker() {
+    let env = TestEnv::with_real_clock();
+    env.init("bg");
+    let pack = env.pack("bg");
+    let lock = packing_lock(&pack).expect("lock file");
+    let client = env.client().await;
+    for i in 0..40 {
+        capture(&client, &format!("held lock {i}")).await;
+    }
+    drop(lock);
+    client.close().await.expect("close");
+    drop(packing_lock(&pack));
+    let packs = pack_files(&pack);
+    assert!(packs < 16, "packing was done after the server exited: {packs} packs left");
+    assert_clean(&pack);
+    assert_fsck(&pack);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_processes_write_while_packs_are_merged_and_lose_nothing() {
     let env = TestEnv::with_real_clock();
