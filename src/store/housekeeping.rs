@@ -87,9 +87,17 @@ struct Job {
     /// The pack count at which a write merges the backlog of the running job itself:
     /// [`BACKLOG_LIMIT`], raised by [`BACKLOG_RETRY`] after a merge that could not copy.
     backlog_at: usize,
-    /// Set to have the running job hand the rest of its work to a merge worker (see
-    /// [`end_background_packing`]); a new one for each job.
-    ending: Arc<AtomicBool>,
+    /// How the running job ends (see [`end_background_packing`]); new for each job.
+    end: Arc<JobEnd>,
+}
+
+/// Between a job and whoever ends it.
+#[derive(Default)]
+struct JobEnd {
+    /// Set to have the job hand the rest of its work to a merge worker.
+    asked: AtomicBool,
+    /// Set by the job once a merge worker took its work over.
+    handed_off: AtomicBool,
 }
 
 /// The jobs of this process, one entry per pack that ever needed packing.
@@ -146,7 +154,7 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
                 writes_since_census: CENSUS_EVERY,
                 claims: gc::Claims::default(),
                 backlog_at: BACKLOG_LIMIT,
-                ending: Arc::default(),
+                end: Arc::default(),
             });
             jobs.len() - 1
         }
@@ -211,11 +219,11 @@ pub(super) fn after_write(repo: &PackRepo, trace: &mut PhaseTimer) {
     };
     let dir = repo.dir.clone();
     let claims = job.claims.clone();
-    let ending = Arc::new(AtomicBool::new(false));
-    job.ending = Arc::clone(&ending);
+    let end = Arc::new(JobEnd::default());
+    job.end = Arc::clone(&end);
     let spawned = std::thread::Builder::new()
         .name("engram-pack".to_owned())
-        .spawn(move || run_job(&git_dir, &dir, &claims, lock, &ending));
+        .spawn(move || run_job(&git_dir, &dir, &claims, lock, &end));
     match spawned {
         Ok(thread) => job.thread = Some(thread),
         Err(e) => eprintln!("engram: cannot start packing {}: {e}", repo.dir.display()),
@@ -285,10 +293,10 @@ fn forget_deleted_packs(repo: &PackRepo) {
 }
 
 /// The background job: packs with its own repository handle while holding `lock`
-/// (its copy merges at the idle priority, see `gc::pack_geometric`). Once `ending` is
-/// set ([`end_background_packing`]) it hands the rest of the job to a worker process when
+/// (its copy merges at the idle priority, see `gc::pack_geometric`). Once asked to end
+/// ([`end_background_packing`]) it hands the rest of the job to a worker process when
 /// it can (`merge_worker::hand_off`), so that no one waits for it.
-fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File, ending: &AtomicBool) -> bool {
+fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File, end: &JobEnd) -> bool {
     let git = match git2::Repository::open(git_dir) {
         Ok(git) => git,
         Err(e) => {
@@ -297,7 +305,11 @@ fn run_job(git_dir: &Path, dir: &Path, claims: &gc::Claims, lock: File, ending: 
         }
     };
     gc::remove_stale_temp_files(&git_dir.join("objects/pack"), STALE_TEMP_AGE);
-    let handed_off = || ending.load(Ordering::Relaxed) && super::merge_worker::hand_off(git_dir, &lock);
+    let handed_off = || {
+        let handed = end.asked.load(Ordering::Relaxed) && super::merge_worker::hand_off(git_dir, &lock);
+        end.handed_off.store(handed, Ordering::Relaxed);
+        handed
+    };
     match pack_while_due(&git, dir, claims, &lock, &handed_off) {
         Ok(()) => true,
         Err(e) => {
@@ -409,8 +421,8 @@ fn wait_for(git_dir: Option<&Path>, end: bool) {
         .filter(|j| git_dir.is_none_or(|d| j.git_dir == d))
         .filter_map(|j| {
             if end {
-                j.ending.store(true, Ordering::Relaxed);
-                packs.push(j.git_dir.clone());
+                j.end.asked.store(true, Ordering::Relaxed);
+                packs.push((j.git_dir.clone(), Arc::clone(&j.end)));
             }
             j.thread.take()
         })
@@ -420,11 +432,15 @@ fn wait_for(git_dir: Option<&Path>, end: bool) {
         let _ = thread.join();
     }
     // Writes made after the last job ended, or while it ran, may have made packing due
-    // with no job to follow: a merge worker packs them (not one when a worker took a job
-    // over: it holds the gc lock).
-    for git_dir in packs {
-        if gc::census(&git_dir).due
-            && let Ok(Some(lock)) = gc_lock(&git_dir, false)
+    // with no job to follow: a merge worker packs them. Another process's packing (another
+    // server's job, a worker an earlier end handed a job to) may hold the gc lock
+    // meanwhile, and stop before seeing the last writes: wait for it, then look again.
+    // (A worker that took this job over sees them: it packs while packing is due.)
+    for (git_dir, job_end) in packs {
+        if !job_end.handed_off.load(Ordering::Relaxed)
+            && gc::census(&git_dir).due
+            && let Ok(Some(lock)) = gc_lock(&git_dir, true)
+            && gc::census(&git_dir).due
         {
             super::merge_worker::hand_off(&git_dir, &lock);
         }

@@ -3,6 +3,8 @@
 //! job before it exits.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 
@@ -41,6 +43,41 @@ async fn try_capture(client: &crate::common::StdioClient, text: &str) -> bool {
         .call("capture_memory", json!({"name": "bg", "category": "notes", "content": text, "summary": text}))
         .await;
     matches!(r, Ok(r) if !r.is_error)
+}
+
+/// A thread that looks at a server from outside while the test writes: it calls `look`
+/// until that returns `Some` (having acted on what it saw), or until [`Watcher::stop`].
+struct Watcher<T> {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Option<T>>,
+}
+
+impl<T: Send + 'static> Watcher<T> {
+    fn start(mut look: impl FnMut() -> Option<T> + Send + 'static) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                if let Some(seen) = look() {
+                    return Some(seen);
+                }
+                std::thread::yield_now();
+            }
+            None
+        });
+        Self { stop, thread }
+    }
+
+    /// Whether `look` saw what it waited for.
+    fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Stops looking; what `look` returned, if it did.
+    fn stop(self) -> Option<T> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("watcher")
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,33 +168,20 @@ async fn two_processes_write_while_packs_are_merged_and_lose_nothing() {
 /// removes what the dead job left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_pack_leaves_a_valid_pack_and_loses_no_write() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let env = TestEnv::with_real_clock();
     env.init("bg");
     let pack = env.pack("bg");
     let before = commit_count(&pack);
     let client = env.client().await;
     let pid = client.pid().expect("pid") as libc::pid_t;
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (stop, pack_dir) = (Arc::clone(&stop), pack.join(".git/objects/pack"));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let merging = std::fs::read_dir(&pack_dir).is_ok_and(|d| {
-                    d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("tmp_engram_merge_"))
-                });
-                if merging {
-                    // SAFETY: kill(2) on the server's pid, which this test started and has not reaped.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    return true;
-                }
-                std::thread::yield_now();
-            }
-            false
-        })
-    };
+    let pack_dir = pack.join(".git/objects/pack");
+    let watcher = Watcher::start(move || {
+        let merging = std::fs::read_dir(&pack_dir).is_ok_and(|d| {
+            d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("tmp_engram_merge_"))
+        });
+        // SAFETY: kill(2) on the server's pid, which this test started and has not reaped.
+        merging.then(|| unsafe { libc::kill(pid, libc::SIGKILL) })
+    });
     let mut acknowledged = Vec::new();
     for i in 0..3000 {
         let text = format!("write {i}");
@@ -172,8 +196,7 @@ async fn a_server_killed_mid_pack_leaves_a_valid_pack_and_loses_no_write() {
             _ => break,
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    assert!(watcher.join().expect("watcher"), "no packing job was seen merging in 3,000 writes");
+    assert!(watcher.stop().is_some(), "no packing job was seen merging in 3,000 writes");
     drop(client);
     assert_fsck(&pack);
     let commits = commit_count(&pack) - before;
@@ -346,45 +369,31 @@ fn stat_field(pid: &str, n: usize) -> Option<String> {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_merge() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let env = TestEnv::with_real_clock();
     env.init("bg");
     let pack = env.pack("bg");
     let mut orphaned = false;
     for _attempt in 0..5 {
         let client = env.client().await;
-        let server = client.pid().expect("pid");
-        let stop = Arc::new(AtomicBool::new(false));
-        let watcher = {
-            let (stop, pack_dir) = (Arc::clone(&stop), pack.join(".git/objects/pack"));
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    // A worker writing its new pack (its staging directory is there).
-                    let writing = merge_workers_of(&server.to_string())
-                        .into_iter()
-                        .find(|w| pack_dir.join(format!("tmp_engram_merge_{w}_0")).exists());
-                    if let Some(worker) = writing {
-                        // SAFETY: kill(2) on the server's pid, which this test started and has not reaped.
-                        unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
-                        // Still staging after the kill: the worker had deleted nothing yet.
-                        let staging = pack_dir.join(format!("tmp_engram_merge_{worker}_0"));
-                        return staging.exists().then_some(worker);
-                    }
-                    std::thread::yield_now();
-                }
-                None
-            })
-        };
+        let server = client.pid().expect("pid").to_string();
+        let pack_dir = pack.join(".git/objects/pack");
+        let watcher = Watcher::start(move || {
+            // A worker writing its new pack (its staging directory is there).
+            let worker = merge_workers_of(&server)
+                .into_iter()
+                .find(|w| pack_dir.join(format!("tmp_engram_merge_{w}_0")).exists())?;
+            signal(&server, libc::SIGKILL);
+            // Still staging after the kill: the worker had deleted nothing yet.
+            let staging = pack_dir.join(format!("tmp_engram_merge_{worker}_0"));
+            Some(staging.exists().then_some(worker))
+        });
         for i in 0..3000 {
             let text = format!("write {i} of a long enough memory to give the merge some work");
             if !try_capture(&client, &text).await || watcher.is_finished() {
                 break;
             }
         }
-        stop.store(true, Ordering::Relaxed);
-        let worker = watcher.join().expect("watcher");
+        let worker = watcher.stop().flatten();
         drop(client);
         // The worker outlived its server: an orphan, still merging.
         if worker.is_some_and(|w| running(&w)) {
@@ -439,30 +448,19 @@ fn wait_until_gone(pid: &str) {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_job() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let env = TestEnv::with_real_clock();
     env.init("bg");
     let pack = env.pack("bg");
     let before = commit_count(&pack);
     let client = env.client().await;
     let server = client.pid().expect("pid").to_string();
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (stop, server) = (Arc::clone(&stop), server.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if let Some(worker) = merge_workers_of(&server).into_iter().next() {
-                    signal(&worker, libc::SIGSTOP);
-                    signal(&server, libc::SIGKILL);
-                    return Some(worker);
-                }
-                std::thread::yield_now();
-            }
-            None
-        })
-    };
+    let watched = server.clone();
+    let watcher = Watcher::start(move || {
+        let worker = merge_workers_of(&watched).into_iter().next()?;
+        signal(&worker, libc::SIGSTOP);
+        signal(&watched, libc::SIGKILL);
+        Some(worker)
+    });
     let mut acknowledged = 0;
     for i in 0..3000 {
         let text = format!("write {i} of a long enough memory to give the merge some work");
@@ -471,8 +469,7 @@ async fn a_merge_worker_orphaned_by_a_killed_server_finishes_its_job() {
         }
         acknowledged += 1;
     }
-    stop.store(true, Ordering::Relaxed);
-    let worker = watcher.join().expect("watcher").expect("no merge worker started in 3,000 writes");
+    let worker = watcher.stop().expect("no merge worker started in 3,000 writes");
     drop(client);
     wait_until_gone(&server);
 
@@ -540,40 +537,30 @@ fn policy(pid: &str) -> Option<u32> {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delta_merges_run_in_a_worker_process_in_the_idle_class() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let env = TestEnv::with_real_clock();
     env.init("bg");
     let pack = env.pack("bg");
     let client = env.client().await;
     let server = client.pid().expect("pid").to_string();
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                for pid in merge_workers_of(&server) {
-                    // The worker moves itself to the idle class in its first lines.
-                    while let Some(p) = policy(&pid) {
-                        if p == 5 {
-                            return true;
-                        }
-                        std::thread::yield_now();
-                    }
+    let watcher = Watcher::start(move || {
+        for pid in merge_workers_of(&server) {
+            // The worker moves itself to the idle class in its first lines.
+            while let Some(p) = policy(&pid) {
+                if p == 5 {
+                    return Some(());
                 }
+                std::thread::yield_now();
             }
-            false
-        })
-    };
+        }
+        None
+    });
     for i in 0..3000 {
         capture(&client, &format!("write {i}")).await;
         if watcher.is_finished() {
             break;
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    assert!(watcher.join().expect("watcher"), "no pack-merge worker in the idle class seen in 3,000 writes");
+    assert!(watcher.stop().is_some(), "no pack-merge worker in the idle class seen in 3,000 writes");
     client.close().await.expect("close");
     assert_fsck(&pack);
     assert_clean(&pack);
