@@ -436,8 +436,10 @@ fn wait_for(git_dir: Option<&Path>, end: bool) {
     // server's job, a worker an earlier end handed a job to) may hold the gc lock
     // meanwhile, and stop before seeing the last writes: wait for it, then look again.
     // (A worker that took this job over sees them: it packs while packing is due.)
+    // (Without a worker there is no one to hand packing to: nothing to wait for.)
     for (git_dir, job_end) in packs {
-        if !job_end.handed_off.load(Ordering::Relaxed)
+        if super::merge_worker::has_worker()
+            && !job_end.handed_off.load(Ordering::Relaxed)
             && gc::census(&git_dir).due
             && let Ok(Some(lock)) = gc_lock(&git_dir, true)
             && gc::census(&git_dir).due

@@ -112,6 +112,12 @@ pub(super) fn merge_in_worker(
     Some(worker_report(git_dir, child.wait_with_output()))
 }
 
+/// Whether this process makes its delta merges in a worker process (the `engram`
+/// binary on Unix), and so can hand a packing job over ([`hand_off`]).
+pub(super) fn has_worker() -> bool {
+    cfg!(unix) && WORKER.get().is_some()
+}
+
 /// Hands the rest of a packing job to a worker process that outlives this one (its plan:
 /// `finish`; see the module doc), and returns true, once the worker started; false when
 /// this process has no worker or it cannot start (the job goes on here then). `gc_lock` is
