@@ -95,13 +95,7 @@ pub(super) fn merge_in_worker(
             return None;
         }
     };
-    let child = Command::new(exe)
-        .arg(PACK_MERGE_COMMAND)
-        .arg(git_dir)
-        .stdin(Stdio::from(stdin))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+    let child = worker_command(exe, git_dir, stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     let child = match child {
         Ok(child) => child,
         Err(e) => {
@@ -127,14 +121,14 @@ pub(super) fn has_worker() -> bool {
 pub(super) fn hand_off(git_dir: &Path, gc_lock: &File) -> bool {
     let Some(exe) = WORKER.get().filter(|_| cfg!(unix)) else { return false };
     let Ok(stdin) = write_plan(gc_lock, "finish\n") else { return false };
-    Command::new(exe)
-        .arg(PACK_MERGE_COMMAND)
-        .arg(git_dir)
-        .stdin(Stdio::from(stdin))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .is_ok()
+    worker_command(exe, git_dir, stdin).stdout(Stdio::null()).stderr(Stdio::null()).spawn().is_ok()
+}
+
+/// `exe pack-merge GIT_DIR`, its standard input the job's gc lock file holding the plan.
+fn worker_command(exe: &Path, git_dir: &Path, gc_lock: File) -> Command {
+    let mut command = Command::new(exe);
+    command.arg(PACK_MERGE_COMMAND).arg(git_dir).stdin(Stdio::from(gc_lock));
+    command
 }
 
 /// Replaces the content of the locked gc lock file with `plan` and returns a second

@@ -282,14 +282,20 @@ fn pack_merge(pack: &Path, plan: &str, held_elsewhere: bool) -> std::process::Ou
 async fn many_packs(env: &TestEnv) -> std::path::PathBuf {
     env.init("bg");
     let pack = env.pack("bg");
-    let _lock = packing_lock(&pack).expect("lock file");
+    write_packs_while_locked(env, &pack, 30).await;
+    pack
+}
+
+/// `n` captures by one server, each left as its own pack: another "packer" holds the
+/// packing lock meanwhile, and lets go once the server has exited.
+async fn write_packs_while_locked(env: &TestEnv, pack: &Path, n: usize) {
+    let _lock = packing_lock(pack).expect("lock file");
     let client = env.client().await;
-    for i in 0..30 {
+    for i in 0..n {
         capture(&client, &format!("unpacked {i}")).await;
     }
     client.close().await.expect("close");
-    assert!(pack_files(&pack) >= 30, "{} packs", pack_files(&pack));
-    pack
+    assert!(pack_files(pack) >= n, "{} packs", pack_files(pack));
 }
 
 /// The worker merges exactly the packs of its plan into one and deletes them, holding the
@@ -503,14 +509,7 @@ async fn an_exiting_process_hands_its_packing_job_to_a_worker() {
     env.init("bg");
     let pack = env.pack("bg");
     let before = commit_count(&pack);
-    let lock = packing_lock(&pack).expect("lock file");
-    let client = env.client().await;
-    for i in 0..150 {
-        capture(&client, &format!("backlog {i}")).await;
-    }
-    client.close().await.expect("close");
-    drop(lock);
-    assert!(pack_files(&pack) >= 150, "{} packs", pack_files(&pack));
+    write_packs_while_locked(&env, &pack, 150).await;
 
     let undo = env.cli(&["undo", "bg"]);
     assert!(undo.status.success(), "undo: {}", String::from_utf8_lossy(&undo.stderr));
