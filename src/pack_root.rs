@@ -500,23 +500,6 @@ impl Entry<'_> {
         Ok(())
     }
 
-    /// Exchanges the file at `other` (engram's own spare file) with this entry in one step:
-    /// a reader of either name sees one file or the other, never neither.
-    ///
-    /// # Errors
-    /// Any error of `renameat2(RENAME_EXCHANGE)`.
-    #[cfg(any(target_os = "linux", target_os = "macos"))]
-    pub fn exchange_with(&self, other: &Path) -> io::Result<()> {
-        rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            other,
-            self.dir.as_fd(),
-            self.name,
-            rustix::fs::RenameFlags::EXCHANGE,
-        )?;
-        Ok(())
-    }
-
     /// Flushes the directory to disk (after a rename into it, for durable writes).
     ///
     /// # Errors

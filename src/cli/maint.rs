@@ -28,10 +28,12 @@ pub fn gc(engram: &Engram, pack: Option<&str>) -> anyhow::Result<ExitCode> {
             continue;
         };
         println!(
-            "{name}: {} objects packed, {} loose objects and {} old packs removed; .git {} → {}",
-            report.objects,
-            report.loose_removed,
-            report.packs_removed,
+            "{name}: packed by {}: loose objects {} → {}, packs {} → {}; .git {} → {}",
+            report.packer,
+            report.loose.0,
+            report.loose.1,
+            report.packs.0,
+            report.packs.1,
             mib(before),
             mib(after)
         );

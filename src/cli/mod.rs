@@ -17,7 +17,6 @@ mod searchbench;
 mod sync;
 mod ui;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -167,13 +166,6 @@ enum Command {
     },
     /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
     Ui(ui::UiArgs),
-    /// (internal) Make one delta merge a packing job planned, in the idle scheduling class;
-    /// standard input is the job's locked gc lock file, with the plan in it
-    #[command(name = crate::store::PACK_MERGE_COMMAND, hide = true)]
-    PackMerge {
-        /// The repository's git directory
-        git_dir: PathBuf,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -284,16 +276,7 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A packing job's delta merges run in a child `engram` process (store/merge_worker.rs),
-    // which makes its own in its own process.
-    if !matches!(cli.command, Some(Command::PackMerge { .. }))
-        && let Ok(exe) = std::env::current_exe()
-    {
-        crate::store::run_delta_merges_in(exe);
-    }
     let result = run(cli);
-    // No packing job is cut off: each hands the rest to a worker or ends here (store/housekeeping.rs).
-    crate::store::end_background_packing();
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -391,13 +374,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
-        Some(Command::PackMerge { git_dir }) => {
-            let gc_lock = crate::store::stdin_file().context("standard input of the packing worker")?;
-            let report = crate::store::serve_pack_merge(git_dir, &gc_lock)?;
-            // A worker whose server is gone (or that took a job over) has no one to read this.
-            let _ = writeln!(std::io::stdout(), "{}", crate::store::format_report(&report));
-            Ok(ExitCode::SUCCESS)
-        }
     }
 }
 

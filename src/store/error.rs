@@ -55,7 +55,7 @@ pub enum StoreError {
     /// Another program (a git command) kept a git lock of the pack taken for
     /// longer than engram waits ([`crate::store::BUSY_BOUND`]).
     #[error(
-        "another git command kept {dir}/.git/{what} taken for {waited:.1?}; engram gave up waiting and wrote nothing — retry when that command is done (if no git command is running, remove that file). The pack is not damaged."
+        "busy: a git command holds {what} in {dir}/.git (waited {waited:.1?}); nothing was written — retry when that command is done (if no git command is running, remove that file). The pack is not damaged."
     )]
     Busy {
         /// Pack directory.
@@ -64,6 +64,19 @@ pub enum StoreError {
         what: &'static str,
         /// How long engram waited.
         waited: std::time::Duration,
+    },
+    /// The person set up the repository in a way libgit2 cannot write beside
+    /// (a setting of theirs, named; never damage).
+    #[error(
+        "{dir}: engram cannot write to this pack while `{setting}` is set: {advice}. Nothing was written."
+    )]
+    Unsupported {
+        /// Pack directory.
+        dir: PathBuf,
+        /// The git setting.
+        setting: &'static str,
+        /// What to do.
+        advice: &'static str,
     },
     /// A path in a commit is refused: not a [`PackPath`](crate::pack_path::PackPath), under
     /// the reserved `memory/` folder for a writer other than the memory tools, or reached

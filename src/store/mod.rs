@@ -18,28 +18,18 @@
 //! adopting a folder, cloning), `publish.rs` (the commit path), and this file
 //! the small shared types ([`Changes`], [`CommitMessage`], [`Snapshot`], …).
 
-mod checksum;
 mod clean;
-mod delta_order;
 pub mod doctor;
 mod error;
-mod file_reserve;
 pub mod floor;
-mod gc;
-mod gitindex;
 mod guard;
 mod history;
-mod housekeeping;
 mod index_lock;
 mod known_hosts;
-mod locks;
+mod maintenance;
 mod merge;
-mod merge_worker;
 mod no_wait;
-mod objcache;
 mod open;
-mod packcopy;
-mod packwrite;
 mod proposals;
 mod publish;
 mod purge;
@@ -47,7 +37,6 @@ mod racy_commit;
 mod racy_reset;
 mod recent;
 mod recover;
-mod refswap;
 mod remote_auth;
 mod reread;
 mod revert;
@@ -70,17 +59,15 @@ use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
 
 use error::{git_err, io_err};
 use publish::{CommitOutcome, PhaseTimer};
+use reread::reread;
 
 pub use error::{Result, SecretSource, StoreError};
-pub use gc::PackReport;
 pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFrom};
-pub use housekeeping::{end_background_packing, wait_for_background_packing};
 pub use index_lock::BUSY_BOUND;
+pub use maintenance::PackReport;
+pub use maintenance::wait_for_background_packing;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
-pub use merge_worker::{
-    PACK_MERGE_COMMAND, format_report, run_delta_merges_in, serve_pack_merge, stdin_file,
-};
 pub use no_wait::{hold, without_waiting};
 pub use open::{clone_pack, init_git};
 pub use proposals::{
@@ -226,14 +213,14 @@ impl Changes {
     }
     /// A file of the working tree with its mode (hand edits and adoption).
     fn put_with_mode(&mut self, path: String, content: Vec<u8>, mode: i32) {
-        if mode != objcache::MODE_BLOB {
+        if mode != MODE_BLOB {
             self.modes.insert(path.clone(), mode);
         }
         self.files.insert(path, Some(content));
     }
     /// The git mode a written path gets.
     fn mode_of(&self, path: &str) -> i32 {
-        self.modes.get(path).copied().unwrap_or(objcache::MODE_BLOB)
+        self.modes.get(path).copied().unwrap_or(MODE_BLOB)
     }
     /// Writes (creates or replaces) a file.
     pub fn put(&mut self, path: impl Into<String>, content: impl Into<Vec<u8>>) {
@@ -260,8 +247,6 @@ impl Changes {
 /// Read access to the tree a write starts from.
 pub struct Snapshot<'r> {
     repo: &'r Repository,
-    /// Where trees and blobs are read through (see [`objcache`]).
-    cache: &'r objcache::ObjectCache,
     /// The repository's newest commits, for the duplicate check (see [`recent`]).
     recent: &'r recent::RecentCommits,
     /// The root tree (`None` for an empty repository).
@@ -279,14 +264,24 @@ impl Snapshot<'_> {
             return Ok(content.clone());
         }
         let Some(id) = self.blob_entry(path)? else { return Ok(None) };
-        let blob = self.cache.blob(self.repo, id).map_err(|e| git_err("reading a blob", self.dir, e))?;
-        Ok(Some(blob.to_vec()))
+        let blob = reread(|| self.repo.find_blob(id)).map_err(|e| git_err("reading a blob", self.dir, e))?;
+        Ok(Some(blob.content().to_vec()))
     }
 
     /// The entry at `path` in the tree (mode and id), if any.
     pub(super) fn entry(&self, path: &str) -> Result<Option<(i32, Oid)>> {
         let Some(root) = self.tree else { return Ok(None) };
-        self.cache.entry_at(self.repo, root, path).map_err(|e| git_err("reading the tree", self.dir, e))
+        let path = path.trim_matches('/');
+        if path.is_empty() {
+            return Ok(Some((MODE_TREE, root)));
+        }
+        let tree =
+            reread(|| self.repo.find_tree(root)).map_err(|e| git_err("reading the tree", self.dir, e))?;
+        match tree.get_path(Path::new(path)) {
+            Ok(entry) => Ok(Some((entry.filemode(), entry.id()))),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git_err("reading the tree", self.dir, e)),
+        }
     }
 
     /// The blob id of the file at `path`; `None` if absent, an error for a directory or submodule.
@@ -339,15 +334,19 @@ impl Snapshot<'_> {
             return Ok(());
         }
         let Some(id) = self.subtree_id(dir)? else { return Ok(()) };
-        let sub = self.cache.tree(self.repo, id).map_err(|e| git_err("reading a tree", self.dir, e))?;
-        sub.keys().filter_map(|name| std::str::from_utf8(name).ok()).for_each(visit);
+        let sub = reread(|| self.repo.find_tree(id)).map_err(|e| git_err("reading a tree", self.dir, e))?;
+        for entry in sub.iter() {
+            if let Ok(name) = std::str::from_utf8(entry.name_bytes()) {
+                visit(name);
+            }
+        }
         Ok(())
     }
 
     fn tree_listing(&self, dir: &str) -> Result<Vec<String>> {
         let Some(id) = self.subtree_id(dir)? else { return Ok(Vec::new()) };
-        let sub = self.cache.tree(self.repo, id).map_err(|e| git_err("reading a tree", self.dir, e))?;
-        Ok(sub.keys().filter_map(|name| std::str::from_utf8(name).ok().map(str::to_owned)).collect())
+        let sub = reread(|| self.repo.find_tree(id)).map_err(|e| git_err("reading a tree", self.dir, e))?;
+        Ok(sub.iter().filter_map(|e| std::str::from_utf8(e.name_bytes()).ok().map(str::to_owned)).collect())
     }
 
     /// The id of the subtree at `dir` (`""` for the root), if it exists and is a directory.
@@ -357,7 +356,7 @@ impl Snapshot<'_> {
             return Ok(self.tree);
         }
         Ok(match self.entry(dir)? {
-            Some((objcache::MODE_TREE, id)) => Some(id),
+            Some((MODE_TREE, id)) => Some(id),
             _ => None,
         })
     }
@@ -407,13 +406,9 @@ pub struct PackRepo {
     options: StoreOptions,
     /// The working tree as last known to equal HEAD (see [`clean`]).
     clean: std::sync::Mutex<Option<clean::CleanState>>,
-    /// Objects recently written or read (see [`objcache`]).
-    objects: objcache::ObjectCache,
-    /// The git index as this process last wrote it (see [`gitindex`]).
-    known_index: std::sync::Mutex<Option<gitindex::KnownIndex>>,
     /// The git index as last found (or left) in agreement with HEAD: no entry lagging it
     /// (see [`racy_commit`]).
-    index_checked: std::sync::Mutex<Option<gitindex::Stamp>>,
+    index_checked: std::sync::Mutex<Option<index_lock::Stamp>>,
     /// The newest commits, walked for the duplicate check (see [`recent`]).
     recent: recent::RecentCommits,
     /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).
@@ -422,6 +417,11 @@ pub struct PackRepo {
     /// changed; see [`proposals`]).
     proposes: std::sync::Mutex<proposals::ProposeSetting>,
 }
+
+/// The mode of a tree entry that is a directory.
+const MODE_TREE: i32 = 0o040000;
+/// The mode of a regular (non-executable) file entry.
+const MODE_BLOB: i32 = 0o100644;
 
 /// True for the modes of a file entry (regular, executable, symbolic link).
 fn is_blob_mode(mode: i32) -> bool {
@@ -432,7 +432,7 @@ impl PackRepo {
     /// A snapshot of commit `head` (the empty tree when the repository has no commit yet).
     fn snapshot_of(&self, head: Option<Oid>) -> Result<Snapshot<'_>> {
         let tree = head
-            .map(|id| self.objects.commit_tree(&self.repo, id))
+            .map(|id| reread(|| self.repo.find_commit(id)).map(|c| c.tree_id()))
             .transpose()
             .map_err(|e| git_err("reading HEAD's tree", &self.dir, e))?;
         Ok(self.snapshot_of_tree(tree, head))
@@ -442,7 +442,6 @@ impl PackRepo {
     fn snapshot_of_tree(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'_> {
         Snapshot {
             repo: &self.repo,
-            cache: &self.objects,
             recent: &self.recent,
             tree,
             head,
@@ -548,12 +547,6 @@ impl PackRepo {
         }
         Ok(n)
     }
-
-    /// Packs loose objects now (see `gc`).
-    pub fn pack_objects(&self) -> Result<PackReport> {
-        let _lock = self.lock()?;
-        gc::pack_now(self)
-    }
 }
 
 fn short_id(id: &str) -> String {
@@ -587,22 +580,24 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8], durable: bool) -> Result<()>
 }
 
 /// Removes a whole pack directory (a staging directory, a pack being replaced
-/// or deleted): the one way to do it, because this process may still be
-/// working inside it. Background work of this process on the pack (packing,
-/// the spare-file filler), and a merge worker packing it, are stopped or waited
-/// for first; otherwise a file it creates meanwhile makes the removal fail and
-/// leaves the directory behind.
+/// or deleted): the one way to do it. This process's background packing of
+/// the pack is waited for first; a `git gc` another process started may still
+/// add a file meanwhile, so the removal is tried again a few times.
 /// A directory that does not exist is already removed.
 pub fn remove_pack_dir(dir: &Path) -> std::io::Result<()> {
-    // libgit2 names a repository by its real path: so do the job registries.
-    let git_dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()).join(".git");
-    let _retired = file_reserve::retire(&git_dir);
-    housekeeping::wait_for_pack(&git_dir);
-    // A merge worker (this process's job handed over, or another process's) may still be
-    // packing it: it holds the gc lock until done.
-    let _packing = git_dir.is_dir().then(|| housekeeping::gc_lock(&git_dir, true));
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
+    maintenance::wait_for_pack(&dir.join(".git"));
+    if let Ok(real) = fs::canonicalize(dir) {
+        maintenance::wait_for_pack(&real.join(".git"));
+    }
+    let mut tries = 0;
+    loop {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(_) if tries < 5 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20 << tries));
+            }
+            other => return other,
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait, objcache};
+use super::{PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait};
 
 pub(super) const LOCK_FILE: &str = "engram.lock";
 
@@ -17,8 +17,6 @@ impl PackRepo {
             repo,
             options,
             clean: std::sync::Mutex::new(None),
-            objects: objcache::ObjectCache::default(),
-            known_index: std::sync::Mutex::new(None),
             index_checked: std::sync::Mutex::new(None),
             recent: Default::default(),
             scoped_checked: std::sync::atomic::AtomicBool::new(false),

@@ -30,17 +30,14 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use git2::{ErrorCode, Oid, Signature};
+use git2::{ErrorCode, Oid};
 
 use crate::proposal::ProposalBranch;
 
 use super::index_lock::{IndexLock, Retries};
 use super::merge::{Integrated, Integration, MergeView};
 use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
-use super::{
-    BranchHead, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, housekeeping, no_wait,
-    recover, refswap,
-};
+use super::{BranchHead, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, recover};
 
 /// Who proposes: the branch a caller's writes land on, and whether on every pack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,9 +217,6 @@ impl PackRepo {
         if self.options.read_only || !self.proposal_behind(&branch)? {
             return Ok(None);
         }
-        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
-            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
-        }
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         let dir = &self.dir;
@@ -261,7 +255,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(commit) => {
                     drop(index_lock);
-                    housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
+                    super::maintenance::after_write(self);
                     return Ok(Some(Integrated::Merged { commit, value }));
                 }
                 CommitOutcome::Unchanged | CommitOutcome::Retry => {
@@ -299,9 +293,6 @@ impl PackRepo {
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
         }
-        if !no_wait::waiting_allowed() && housekeeping::next_write_would_wait(&self.git_dir()) {
-            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
-        }
         let _lock = self.lock()?;
         recover::finish_pending(self)?;
         let name = branch.ref_name();
@@ -333,7 +324,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
+                    super::maintenance::after_write(self);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
@@ -342,33 +333,6 @@ impl PackRepo {
                     retries.again(&self.dir)?;
                 }
             }
-        }
-    }
-
-    /// Moves (or creates, `expected` = `None`) a proposal ref by compare-and-swap: false
-    /// when it no longer holds `expected` (the caller looks again).
-    pub(super) fn move_proposal_ref(
-        &self,
-        name: &str,
-        expected: Option<Oid>,
-        new: Oid,
-        log: &str,
-        sig: &Signature<'_>,
-    ) -> Result<bool> {
-        let res = match expected {
-            Some(old) => match refswap::swap_branch(self, name, old, new, log, sig) {
-                refswap::Swap::Moved => return Ok(true),
-                refswap::Swap::Raced => return Ok(false),
-                refswap::Swap::NotHere => self.repo.reference_matching(name, new, true, old, log).map(|_| ()),
-            },
-            None => self.repo.reference(name, new, false, log).map(|_| ()),
-        };
-        match res {
-            Ok(()) => Ok(true),
-            Err(e) if matches!(e.code(), ErrorCode::Exists | ErrorCode::Modified | ErrorCode::Locked) => {
-                Ok(false)
-            }
-            Err(e) => Err(git_err("moving a proposal branch", &self.dir, e)),
         }
     }
 

@@ -12,9 +12,9 @@ use crate::pack_root::{Found, PackRoot};
 use super::index_lock::{self, IndexLock, Retries};
 use super::racy_reset;
 use super::{
-    BranchHead, Changes, CommitMessage, Committed, Edit, PackRepo, Result, Snapshot, StoreError, clean,
-    doctor, git_err, gitindex, guard, housekeeping, io_err, locks, no_wait, objcache, packwrite, recent,
-    recover, refswap, scoped_write, short_id, truncate_chars, worktree,
+    BranchHead, Changes, CommitMessage, Committed, Edit, MODE_BLOB, PackRepo, Result, Snapshot, StoreError,
+    clean, doctor, git_err, guard, io_err, maintenance, no_wait, recent, recover, scoped_write, short_id,
+    truncate_chars, worktree,
 };
 
 /// What kind of commit [`PackRepo::publish`] makes.
@@ -111,9 +111,7 @@ impl PackRepo {
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
         }
-        if !no_wait::waiting_allowed()
-            && (housekeeping::next_write_would_wait(&self.git_dir()) || index_lock::held(&self.git_dir()))
-        {
+        if !no_wait::waiting_allowed() && index_lock::held(&self.git_dir()) {
             return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
         }
         let _lock = self.lock()?;
@@ -151,7 +149,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    housekeeping::after_write(self, &mut trace);
+                    maintenance::after_write(self);
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
                 }
@@ -225,32 +223,41 @@ impl PackRepo {
                 (theirs, None)
             }
             _ => {
-                let mut objects = packwrite::NewObjects::default();
-                let mut tree_changes = packwrite::PathChanges::new();
+                let git = |e| git_err("writing objects", dir, e);
+                let base_tree = match base {
+                    Some(id) => Some(self.repo.find_tree(id).map_err(git)?),
+                    None => None,
+                };
+                let mut update = git2::build::TreeUpdateBuilder::new();
                 for (path, content) in &changes.files {
-                    let id = match content {
+                    match content {
                         Some(bytes) => {
-                            let id = objects.add(ObjectType::Blob, bytes.clone(), dir)?;
+                            let id = self.repo.blob(bytes).map_err(git)?;
                             blobs.insert(path.as_str(), id);
-                            Some((changes.mode_of(path), id))
+                            update.upsert(path.as_str(), id, file_mode(changes.mode_of(path)));
                         }
-                        None => None,
-                    };
-                    tree_changes.insert(path.as_str(), id);
+                        None => {
+                            update.remove(path.as_str());
+                        }
+                    }
                 }
-                let tree_id = packwrite::updated_tree(
-                    &self.repo,
-                    &self.objects,
-                    dir,
-                    base,
-                    &tree_changes,
-                    &mut objects,
-                    true,
-                )?
-                .ok_or_else(|| StoreError::Damaged {
-                    dir: dir.clone(),
-                    problem: "the new root tree is missing".into(),
-                })?;
+                let empty;
+                let base_tree = match base_tree {
+                    Some(tree) => tree,
+                    None => {
+                        empty = self.repo.treebuilder(None).and_then(|b| b.write()).map_err(git)?;
+                        self.repo.find_tree(empty).map_err(git)?
+                    }
+                };
+                let tree_id = match update.create_updated(&self.repo, &base_tree) {
+                    Ok(id) => id,
+                    // A file where the tree has a folder, or the other way round (a hand
+                    // edit): libgit2's tree update refuses to change an entry's kind.
+                    Err(e) if e.class() == git2::ErrorClass::Tree => {
+                        self.tree_replacing_kinds(&base_tree, changes, &blobs).map_err(git)?
+                    }
+                    Err(e) => return Err(git(e)),
+                };
                 let merge_parent = match kind {
                     Kind::Merge { theirs } | Kind::Proposal { merge: Some(theirs), .. } => Some(theirs),
                     _ => None,
@@ -259,16 +266,18 @@ impl PackRepo {
                     // Nothing actually changed (same bytes): no empty commits.
                     return Ok(CommitOutcome::Unchanged);
                 }
-                let parents: Vec<Oid> = head.into_iter().chain(merge_parent).collect();
                 trace.mark("objects");
                 let rendered = message.render();
-                let commit_id = objects.add(
-                    ObjectType::Commit,
-                    packwrite::commit_bytes(tree_id, &parents, &sig, &rendered),
-                    dir,
-                )?;
-                objects.write(&self.repo, self.options.durable, &self.objects)?;
-                self.objects.keep_commit(commit_id, tree_id);
+                let tree = self.repo.find_tree(tree_id).map_err(git)?;
+                let parents = head
+                    .into_iter()
+                    .chain(merge_parent)
+                    .map(|id| self.repo.find_commit(id))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(git)?;
+                let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+                let commit_id =
+                    self.repo.commit(None, &sig, &sig, &rendered, &tree, &parents).map_err(git)?;
                 (commit_id, Some(rendered))
             }
         };
@@ -277,7 +286,7 @@ impl PackRepo {
         if let Kind::Proposal { expected, .. } = kind {
             // Another branch than the checked-out one: the ref moves, nothing else does.
             let log = format!("engram: {}", truncate_chars(&message.subject, 60));
-            if !self.move_proposal_ref(&at.branch, expected, commit_id, &log, &sig)? {
+            if !self.move_branch(&at.branch, expected, commit_id, &log)? {
                 return Ok(CommitOutcome::Retry);
             }
             let id = commit_id.to_string();
@@ -311,23 +320,12 @@ impl PackRepo {
             }
         };
         trace.mark("index");
-        let moved = match old {
-            Some(expected) => {
-                let log = format!("engram: {}", truncate_chars(&message.subject, 60));
-                match refswap::swap_branch(self, &at.branch, expected, commit_id, &log, &sig) {
-                    refswap::Swap::Moved => true,
-                    // The caller retries, with backoff.
-                    refswap::Swap::Raced => false,
-                    refswap::Swap::NotHere => self.move_branch(old, commit_id, &message.subject)?,
-                }
-            }
-            None => self.move_branch(old, commit_id, &message.subject)?,
-        };
+        let log = format!("engram: {}", truncate_chars(&message.subject, 60));
+        let moved = self.move_branch(&at.branch, old, commit_id, &log)?;
         if !moved {
             if staged_early {
                 // Back to the index of the commit that stays (else the next write restages).
                 lock.put_previous_back();
-                *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
             }
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
@@ -371,26 +369,49 @@ impl PackRepo {
         }))
     }
 
-    /// Compare-and-swap of the current branch from `old` to `new`.
-    pub(super) fn move_branch(&self, old: Option<Oid>, new: Oid, subject: &str) -> Result<bool> {
-        let branch = self.branch_ref()?;
-        let log = format!("engram: {}", truncate_chars(subject, 60));
+    /// The tree of `base` with `changes` applied as `git add -A` applies them: a
+    /// file written where a folder was replaces the folder, a file in a folder
+    /// where a file was replaces the file (through an in-memory index).
+    fn tree_replacing_kinds(
+        &self,
+        base: &git2::Tree<'_>,
+        changes: &Changes,
+        blobs: &BTreeMap<&str, Oid>,
+    ) -> std::result::Result<Oid, git2::Error> {
+        let mut index = git2::Index::new()?;
+        index.read_tree(base)?;
+        for (path, content) in &changes.files {
+            let _ = index.remove_dir(Path::new(path), 0);
+            let _ = index.remove_path(Path::new(path));
+            let (Some(_), Some(id)) = (content, blobs.get(path.as_str())) else { continue };
+            let mut prefix = String::new();
+            for part in path.split('/') {
+                if !prefix.is_empty() {
+                    let _ = index.remove_path(Path::new(&prefix));
+                }
+                prefix = if prefix.is_empty() { part.to_owned() } else { format!("{prefix}/{part}") };
+            }
+            let mut entry = unstatted_entry(path, *id);
+            entry.mode = u32::from(file_mode(changes.mode_of(path)));
+            index.add(&entry)?;
+        }
+        index.write_tree_to(&self.repo)
+    }
+
+    /// Compare-and-swap of `branch` from `old` to `new` under git's ref lock
+    /// (libgit2 appends the reflog lines, the branch's and HEAD's). False when
+    /// another program moved the branch or holds its lock: the caller retries,
+    /// with backoff, for a bounded time. No lock is ever removed here.
+    pub(super) fn move_branch(&self, branch: &str, old: Option<Oid>, new: Oid, log: &str) -> Result<bool> {
         let res = match old {
-            Some(old) => self.repo.reference_matching(&branch, new, true, old, &log).map(|_| ()),
-            None => self.repo.reference(&branch, new, false, &log).map(|_| ()),
+            Some(old) => self.repo.reference_matching(branch, new, true, old, log).map(|_| ()),
+            None => self.repo.reference(branch, new, false, log).map(|_| ()),
         };
         match res {
             Ok(()) => Ok(true),
-            Err(e) if e.code() == ErrorCode::Locked => {
-                // A lock file another process left: wait for it, or clear it once stale.
-                // (Not the index lock: the caller holds that one.)
-                for lock in locks::ref_lock_files(self) {
-                    locks::wait_for(&lock);
-                }
+            Err(e) if matches!(e.code(), ErrorCode::Locked | ErrorCode::Modified | ErrorCode::Exists) => {
                 Ok(false)
             }
-            // The caller retries, with backoff.
-            Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => Ok(false),
             Err(e) => Err(git_err("moving the branch", &self.dir, e)),
         }
     }
@@ -471,14 +492,7 @@ impl PackRepo {
         added: &[(&str, Option<git2::IndexEntry>)],
         removed: &[&str],
     ) -> Result<()> {
-        if self.update_known_index(lock, added, removed) {
-            return Ok(());
-        }
-        let git_dir = self.git_dir();
-        let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        // Read afresh: libgit2's check of the file's stamp can miss another process's
-        // index written in the same tick of the file clock (see `gitindex`).
-        index.read(true).map_err(|e| git_err("reading the index", &self.dir, e))?;
+        let mut index = self.read_index()?;
         for (path, entry) in added {
             match entry {
                 Some(entry) => index.add(entry),
@@ -489,44 +503,17 @@ impl PackRepo {
         for path in removed {
             let _ = index.remove_path(Path::new(path));
         }
-        lock.install_index(&index, &self.dir)?;
-        *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) =
-            gitindex::KnownIndex::of(&index, &git_dir.join("index"));
-        Ok(())
+        lock.install_index(&index, &self.dir)
     }
 
-    /// Updates the git index from the model this process keeps of it (see
-    /// [`gitindex`]); false (and nothing written) when the model is not
-    /// current or an entry cannot be made here.
-    pub(super) fn update_known_index(
-        &self,
-        lock: &mut IndexLock,
-        added: &[(&str, Option<git2::IndexEntry>)],
-        removed: &[&str],
-    ) -> bool {
-        let git_dir = self.git_dir();
-        let index_path = git_dir.join("index");
-        let mut known = self.known_index.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(model) = known.as_mut().filter(|k| k.is_current(&index_path)) else { return false };
-        if added.iter().any(|(_, e)| e.is_none()) {
-            return false;
+    /// The git index, read afresh from disk (a split index is refused by name).
+    pub(super) fn read_index(&self) -> Result<git2::Index> {
+        let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
+        if let Err(e) = index.read(true) {
+            index_lock::check_index_settings(&self.repo, &self.dir, Some(&e))?;
+            return Err(git_err("reading the index", &self.dir, e));
         }
-        for (_, entry) in added {
-            if let Some(entry) = entry
-                && model.put(entry).is_none()
-            {
-                *known = None;
-                return false;
-            }
-        }
-        for path in removed {
-            model.remove(path);
-        }
-        if lock.install(&model.encode()).is_ok() && model.written(&index_path) {
-            return true;
-        }
-        *known = None;
-        false
+        Ok(index)
     }
 
     /// Commits hand edits unless the working tree provably still equals HEAD
@@ -693,7 +680,7 @@ impl PackRepo {
                 else {
                     continue;
                 };
-                let mode = if stat.mode & 0o111 != 0 { MODE_EXECUTABLE } else { objcache::MODE_BLOB };
+                let mode = if stat.mode & 0o111 != 0 { MODE_EXECUTABLE } else { MODE_BLOB };
                 changes.put_with_mode(path.clone(), bytes, mode);
             }
         }
@@ -704,8 +691,7 @@ impl PackRepo {
     /// them), through git's index lock `lock`.
     fn stage_paths<'p>(&self, paths: impl Iterator<Item = &'p str>, lock: &mut IndexLock) -> Result<()> {
         let dir = &self.dir;
-        let mut index = self.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
-        index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+        let mut index = self.read_index()?;
         for path in paths {
             if std::fs::symlink_metadata(dir.join(path))
                 .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
@@ -715,9 +701,7 @@ impl PackRepo {
                 let _ = index.remove_path(Path::new(path));
             }
         }
-        lock.install_index(&index, dir)?;
-        *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        Ok(())
+        lock.install_index(&index, dir)
     }
 
     /// Paths whose working-tree state differs from HEAD (untracked included, ignored excluded).
@@ -727,10 +711,13 @@ impl PackRepo {
             .recurse_untracked_dirs(true)
             .include_ignored(false)
             .exclude_submodules(true);
-        let statuses = self
-            .repo
-            .statuses(Some(&mut opts))
-            .map_err(|e| git_err("reading the working tree status", &self.dir, e))?;
+        let statuses = match self.repo.statuses(Some(&mut opts)) {
+            Ok(statuses) => statuses,
+            Err(e) => {
+                index_lock::check_index_settings(&self.repo, &self.dir, Some(&e))?;
+                return Err(git_err("reading the working tree status", &self.dir, e));
+            }
+        };
         Ok(statuses
             .iter()
             .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
@@ -758,6 +745,15 @@ fn unstatted_entry(path: &str, id: Oid) -> git2::IndexEntry {
 }
 
 const MODE_LINK: i32 = 0o120000;
+
+/// The tree-entry mode of a file's git mode.
+fn file_mode(mode: i32) -> git2::FileMode {
+    match mode {
+        MODE_LINK => git2::FileMode::Link,
+        MODE_EXECUTABLE => git2::FileMode::BlobExecutable,
+        _ => git2::FileMode::Blob,
+    }
+}
 const MODE_EXECUTABLE: i32 = 0o100755;
 
 /// A symbolic link's target as git stores it (the link's bytes).

@@ -195,13 +195,11 @@ impl PackRepo {
         for (name, tip) in &tips {
             if let Some(new) = map.get(tip).filter(|n| *n != tip) {
                 self.repo
-                    .reference(name, *new, true, "engram purge")
+                    .reference_matching(name, *new, true, *tip, "engram purge")
                     .map_err(|e| git_err("moving a branch", &self.dir, e))?;
             }
         }
-        for name in tips.iter().map(|(n, _)| n.as_str()).chain(["HEAD"]) {
-            let _ = self.repo.reflog_delete(name);
-        }
+        self.expire_reflog_entries(&changed)?;
         // The working tree and index follow the rewritten HEAD.
         let root =
             crate::pack_root::PackRoot::open(&self.dir).map_err(|e| super::io_err("open", &self.dir, e))?;
@@ -220,8 +218,37 @@ impl PackRepo {
             report.new_head = Some(head.id().to_string());
         }
         report.remotes_holding = self.remotes_holding(&changed)?;
-        super::gc::pack_now(self)?;
+        super::maintenance::prune_unreachable(self)?;
         Ok(report)
+    }
+
+    /// Removes the reflog entries (of HEAD and of every ref) that name one of the `rewritten`
+    /// commits, and only those: the stash, other branches' and worktrees' entries stay.
+    fn expire_reflog_entries(&self, rewritten: &HashSet<Oid>) -> Result<()> {
+        let git = |e| git_err("expiring reflog entries", &self.dir, e);
+        let mut names = vec!["HEAD".to_owned()];
+        for reference in self.repo.references().map_err(git)?.flatten() {
+            if let Ok(name) = reference.name() {
+                names.push(name.to_owned());
+            }
+        }
+        for name in names {
+            let Ok(mut log) = self.repo.reflog(&name) else { continue };
+            let names_rewritten: Vec<usize> = log
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| rewritten.contains(&e.id_new()) || rewritten.contains(&e.id_old()))
+                .map(|(i, _)| i)
+                .collect();
+            if names_rewritten.is_empty() {
+                continue;
+            }
+            for i in names_rewritten.into_iter().rev() {
+                log.remove(i, false).map_err(git)?;
+            }
+            log.write().map_err(git)?;
+        }
+        Ok(())
     }
 
     fn remotes_holding(&self, changed: &HashSet<Oid>) -> Result<Vec<(String, String)>> {

@@ -8,7 +8,7 @@
 //! command from writing back what it read (two git commands race the same way); it repairs:
 //!
 //! 1. the next write, under git's index lock and before its own index goes in, finds the
-//!    index is not one it knows to agree with HEAD (its stamp, [`super::gitindex::Stamp`])
+//!    index is not one it knows to agree with HEAD (its stamp, [`super::index_lock::Stamp`])
 //!    and compares it with HEAD: an entry that holds one of the path's earlier committed
 //!    versions while the working tree holds HEAD's is a lag, and is staged again
 //!    ([`PackRepo::repair_lagging_index`]; files a `git checkout` restored from the lagging
@@ -30,7 +30,7 @@ use std::path::Path;
 use git2::{Commit, Oid, Tree};
 
 use super::clean::made_by_a_tool;
-use super::gitindex::Stamp;
+use super::index_lock::Stamp;
 use super::index_lock::{IndexLock, Retries};
 use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
 use super::racy_reset::working_tree_id;
@@ -239,7 +239,6 @@ impl PackRepo {
                 }
             }
             lock.install_index(&index, dir)?;
-            *self.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let paths: Vec<&str> = lagging.iter().take(5).map(|(p, _)| p.as_str()).collect();
             eprintln!(
                 "engram: {}: the git index lagged HEAD in {}{} (a `git commit` that read it before a write wrote it back); staged HEAD's versions again",

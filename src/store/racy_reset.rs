@@ -14,8 +14,8 @@
 //! the person committed on top of the reset before engram's next write, their
 //! commits stay and one `restore:` merge brings the dropped commit back in. A
 //! reset to anything else (`git reset --hard HEAD~1`, a commit id) is
-//! deliberate and left alone. (The trace must survive: engram trims the reflogs
-//! only under git's lock of their ref, `refswap::trim_reflog`.)
+//! deliberate and left alone. (The trace survives: engram never trims a reflog;
+//! git expires them.)
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -125,9 +125,10 @@ pub(super) fn undo(
         }
     }
     if !repo.move_branch(
+        &at.branch,
         Some(to),
         from,
-        "undo a racy `git reset --hard` (it read HEAD before a write moved it)",
+        "engram: undo a racy `git reset --hard` (it read HEAD before a write moved it)",
     )? {
         return Ok(false);
     }

@@ -91,32 +91,18 @@ pub(super) fn has_record(git_dir: &std::path::Path) -> bool {
         || fs::metadata(git_dir.join(super::open::LOCK_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
-/// Packs whose dead writes' temp files this process has looked for.
-static SWEPT: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> = std::sync::Mutex::new(None);
-
-/// Removes the temp pack files of writes that failed or died (a full disk, a
-/// kill), the first time this process writes to the pack and whenever a dead
-/// writer's record is found. Call with the lock held.
-fn sweep_dead_temp_files(repo: &PackRepo, writer_died: bool) {
-    let first = SWEPT
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(Default::default)
-        .insert(repo.dir.clone());
-    if first || writer_died {
-        super::gc::remove_dead_temp_files(&repo.git_dir().join("objects").join("pack"), false);
-    }
-}
-
 /// Completes an interrupted write, if there is one. Call with the lock held.
 pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
     let pending = read_pending(repo)?;
-    sweep_dead_temp_files(repo, pending.is_some());
-    let Some(text) = pending else { return Ok(()) };
-    // The writer died between recording the write and finishing it: its git locks are stale.
-    super::locks::remove_dead_writer_locks(repo);
+    let Some(text) = pending else {
+        // A writer that died after taking git's index lock and before its record.
+        super::index_lock::remove_if_dead_engrams(repo, None);
+        return Ok(());
+    };
     let mut lines = text.lines();
     let new = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| Oid::from_str(s).ok());
+    // The writer died between recording the write and finishing it: its locks are left.
+    super::index_lock::remove_if_dead_engrams(repo, new);
     let paths: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
     if let (Some(new), Some(head)) = (new, repo.head_commit()?) {
         let landed = head.id() == new || repo.repo.graph_descendant_of(head.id(), new).unwrap_or(false);

@@ -117,7 +117,6 @@ impl<'r> Snapshot<'r> {
         overlay.extend(changes.files.clone());
         Snapshot {
             repo: self.repo,
-            cache: self.cache,
             recent: self.recent,
             tree: self.tree,
             head: self.head,
@@ -173,15 +172,7 @@ impl<'r> Snapshot<'r> {
 
     /// A snapshot of another tree of the same repository (no overlay).
     fn other(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'r> {
-        Snapshot {
-            repo: self.repo,
-            cache: self.cache,
-            recent: self.recent,
-            tree,
-            head,
-            dir: self.dir,
-            overlay: BTreeMap::new(),
-        }
+        Snapshot { repo: self.repo, recent: self.recent, tree, head, dir: self.dir, overlay: BTreeMap::new() }
     }
 
     /// Paths a commit changed relative to its first parent.

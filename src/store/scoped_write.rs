@@ -137,7 +137,6 @@ fn flush_locked(repo: &PackRepo, lock: &mut IndexLock) -> Result<()> {
         }
     }
     lock.install_index(&index, dir)?;
-    *repo.known_index.lock().unwrap_or_else(|p| p.into_inner()) = None;
     Ok(())
 }
 
@@ -154,9 +153,6 @@ impl Drop for PackRepo {
         {
             eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
         }
-        // A background packing job of this pack is finished, or handed to a merge worker
-        // that holds the packing lock until it is, before its repository goes away.
-        self.end_housekeeping();
     }
 }
 
@@ -227,7 +223,7 @@ impl PackRepo {
             match self.publish(&proposal, &mut index_lock, &mut super::PhaseTimer::new(false))? {
                 CommitOutcome::Committed(committed) => {
                     drop(index_lock);
-                    super::housekeeping::after_write(self, &mut super::PhaseTimer::new(false));
+                    super::maintenance::after_write(self);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use git2::{ObjectType, TreeWalkMode, TreeWalkResult};
 
-use super::objcache::ObjectCache;
 use super::reread::reread;
 use super::{PackRepo, Result, Snapshot, git_err, io_err};
 
@@ -114,8 +113,7 @@ where
     let repo = git2::Odb::new()
         .and_then(git2::Repository::from_odb)
         .map_err(|e| git_err("making an empty repository in memory", dir, e))?;
-    let cache = ObjectCache::default();
     let recent = super::recent::RecentCommits::default();
-    let snap = Snapshot { repo: &repo, cache: &cache, recent: &recent, tree: None, head: None, dir, overlay };
+    let snap = Snapshot { repo: &repo, recent: &recent, tree: None, head: None, dir, overlay };
     f(&snap)
 }

@@ -45,6 +45,7 @@ impl StoreError {
             Self::WouldWait { .. }
             | Self::Contention { .. }
             | Self::Busy { .. }
+            | Self::Unsupported { .. }
             | Self::Replaced { .. }
             | Self::BadPath { .. }
             | Self::Blocked { .. }

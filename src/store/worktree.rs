@@ -5,11 +5,8 @@
 //! with one `write` in append mode: no new inode, no rename over the old file
 //! (which on ext4 starts writing the new data out before the rename returns,
 //! ~30× the cost of an append). Any other change replaces the file
-//! atomically, so a reader sees the old or the new file, never a mix: the new
-//! text goes into a spare file in `.git/engram-spare/`, which is then swapped
-//! with the target in one `renameat2(RENAME_EXCHANGE)` (the spare keeps the
-//! old text for next time); where that call does not exist, a temporary file
-//! is renamed over the target. A reader
+//! atomically, so a reader sees the old or the new file, never a mix: a
+//! temporary file in `.git` is renamed over the target. A reader
 //! of an appended file may see the old text or the old text plus part of the
 //! new end; a crash in the middle is repaired from HEAD by the next writer
 //! (see `recover`). Each of these steps happens relative to the handle of the
@@ -17,7 +14,7 @@
 //! symbolic link ([`crate::pack_root`]); appending also needs the file to have
 //! no other name (a hard link), which replacing does not.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 
@@ -45,11 +42,7 @@ pub(super) fn write_file(
         Found::Link => return Err(blocked(path, Blocked::Link)),
         Found::NotDir | Found::Missing => return Err(blocked(path, Blocked::NotDir)),
     };
-    let is_file = match append_in_place(&entry, bytes, durable) {
-        Appended::Done(stat) => return Ok(stat),
-        Appended::NotAppendable { is_file } => is_file,
-    };
-    if is_file && let Some(stat) = exchange(&entry, path, bytes, durable, git_dir) {
+    if let Some(stat) = append_in_place(&entry, bytes, durable) {
         return Ok(stat);
     }
     replace(&entry, path, bytes, durable, git_dir).map_err(|e| match e.kind() {
@@ -65,42 +58,29 @@ pub(super) fn blocked(path: &PackPath, why: Blocked) -> StoreError {
     StoreError::Blocked { path: path.as_str().to_owned(), why }
 }
 
-/// What [`append_in_place`] did.
-enum Appended {
-    Done(FileStat),
-    /// Untouched; `is_file`: a regular file with one name is there.
-    NotAppendable {
-        is_file: bool,
-    },
-}
-
 /// Appends the new end of `bytes` when the file holds exactly a strict prefix of them (and
 /// has no other name: appending to a hard link would change the other name's file too).
-fn append_in_place(entry: &Entry<'_>, bytes: &[u8], durable: bool) -> Appended {
-    let not = |is_file| Appended::NotAppendable { is_file };
-    let Ok(Some(mut file)) = entry.open_append() else { return not(false) };
-    let Ok(meta) = file.metadata() else { return not(false) };
-    let stat = FileStat::from_metadata(&meta);
+fn append_in_place(entry: &Entry<'_>, bytes: &[u8], durable: bool) -> Option<FileStat> {
+    let mut file = entry.open_append().ok()??;
+    let stat = FileStat::from_metadata(&file.metadata().ok()?);
     if !stat.is_file() || stat.nlink != 1 {
-        return not(false);
+        return None;
     }
-    let Ok(len) = usize::try_from(stat.len) else { return not(true) };
+    let len = usize::try_from(stat.len).ok()?;
     if len == 0 || len >= bytes.len() {
-        return not(true);
+        return None;
     }
     let mut current = Vec::with_capacity(len);
-    if file.read_to_end(&mut current).is_err() || !bytes.starts_with(&current) || current.len() >= bytes.len()
-    {
-        return not(true);
+    file.read_to_end(&mut current).ok()?;
+    if !bytes.starts_with(&current) || current.len() >= bytes.len() {
+        return None;
     }
-    if file.write_all(&bytes[current.len()..]).is_err() || (durable && file.sync_data().is_err()) {
-        // Part of the end may be there: replacing the file makes it whole.
-        return not(true);
+    // Part of the end may be there after a failure: replacing the file makes it whole.
+    file.write_all(&bytes[current.len()..]).ok()?;
+    if durable {
+        file.sync_data().ok()?;
     }
-    match file.metadata() {
-        Ok(meta) => Appended::Done(FileStat::from_metadata(&meta)),
-        Err(_) => not(true),
-    }
+    Some(FileStat::from_metadata(&file.metadata().ok()?))
 }
 
 /// Replaces the file by renaming a temporary file (in `git_dir`, so a crash never leaves a
@@ -112,18 +92,9 @@ fn replace(
     durable: bool,
     git_dir: &Path,
 ) -> std::io::Result<FileStat> {
-    // A new file (a rolled segment, a new category) takes an empty file of the reserve when
-    // there is one, so the write allocates no inode (see `file_reserve`).
-    let reserved = if durable { None } else { super::file_reserve::take(git_dir) };
-    let (tmp, file) = match reserved {
-        Some((spare, file, _)) => (spare, Some(file)),
-        None => (git_dir.join(format!(".{}.engram-tmp-{}", entry.name(), std::process::id())), None),
-    };
+    let tmp = git_dir.join(format!(".{}.engram-tmp-{}", entry.name(), std::process::id()));
     let written = (|| -> std::io::Result<()> {
-        let mut f = match file {
-            Some(file) => file,
-            None => fs::File::create(&tmp)?,
-        };
+        let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         if durable {
             f.sync_all()?;
@@ -139,157 +110,6 @@ fn replace(
     }
     written?;
     entry.stat()?.ok_or_else(|| std::io::Error::other(format!("{path} vanished right after it was written")))
-}
-
-/// The directory of spare files, in the git directory.
-pub(super) const SPARE_DIR: &str = "engram-spare";
-
-/// The spare file for `path` (its path in the working tree, flattened, in
-/// `git_dir/engram-spare/`: the same name wherever the pack is moved).
-fn spare_for(path: &PackPath, git_dir: &Path) -> std::path::PathBuf {
-    let flat: String = path.as_str().chars().map(|c| if c == '/' { '%' } else { c }).collect();
-    git_dir.join(SPARE_DIR).join(flat)
-}
-
-/// Replaces an existing regular file by swapping a spare file holding `bytes`
-/// with it. `None` (target untouched) when the platform cannot swap or a step fails.
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-fn exchange(
-    entry: &Entry<'_>,
-    path: &PackPath,
-    bytes: &[u8],
-    durable: bool,
-    git_dir: &Path,
-) -> Option<FileStat> {
-    let spare = spare_for(path, git_dir);
-    ensure_real_dir(&git_dir.join(SPARE_DIR)).ok()?;
-    overwrite(&spare, bytes, durable).ok()?;
-    entry.exchange_with(&spare).ok()?;
-    if durable {
-        entry.sync_dir().ok()?;
-    }
-    entry.stat().ok().flatten()
-}
-
-/// Makes the spare file at `path` hold `bytes`, reusing its inode when it
-/// exists: written from the start, then cut to length (no truncation to zero
-/// first, which on ext4 would also force a flush on close).
-pub(super) fn overwrite(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    let (mut file, _) = match open_spare(path, true)? {
-        Some(opened) => opened,
-        None => {
-            fs::remove_file(path)?;
-            open_spare(path, true)?.ok_or_else(|| std::io::Error::other("a spare file kept changing"))?
-        }
-    };
-    // Just opened (not for appending): the offset is 0.
-    file.write_all(bytes)?;
-    file.set_len(bytes.len() as u64)?;
-    if durable {
-        file.sync_data()?;
-    }
-    Ok(())
-}
-
-/// Makes `dir` a real directory: made when missing (its parent must exist),
-/// and a symbolic link or file in its place — which a pack copied in by hand
-/// could bring in its `.git` — removed first, so spares never land outside.
-pub(super) fn ensure_real_dir(dir: &Path) -> std::io::Result<()> {
-    match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => return Ok(()),
-        Ok(_) => fs::remove_file(dir)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    match fs::create_dir(dir) {
-        // Made by another process meanwhile: fine if it is a directory.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && fs::symlink_metadata(dir)?.is_dir() => {
-            Ok(())
-        }
-        other => other,
-    }
-}
-
-/// Opens the spare file at `path` for writing (made when missing and `create`)
-/// when it is a regular file with no other name, with its metadata as opened:
-/// `Ok(None)` for anything else
-/// (the caller removes it). A pack copied in by hand brings its `.git`, so a
-/// spare could be a symbolic link or a hard link to a file outside the pack,
-/// or a FIFO that would block the write: never written through.
-pub(super) fn open_spare(path: &Path, create: bool) -> std::io::Result<Option<(fs::File, fs::Metadata)>> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(create).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = match options.open(path) {
-        Ok(file) => file,
-        // A symbolic link (ELOOP) or a FIFO with no reader (ENXIO).
-        #[cfg(unix)]
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENXIO)) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    #[cfg(unix)]
-    let alone = {
-        use std::os::unix::fs::MetadataExt as _;
-        meta.nlink() == 1
-    };
-    #[cfg(not(unix))]
-    let alone = true;
-    Ok((meta.is_file() && alone).then_some((file, meta)))
-}
-
-/// Replaces a file by swapping (not available on this platform).
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn exchange(_: &Entry<'_>, _: &PackPath, _: &[u8], _: bool, _: &Path) -> Option<FileStat> {
-    None
-}
-
-/// The bytes of a version-2 index file holding `index`'s entries; `None`
-/// when an entry needs a later version (extended flags).
-pub(super) fn encode_index(index: &git2::Index) -> Option<Vec<u8>> {
-    let entries: Option<Vec<Vec<u8>>> = index.iter().map(|e| super::gitindex::encode_entry(&e)).collect();
-    let entries = entries?;
-    Some(super::gitindex::encode_file(entries.iter().map(Vec::as_slice), entries.len()))
-}
-
-/// How claiming a path by renaming a spare onto it went ([`take_by_rename`]).
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(super) enum Taken {
-    /// The spare is now at the path.
-    Yes,
-    /// Something is at the path already (someone else holds the lock it names).
-    Held,
-    /// The rename cannot be made (the spare went, a file system without the call).
-    CannotHere,
-}
-
-/// Renames `spare` to `path` unless `path` exists (`RENAME_NOREPLACE`: exclusive, like
-/// git's `O_EXCL` create of a lock file, without allocating an inode).
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(super) fn take_by_rename(spare: &Path, path: &Path) -> Taken {
-    match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        spare,
-        rustix::fs::CWD,
-        path,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
-        Ok(()) => Taken::Yes,
-        Err(rustix::io::Errno::EXIST) => Taken::Held,
-        Err(_) => Taken::CannotHere,
-    }
-}
-
-/// Exchanges two existing files in one step (`renameat2(RENAME_EXCHANGE)`):
-/// a reader of either path sees one file or the other, never neither.
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(super) fn swap(a: &Path, b: &Path) -> std::io::Result<()> {
-    rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, rustix::fs::RenameFlags::EXCHANGE)
-        .map_err(std::io::Error::from)
 }
 
 /// The git index entry of a file just written with content `id`, from its
@@ -322,73 +142,6 @@ pub(super) fn index_entry(_path: &str, _id: Oid, _stat: &FileStat) -> Option<git
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    #[cfg(unix)]
-    fn planted_spares_and_spare_dirs_are_never_written_through() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let outside = tmp.path().join("outside");
-        fs::create_dir(&outside).expect("mkdir");
-        fs::write(outside.join("f"), b"mine\n").expect("write");
-        // The spare directory is a link to a directory outside the pack.
-        let git_dir = tmp.path().join(".git");
-        fs::create_dir(&git_dir).expect("mkdir");
-        std::os::unix::fs::symlink(&outside, git_dir.join(SPARE_DIR)).expect("symlink");
-        ensure_real_dir(&git_dir.join(SPARE_DIR)).expect("real dir");
-        assert!(fs::symlink_metadata(git_dir.join(SPARE_DIR)).expect("meta").is_dir());
-        // A spare that is a symbolic link or a hard link to a file outside.
-        for (name, link) in [("sym", true), ("hard", false)] {
-            let spare = git_dir.join(SPARE_DIR).join(name);
-            if link {
-                std::os::unix::fs::symlink(outside.join("f"), &spare).expect("symlink");
-            } else {
-                fs::hard_link(outside.join("f"), &spare).expect("link");
-            }
-            overwrite(&spare, b"engram\n", false).expect("overwrite");
-            assert_eq!(fs::read(&spare).expect("spare"), b"engram\n");
-            assert_eq!(fs::read(outside.join("f")).expect("outside"), b"mine\n", "{name}: outside untouched");
-        }
-    }
-
-    #[test]
-    fn spares_are_named_by_the_path_in_the_working_tree() {
-        let path = PackPath::parse("memory/_index.md").expect("path");
-        let spare = spare_for(&path, Path::new("/home/u/.engram/coach/.git"));
-        assert_eq!(spare, Path::new("/home/u/.engram/coach/.git/engram-spare/memory%_index.md"));
-    }
-
-    #[test]
-    #[cfg(unix)]
-    fn the_index_reads_back_as_written() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let repo = git2::Repository::init(tmp.path()).expect("init");
-        let long = format!("memory/{}.md", "长".repeat(30));
-        for (name, text) in [("a.md", "a\n"), ("memory/b.md", "bb\n"), (long.as_str(), "c\n")] {
-            let full = tmp.path().join(name);
-            fs::create_dir_all(full.parent().expect("parent")).expect("dir");
-            fs::write(&full, text).expect("write");
-        }
-        let mut index = repo.index().expect("index");
-        for name in ["a.md", "memory/b.md", long.as_str()] {
-            index.add_path(Path::new(name)).expect("add");
-        }
-        let expected: Vec<git2::IndexEntry> = index.iter().collect();
-        fs::write(repo.path().join("index"), encode_index(&index).expect("version 2")).expect("write");
-        let mut reread = git2::Index::open(&repo.path().join("index")).expect("open");
-        reread.read(true).expect("read: valid checksum and layout");
-        let got: Vec<git2::IndexEntry> = reread.iter().collect();
-        assert_eq!(got.len(), expected.len());
-        for (g, e) in got.iter().zip(&expected) {
-            assert_eq!((&g.path, g.id, g.mode, g.file_size), (&e.path, e.id, e.mode, e.file_size));
-            assert_eq!(
-                (g.mtime.seconds(), g.mtime.nanoseconds(), g.ino),
-                (e.mtime.seconds(), e.mtime.nanoseconds(), e.ino)
-            );
-        }
-        // git itself sees a clean tree.
-        let status = repo.statuses(None).expect("status");
-        assert!(status.iter().all(|s| s.status() == git2::Status::INDEX_NEW), "only staged additions");
-    }
 
     #[test]
     #[cfg(unix)]

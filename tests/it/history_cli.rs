@@ -143,7 +143,7 @@ async fn gc_packs_loose_objects() {
     pack_with_history(&env).await;
     let o = env.cli(&["gc", "coach"]);
     let text = stdout(&o);
-    assert!(o.status.success() && text.starts_with("coach: ") && text.contains("objects packed"), "{text}");
+    assert!(o.status.success() && text.starts_with("coach: ") && text.contains("packed by git gc"), "{text}");
     let loose = git(&env.pack("coach"), &["count-objects", "-v"]);
     assert!(loose.contains("count: 0"), "{loose}");
 }
