@@ -473,6 +473,13 @@ async fn person_index_settings_are_kept() {
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n\n"));
 }
 
+/// The file at `path` (device and inode), if there is one.
+#[cfg(unix)]
+fn lock_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// How long the person's editor stays open (their `git commit` holds `index.lock` all along).
 const EDITOR_HOLDS: Duration = Duration::from_secs(30);
 
@@ -519,6 +526,11 @@ async fn a_persons_commit_holding_index_lock_succeeds() {
         assert!(started.elapsed() < Duration::from_secs(60), "git commit never took index.lock");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // git took the lock before it started the editor, which sleeps EDITOR_HOLDS: until then
+    // the lock is the person's, and only another program can remove or replace it.
+    let held_since = Instant::now();
+    let lock_file = lock_identity(&lock).expect("index.lock");
+    let mut broken = None;
     let mut refused = Vec::new();
     let mut wrong = Vec::new();
     let mut tried = 0;
@@ -526,6 +538,13 @@ async fn a_persons_commit_holding_index_lock_succeeds() {
         let t = text("while held", tried);
         tried += 1;
         let r = call(&client, "capture_memory", capture_args("p", &t)).await;
+        if broken.is_none() && held_since.elapsed() < EDITOR_HOLDS && lock_identity(&lock) != Some(lock_file)
+        {
+            broken = Some(format!(
+                "the person's index.lock was removed or replaced {:.1?} into their editor's {EDITOR_HOLDS:?}, by capture {tried}",
+                held_since.elapsed()
+            ));
+        }
         if !r.is_error {
             acknowledged.push(t);
         } else if r.text.to_lowercase().contains("busy") && r.text.contains("index.lock") {
@@ -549,6 +568,7 @@ async fn a_persons_commit_holding_index_lock_succeeds() {
         wrong.len()
     );
     assert!(tried > 0, "captures were tried while the person's commit held index.lock");
+    assert!(broken.is_none(), "{}", broken.unwrap_or_default());
     assert!(
         out.status.success(),
         "the person's git commit failed ({:?}): {}{}\nlast commits:\n{}",
