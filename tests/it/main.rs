@@ -15,6 +15,7 @@ mod engram_tools;
 mod faults;
 mod fuzz;
 mod git_beside;
+mod git_native;
 mod graph_tools;
 mod hermetic;
 mod history;
