@@ -187,13 +187,13 @@ impl PackRepo {
 
 /// After a history rewrite (`engram purge`): removes what is unreachable now,
 /// by git's own rules of reachability (every ref, reflog, index and linked
-/// worktree), at once — the rewritten commits' objects must go. Call after
-/// the reflog entries that name rewritten commits were expired.
+/// worktree), at once — the rewritten commits' objects must go — and rewrites
+/// git's derived files (the commit-graph) with them: `git gc --prune=now`.
+/// Call after the reflog entries that name rewritten commits were expired.
 pub(super) fn prune_unreachable(repo: &PackRepo) -> Result<()> {
     wait_for_pack(&repo.git_dir());
     if git_on_path() {
-        run_git(&repo.dir, &["repack", "-a", "-d", "-q"], "repack")?;
-        return run_git(&repo.dir, &["prune", "--expire=now"], "prune");
+        return run_git(&repo.dir, &["gc", "--prune=now", "--quiet"], "prune");
     }
     Err(StoreError::Io {
         step: "prune the rewritten history of",

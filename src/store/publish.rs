@@ -398,21 +398,36 @@ impl PackRepo {
         index.write_tree_to(&self.repo)
     }
 
-    /// Compare-and-swap of `branch` from `old` to `new` under git's ref lock
-    /// (libgit2 appends the reflog lines, the branch's and HEAD's). False when
-    /// another program moved the branch or holds its lock: the caller retries,
-    /// with backoff, for a bounded time. No lock is ever removed here.
+    /// Compare-and-swap of `branch` from `old` to `new`, in a libgit2 ref
+    /// transaction: git's ref lock is taken, the branch is read under it and
+    /// compared with `old`, then moved (libgit2 appends the reflog lines, the
+    /// branch's and HEAD's, in engram's name). False when another program moved
+    /// the branch or holds its lock: the caller retries, with backoff, for a
+    /// bounded time. No lock is ever removed here.
     pub(super) fn move_branch(&self, branch: &str, old: Option<Oid>, new: Oid, log: &str) -> Result<bool> {
-        let res = match old {
-            Some(old) => self.repo.reference_matching(branch, new, true, old, log).map(|_| ()),
-            None => self.repo.reference(branch, new, false, log).map(|_| ()),
+        let git = |e| git_err("moving the branch", &self.dir, e);
+        let mut transaction = self.repo.transaction().map_err(git)?;
+        match transaction.lock_ref(branch) {
+            Ok(()) => {}
+            Err(e) if e.code() == ErrorCode::Locked => return Ok(false),
+            Err(e) => return Err(git(e)),
+        }
+        let current = match self.repo.refname_to_id(branch) {
+            Ok(id) => Some(id),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(e) => return Err(git(e)),
         };
-        match res {
+        if current != old {
+            return Ok(false);
+        }
+        let sig = self.signature(None)?;
+        transaction.set_target(branch, new, Some(&sig), log).map_err(git)?;
+        match transaction.commit() {
             Ok(()) => Ok(true),
             Err(e) if matches!(e.code(), ErrorCode::Locked | ErrorCode::Modified | ErrorCode::Exists) => {
                 Ok(false)
             }
-            Err(e) => Err(git_err("moving the branch", &self.dir, e)),
+            Err(e) => Err(git(e)),
         }
     }
 
