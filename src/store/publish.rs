@@ -207,7 +207,7 @@ impl PackRepo {
         let base_snapshot = self.snapshot_of_tree(base, head);
         let message = guard::check(self, &base_snapshot, proposal)?;
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
-        check_paths(&root, changes, kind)?;
+        check_paths(&root, &base_snapshot, changes, kind)?;
         trace.mark("checks");
         let mut blobs = BTreeMap::new();
         let sig = self.signature(message.time)?;
@@ -345,7 +345,7 @@ impl PackRepo {
             // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
             Kind::WorkingTree { .. } => {}
             _ => {
-                let written = self.write_working_tree(&root, changes, &blobs, false, lock)?;
+                let written = self.write_working_tree(&root, changes, &blobs, lock)?;
                 self.index_agrees_with_head();
                 let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
                 match known.as_mut() {
@@ -433,17 +433,17 @@ impl PackRepo {
 
     /// Writes changed files into the working tree and the index. `blobs` are
     /// the ids of the committed contents: the index entries are made from
-    /// them and the files' `stat`, so no file is read back and hashed. With
-    /// `skip_blocked`, a path the working tree cannot
-    /// take (a symbolic link or a file on the way, a directory there) is left as it is
-    /// instead of failing the whole sync: the next write sees it as a hand edit. The new
+    /// them and the files' `stat`, so no file is read back and hashed. A path
+    /// the working tree cannot take (a symbolic link or a file on the way, a
+    /// directory there) fails the write with [`StoreError::Blocked`], leaving
+    /// its pending record for the next write to finish: skipped, the older file
+    /// would be committed back as a hand edit, undoing the commit. The new
     /// index goes in through git's index lock `lock`, which the caller holds.
     pub(super) fn write_working_tree(
         &self,
         root: &crate::pack_root::PackRoot,
         changes: &Changes,
         blobs: &BTreeMap<&str, Oid>,
-        skip_blocked: bool,
         lock: &mut IndexLock,
     ) -> Result<Vec<WrittenFile>> {
         let mut written = Vec::new();
@@ -456,11 +456,7 @@ impl PackRepo {
                 .map_err(|e| StoreError::BadPath { path: path.clone(), reason: e.to_string() })?;
             match content {
                 Some(bytes) => {
-                    let stat = match worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir) {
-                        Ok(stat) => stat,
-                        Err(StoreError::Blocked { .. }) if skip_blocked => continue,
-                        Err(e) => return Err(e),
-                    };
+                    let stat = worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir)?;
                     let id = blobs.get(path.as_str()).copied();
                     added.push((path, id.and_then(|id| worktree::index_entry(path, id, &stat))));
                     if let Some(id) = id {
@@ -621,7 +617,8 @@ impl PackRepo {
         if !replaced.is_empty() {
             return Err(StoreError::Replaced { dir: self.dir.clone(), paths: replaced });
         }
-        let changes = self.working_tree_changes(&paths)?;
+        let base = self.snapshot_of(at.id)?;
+        let changes = self.working_tree_changes(&paths, &base)?;
         if changes.is_empty() {
             return Ok(true);
         }
@@ -657,13 +654,15 @@ impl PackRepo {
         }
     }
 
-    /// The working tree's state of `paths` as changes: a file's bytes (a
-    /// symbolic link's target, never what it points to) with its mode, or a
-    /// deletion. Read from the pack root without following links on the way
-    /// (see [`crate::pack_root`]); nested repositories (`dir/`), paths that are
-    /// not [`PackPath`]s (refused later, by the path checks) and other kinds are
-    /// handled as noted.
-    fn working_tree_changes(&self, paths: &[String]) -> Result<Changes> {
+    /// The working tree's state of `paths` as changes: a file's bytes with its
+    /// mode, or a deletion. Read from the pack root without following links on
+    /// the way (see [`crate::pack_root`]). Left out, and so never committed
+    /// (they stay in the working tree for the person; `engram doctor` names
+    /// them): a symbolic link, a file where `base` has a folder, and a path
+    /// below a link or a file. Nested repositories (`dir/`) are left out too;
+    /// paths that are not [`PackPath`]s are committed so that the path checks
+    /// refuse them with their reason.
+    fn working_tree_changes(&self, paths: &[String], base: &Snapshot<'_>) -> Result<Changes> {
         let dir = &self.dir;
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
         let mut changes = Changes::for_memory();
@@ -686,9 +685,17 @@ impl PackRepo {
                 // A link on the way (not followed): git status does not report such paths.
                 Found::Link | Found::NotDir => continue,
             };
-            if stat.is_symlink() {
-                let target = std::fs::read_link(&full).map_err(|e| io_err("read", &full, e))?;
-                changes.put_with_mode(path.clone(), link_bytes(&target), MODE_LINK);
+            let replaces_folder = matches!(base.entry(path)?, Some((mode, _)) if mode == super::MODE_TREE);
+            if stat.is_symlink() || replaces_folder {
+                eprintln!(
+                    "engram: {}: {path} is {} — not committed (`engram doctor` explains)",
+                    dir.display(),
+                    if stat.is_symlink() {
+                        "a symbolic link"
+                    } else {
+                        "a file where the last commit has a folder"
+                    }
+                );
             } else if stat.is_file() {
                 let Found::Here(bytes) =
                     root.read(&rel, <[u8]>::to_vec).map_err(|e| io_err("read", &full, e))?
@@ -771,18 +778,6 @@ fn file_mode(mode: i32) -> git2::FileMode {
 }
 const MODE_EXECUTABLE: i32 = 0o100755;
 
-/// A symbolic link's target as git stores it (the link's bytes).
-#[cfg(unix)]
-fn link_bytes(target: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt as _;
-    target.as_os_str().as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn link_bytes(target: &Path) -> Vec<u8> {
-    target.to_string_lossy().replace('\\', "/").into_bytes()
-}
-
 /// Optional timing of the phases of a write, printed to stderr.
 pub(super) struct PhaseTimer {
     on: bool,
@@ -815,12 +810,28 @@ impl PhaseTimer {
 /// `meta.json` stays a readable JSON object ([`crate::pack::meta_change_problem`]);
 /// only the memory tools' changes ([`Changes::for_memory`]) may write the
 /// reserved `memory/` folder, compared case-insensitively as macOS and
-/// Windows would; and no directory on the way is a symbolic link (or a file)
+/// Windows would; no directory on the way is a symbolic link (or a file)
 /// in the working tree — an early refusal, before anything is committed (the
-/// write itself never follows a link either, see [`crate::pack_root`]).
-fn check_paths(root: &PackRoot, changes: &Changes, kind: Kind) -> Result<()> {
+/// write itself never follows a link either, see [`crate::pack_root`]); and
+/// engram's own commits (tools, hand edits, adoption, proposals) never commit
+/// a symbolic link, nor a file where the commit they build on has a folder
+/// (which would delete every file in it). Sync merges bring in others'
+/// commits as they are.
+fn check_paths(root: &PackRoot, base: &Snapshot<'_>, changes: &Changes, kind: Kind) -> Result<()> {
     let bad = |path: &str, reason: String| StoreError::BadPath { path: path.to_owned(), reason };
+    let own = !matches!(
+        kind,
+        Kind::Merge { .. } | Kind::FastForward { .. } | Kind::Proposal { merge: Some(_), .. }
+    );
     for (path, content) in &changes.files {
+        if own && content.is_some() {
+            if changes.mode_of(path) == MODE_LINK {
+                return Err(bad(path, "a symbolic link is never committed by engram".into()));
+            }
+            if matches!(base.entry(path)?, Some((mode, _)) if mode == super::MODE_TREE) {
+                return Err(bad(path, "a file where the last commit has a folder".into()));
+            }
+        }
         let parsed = PackPath::parse(path).map_err(|e| bad(path, e.to_string()))?;
         if let Some(problem) = crate::pack::meta_change_problem(path, content.as_deref()) {
             return Err(StoreError::BadMeta { problem, hand_edit: matches!(kind, Kind::WorkingTree { .. }) });

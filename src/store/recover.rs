@@ -163,5 +163,5 @@ pub(super) fn restore_from_head(
     *repo.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
     let root =
         crate::pack_root::PackRoot::open(&repo.dir).map_err(|e| super::io_err("open", &repo.dir, e))?;
-    repo.write_working_tree(&root, &changes, &blobs, true, lock).map(|_| ())
+    repo.write_working_tree(&root, &changes, &blobs, lock).map(|_| ())
 }

@@ -47,8 +47,12 @@ async fn a_burst_past_gc_auto_is_packed_by_git() {
         capture(&client, &format!("write {i}")).await;
     }
     client.close().await.expect("close");
-    // git's gc (started with gc.autoDetach=false by the server's thread) may still be
-    // running after the server exited: `git gc` waits for its `gc.pid` lock.
+    // git's gc (started by the server's thread) may still be running after the server
+    // exited, holding `gc.pid` (a second `git gc --auto` would skip): wait for it, bounded.
+    let started = std::time::Instant::now();
+    while pack.join(".git/gc.pid").exists() && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let gc = std::process::Command::new("git")
         .arg("-C")
         .arg(&pack)

@@ -135,3 +135,117 @@ async fn swapping_a_folder_for_a_link_out_never_carries_a_write_or_a_read_outsid
     assert!(!history.contains(MARKER), "the outside file entered the pack's history");
     assert_fsck(&pack);
 }
+
+/// Issue 34 item 3: a local process exchanges the pack's `memory/` folder with a link to a
+/// folder outside, again and again, while a client captures. A hand-edit commit used to
+/// record `memory` as a symbolic link and delete every `memory/*` file from HEAD (135 of
+/// 459 acknowledged captures lost). Now: every acknowledged capture is in HEAD, no link
+/// is ever committed, and nothing is written outside.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
+    /// How long the attack runs (the issue's 60 s).
+    const ATTACK: Duration = Duration::from_secs(60);
+    let attack = std::env::var("SWAP_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(ATTACK);
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    let pack = env.pack("p");
+    let client = env.client().await;
+    let first = "before the attack".to_owned();
+    let r = client
+        .call("capture_memory", json!({"name": "p", "category": "swap", "content": first, "summary": first}))
+        .await
+        .expect("call");
+    assert!(!r.is_error, "{}", r.text);
+    let outside = env.dir.path().join("outside");
+    fs::create_dir_all(&outside).expect("outside");
+    fs::write(outside.join("swap.md"), MARKER).expect("outside file");
+    let hidden = pack.join(".git/memory-swap");
+    std::os::unix::fs::symlink(&outside, &hidden).expect("link");
+    let (stop, swaps) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let attacker = {
+        let (memory, hidden, stop, swaps) =
+            (pack.join("memory"), hidden.clone(), stop.clone(), swaps.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &memory,
+                    rustix::fs::CWD,
+                    &hidden,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .expect("exchange memory/ and the link");
+                swaps.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+    let mut acknowledged = vec![first];
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < attack {
+        n += 1;
+        let text = format!("capture {n:05} during the swap");
+        let r = client
+            .call(
+                "capture_memory",
+                json!({"name": "p", "category": "swap", "content": text, "summary": text}),
+            )
+            .await
+            .expect("call");
+        if !r.is_error {
+            acknowledged.push(text);
+        }
+        let _ = client.call("read_engram_file", json!({"name": "p", "path": "memory/swap.md"})).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    attacker.join().expect("attacker");
+    // The real folder back in place, if the last exchange left the link there.
+    if fs::symlink_metadata(pack.join("memory")).is_ok_and(|m| m.file_type().is_symlink()) {
+        rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            pack.join("memory"),
+            rustix::fs::CWD,
+            &hidden,
+            rustix::fs::RenameFlags::EXCHANGE,
+        )
+        .expect("put memory/ back");
+    }
+    let last = "after the attack".to_owned();
+    let r = client
+        .call("capture_memory", json!({"name": "p", "category": "swap", "content": last, "summary": last}))
+        .await
+        .expect("call");
+    assert!(!r.is_error, "{}", r.text);
+    acknowledged.push(last);
+    client.close().await.expect("close");
+    eprintln!(
+        "{} swaps, {} of {n} captures acknowledged",
+        swaps.load(Ordering::Relaxed),
+        acknowledged.len() - 2
+    );
+    assert_eq!(
+        contents(&outside),
+        vec![("swap.md".to_owned(), MARKER.as_bytes().to_vec())],
+        "outside untouched"
+    );
+    let links = git(&pack, &["ls-tree", "-r", "HEAD"]);
+    assert!(!links.lines().any(|l| l.starts_with("120000")), "a link in HEAD:\n{links}");
+    // Every memory file of HEAD (older entries roll into `memory/_log/…`).
+    let head: String = git(&pack, &["ls-tree", "-r", "--name-only", "HEAD", "--", "memory"])
+        .lines()
+        .map(|f| git(&pack, &["show", &format!("HEAD:{f}")]))
+        .collect();
+    let lost: Vec<&String> = acknowledged.iter().filter(|t| !head.contains(t.as_str())).collect();
+    if !lost.is_empty() && std::env::var("SWAP_DEBUG").is_ok() {
+        eprintln!("{}", git(&pack, &["log", "--stat", "--format=%h %s", "-n", "400"]));
+        eprintln!("HEAD file:\n{head}");
+    }
+    assert!(lost.is_empty(), "{} acknowledged captures lost from HEAD, e.g. {:?}", lost.len(), lost.first());
+    assert_fsck(&pack);
+}
