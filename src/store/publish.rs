@@ -685,16 +685,19 @@ impl PackRepo {
                 // A link on the way (not followed): git status does not report such paths.
                 Found::Link | Found::NotDir => continue,
             };
-            let replaces_folder = matches!(base.entry(path)?, Some((mode, _)) if mode == super::MODE_TREE);
-            if stat.is_symlink() || replaces_folder {
+            let replaces_folder =
+                || matches!(base.entry(path), Ok(Some((mode, _))) if mode == super::MODE_TREE);
+            let refused = if stat.is_symlink() {
+                Some("a symbolic link")
+            } else if stat.is_file() && replaces_folder() {
+                Some("a file where the last commit has a folder")
+            } else {
+                None
+            };
+            if let Some(what) = refused {
                 eprintln!(
-                    "engram: {}: {path} is {} — not committed (`engram doctor` explains)",
-                    dir.display(),
-                    if stat.is_symlink() {
-                        "a symbolic link"
-                    } else {
-                        "a file where the last commit has a folder"
-                    }
+                    "engram: {}: {path} is {what} — not committed (`engram doctor` explains)",
+                    dir.display()
                 );
             } else if stat.is_file() {
                 let Found::Here(bytes) =
