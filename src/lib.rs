@@ -24,6 +24,7 @@ pub mod pack_path;
 pub mod pack_root;
 pub mod packsearch;
 pub mod proposal;
+pub mod remote;
 // Copied unchanged from the engine's scratch crate (formatted with rustfmt defaults there).
 #[rustfmt::skip]
 pub mod search;
@@ -34,3 +35,4 @@ pub mod store;
 pub mod templates;
 pub mod timerange;
 pub mod ui;
+pub mod workspace_git;

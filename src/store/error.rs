@@ -244,7 +244,7 @@ fn secret_text(findings: &[crate::secrets::Finding], source: SecretSource) -> St
 /// Result alias for the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-pub(super) fn git_err(step: &'static str, dir: &Path, source: git2::Error) -> StoreError {
+pub(crate) fn git_err(step: &'static str, dir: &Path, source: git2::Error) -> StoreError {
     StoreError::Git { step, dir: dir.to_owned(), source }
 }
 

@@ -25,7 +25,6 @@ pub mod floor;
 mod guard;
 mod history;
 mod index_lock;
-mod known_hosts;
 mod maintenance;
 mod merge;
 mod no_wait;
@@ -37,17 +36,14 @@ mod racy_commit;
 mod racy_reset;
 mod recent;
 mod recover;
-mod remote_auth;
 mod reread;
 mod revert;
 mod scoped_write;
 mod sync;
-mod tls_ca;
 pub mod trailer;
 mod tree;
 mod tree_read;
 mod trouble;
-mod workspace_git;
 mod worktree;
 
 use std::collections::BTreeMap;
@@ -57,10 +53,15 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
 
-use error::{git_err, io_err};
+use error::io_err;
 use publish::{CommitOutcome, PhaseTimer};
 use reread::reread;
 
+pub use crate::remote::Credentials;
+pub use crate::workspace_git::{
+    MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
+};
+pub(crate) use error::git_err;
 pub use error::{Result, SecretSource, StoreError};
 pub use guard::scan_added;
 pub use history::{CommitInfo, FileChange, LogPage, LogQuery, UnseenWalk, WalkFrom};
@@ -74,13 +75,9 @@ pub use proposals::{
     PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, ProposeSetting, Proposer, proposer, proposing,
 };
 pub use purge::{PurgeReport, PurgeTarget};
-pub use remote_auth::Credentials;
 pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{PushOutcome, RemoteInfo, is_bare_repository};
 pub use tree_read::read_folder;
-pub use workspace_git::{
-    MAX_FILES_PER_COMMIT, MAX_HISTORY_COMMITS, WorkspaceCommit, WorkspaceHistory, read_workspace_history,
-};
 
 /// Builds a [`LogQuery`].
 pub fn history_query(
@@ -206,10 +203,6 @@ impl Changes {
     /// [`Changes::default`], and a path under `memory/` (in any case) is refused.
     pub fn for_memory() -> Self {
         Self { memory: true, ..Self::default() }
-    }
-    /// True when these changes may write the reserved `memory/` folder.
-    pub fn may_write_memory(&self) -> bool {
-        self.memory
     }
     /// A file of the working tree with its mode (hand edits and adoption).
     fn put_with_mode(&mut self, path: String, content: Vec<u8>, mode: i32) {

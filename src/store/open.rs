@@ -176,7 +176,7 @@ pub fn clone_pack(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<()> {
     let config = git2::Config::open_default().ok();
-    let session = super::remote_auth::Session::new(creds, source, config.as_ref())?;
+    let session = crate::remote::Session::new(creds, source, config.as_ref())?;
     let mut callbacks = session.callbacks();
     callbacks.transfer_progress(|p| {
         progress(p.received_objects(), p.total_objects());

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, FetchOptions, Oid, PushOptions};
 
-use super::remote_auth::{Credentials, Session};
 use super::{PackRepo, Result, git_err, io_err};
+use crate::remote::{Credentials, Session};
 
 /// True when `dir` is a bare git repository (`/media/usb/coach.git`): a directory that is
 /// itself a git directory, which `install` clones rather than copies.
@@ -198,13 +198,6 @@ impl PackRepo {
             n += 1;
         }
         Ok(n)
-    }
-
-    /// True when `ancestor` (a commit id) is HEAD or an ancestor of HEAD.
-    pub fn head_contains(&self, ancestor: &str) -> Result<bool> {
-        let Ok(oid) = Oid::from_str(ancestor) else { return Ok(false) };
-        let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(false) };
-        Ok(head == oid || self.repo.graph_descendant_of(head, oid).unwrap_or(false))
     }
 
     fn sync_state_path(&self) -> PathBuf {

@@ -85,22 +85,6 @@ impl PackRepo {
         Ok(out)
     }
 
-    /// The content of `path` at `commit`; `None` when absent or not a file.
-    pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
-        let tree = self.tree_of(commit)?;
-        let entry = match tree.get_path(Path::new(path)) {
-            Ok(e) => e,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(git_err("reading a tree", &self.dir, e)),
-        };
-        if entry.kind() != Some(ObjectType::Blob) {
-            return Ok(None);
-        }
-        let blob = reread(|| self.repo.find_blob(entry.id()))
-            .map_err(|e| git_err("reading a blob", &self.dir, e))?;
-        Ok(Some(blob.content().to_vec()))
-    }
-
     /// Reads several paths of one commit (one tree lookup); absent paths are `None`.
     pub fn read_many_at(&self, commit: &str, paths: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
         let tree = self.tree_of(commit)?;
@@ -147,11 +131,6 @@ impl PackRepo {
         out.sort();
         out.dedup();
         Ok(out)
-    }
-
-    /// The commit time (seconds since the epoch) of a commit.
-    pub fn commit_time(&self, commit: &str) -> Result<i64> {
-        Ok(self.commit_by_id(commit)?.time().seconds())
     }
 }
 

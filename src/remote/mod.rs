@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use git2::{CertificateCheckStatus, CredentialType, ErrorCode, RemoteCallbacks};
 
-use super::known_hosts::{self, HostKeyVerdict};
-use super::{Result, StoreError};
+use crate::store::{Result, StoreError};
+use known_hosts::HostKeyVerdict;
+
+mod known_hosts;
+mod tls_ca;
 
 /// How to authenticate to remotes, and which hosts and authorities to trust.
 #[derive(Debug, Clone, Default)]
@@ -107,7 +110,7 @@ impl<'a> Session<'a> {
             // https: a certificate the configured authority issued is accepted; otherwise
             // OpenSSL's verdict (the system's authorities) stands.
             if let Some(x509) = cert.as_x509() {
-                return Ok(match ca.map(|ca| (ca, super::tls_ca::verify(ca, x509.data(), host))) {
+                return Ok(match ca.map(|ca| (ca, tls_ca::verify(ca, x509.data(), host))) {
                     Some((_, Ok(()))) => CertificateCheckStatus::CertificateOk,
                     Some((ca, Err(why))) => {
                         *ca_problem.borrow_mut() = Some(format!("not issued by {}: {why}", ca.display()));

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{DiffOptions, Repository, Sort};
 
-use super::{Result, StoreError, git_err};
+use crate::store::{Result, StoreError, git_err};
 
 /// Most commits one history read returns (the newest are kept).
 pub const MAX_HISTORY_COMMITS: usize = 500;
