@@ -709,10 +709,11 @@ async fn contended_rounds(live: Vec<Live>) -> Vec<ContendedRow> {
     rows
 }
 
-/// Waits until no process packs `pack` (takes and drops its gc lock).
+/// Waits (at most a minute) until no `git gc` packs `pack`: git holds `.git/gc.pid` while it runs.
 fn wait_for_packing(pack: &Path) {
-    if let Ok(lock) = std::fs::File::open(pack.join(".git/engram-gc.lock")) {
-        let _ = fs4::fs_std::FileExt::lock_exclusive(&lock);
+    let started = Instant::now();
+    while pack.join(".git/gc.pid").exists() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

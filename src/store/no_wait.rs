@@ -8,9 +8,7 @@
 //! and cancellations meanwhile. Inside [`without_waiting`], every place that
 //! would wait for a pack's locks fails with [`StoreError::WouldWait`] instead,
 //! before anything is written, and the caller hands the call to a blocking
-//! thread, where it runs again from the start and waits as usual. So does a
-//! write that would wait, after committing, for a full packing backlog
-//! (`housekeeping::next_write_would_wait`).
+//! thread, where it runs again from the start and waits as usual.
 
 use std::cell::Cell;
 use std::path::Path;

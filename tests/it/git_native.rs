@@ -62,7 +62,6 @@ fn pgit(dir: &Path, args: &[&str]) -> String {
 /// `git fsck --full --strict` in `dir`: `Err` with git's standard error when it fails. A
 /// packing job of a live (or just exited) server is waited for first, as `assert_fsck` does.
 fn fsck_full(dir: &Path) -> Result<(), String> {
-    let _gc_lock = packing_lock(dir);
     let out = pgit_out(dir, &["fsck", "--full", "--strict", "--no-progress"]);
     if out.status.success() {
         Ok(())
@@ -308,7 +307,6 @@ async fn midx_survives_captures_and_gc() {
     for t in &acknowledged {
         capture(&client, "m", t).await;
     }
-    drop(packing_lock(&pack));
     pgit(&pack, &["repack", "-d", "-q"]);
     pgit(&pack, &["multi-pack-index", "write"]);
     assert!(midx(&pack).exists(), "git wrote a multi-pack-index");
@@ -320,7 +318,6 @@ async fn midx_survives_captures_and_gc() {
     }
     client.close().await.expect("close");
     // Checked once the server's packing is done, before engram gc, to tell the two apart.
-    drop(packing_lock(&pack));
     let mut problems = Vec::new();
     if let Some(e) = midx_problem(&pack) {
         problems.push(format!("after {CAPTURES} captures (before engram gc): {e}"));
@@ -329,7 +326,6 @@ async fn midx_survives_captures_and_gc() {
     if !gc.status.success() {
         problems.push(format!("engram gc failed: {}", output_text(&gc)));
     }
-    drop(packing_lock(&pack));
     if let Some(e) = midx_problem(&pack) {
         problems.push(format!("after engram gc: {e}"));
     }
@@ -748,7 +744,6 @@ async fn no_engram_process_is_left_after_exit() {
     }
     let left = engram_processes_under(env.dir.path());
     // Let any packing still running finish before the directory is removed.
-    drop(packing_lock(&env.pack("x")));
     assert!(left.is_empty(), "engram processes left after the server exited: {left:?}");
     assert_in_head(&env.pack("x"), &(0..CAPTURES).map(|i| text("exit", i)).collect::<Vec<_>>());
 }

@@ -343,13 +343,14 @@ async fn personal_cross_user_graph_and_personal_tools_touch_only_their_user() {
     alice_again.close().await.expect("close");
 }
 
-/// A pack copied in by hand brings its `.git`, and with it whatever sits in
-/// `.git/engram-spare/`: spares that are links to files outside the pack, a
-/// FIFO, a file reserve that is a link to a directory outside. Captures go on,
-/// nothing outside the pack is written, and the repository stays sound.
+/// A pack copied in by hand brings its `.git`, and with it whatever sits where
+/// engram keeps its own files there: the lock mark a link to a file outside the
+/// pack, the scratch index a hard link to it, the scratch index's lock a FIFO,
+/// a temp file's name a link to a directory outside. Captures go on, nothing
+/// outside the pack is written, and the repository stays sound.
 #[cfg(unix)]
 #[tokio::test]
-async fn planted_spare_files_never_carry_a_write_outside() {
+async fn planted_files_in_git_dir_never_carry_a_write_outside() {
     let env = TestEnv::new();
     crate::engram_tools::make_pack(&env, "copied");
     let capture = |i: usize| json!({"name": "copied", "category": "notes", "content": format!("note {i}"), "summary": format!("note {i}")});
@@ -361,20 +362,19 @@ async fn planted_spare_files_never_carry_a_write_outside() {
     fs::create_dir_all(outside.join("dir")).expect("mkdir");
     fs::write(outside.join("victim.md"), SECRET).expect("write");
     fs::write(outside.join("dir/empty"), b"").expect("write");
-    let spare = env.pack("copied").join(".git/engram-spare");
-    fs::create_dir_all(&spare).expect("mkdir");
+    let git_dir = env.pack("copied").join(".git");
     let plant = |name: &str| {
-        let path = spare.join(name);
+        let path = git_dir.join(name);
         let _ = fs::remove_file(&path);
         let _ = fs::remove_dir_all(&path);
         path
     };
-    std::os::unix::fs::symlink(outside.join("victim.md"), plant("memory%_index.md")).expect("symlink");
-    fs::hard_link(outside.join("victim.md"), plant("index")).expect("hard link");
-    let fifo = plant("ref");
+    std::os::unix::fs::symlink(outside.join("victim.md"), plant("engram-lock-mark")).expect("symlink");
+    fs::hard_link(outside.join("victim.md"), plant("engram-index.new")).expect("hard link");
+    let fifo = plant("engram-index.new.lock");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
-    std::os::unix::fs::symlink(outside.join("dir"), plant("reserve")).expect("symlink");
+    std::os::unix::fs::symlink(outside.join("dir"), plant(".notes.md.engram-tmp-1")).expect("symlink");
 
     let c = env.client().await;
     for i in 1..=40 {
