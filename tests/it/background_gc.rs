@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count, git};
+use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count, git, git_in};
 
 /// The `*.pack` files of a pack's repository.
 fn pack_files(pack: &Path) -> usize {
@@ -49,12 +49,7 @@ async fn a_burst_past_gc_auto_is_packed_by_git() {
     client.close().await.expect("close");
     // git's gc (started with gc.autoDetach=false by the server's thread) may still be
     // running after the server exited: `git gc` waits for its `gc.pid` lock.
-    let gc = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&pack)
-        .args(["gc", "--auto", "--quiet"])
-        .output()
-        .expect("git gc");
+    let gc = git_in(&pack).args(["gc", "--auto", "--quiet"]).output().expect("git gc");
     assert!(gc.status.success(), "{}", String::from_utf8_lossy(&gc.stderr));
     assert!(pack_files(&pack) >= 1, "git packed the burst");
     assert!(loose_objects(&pack) < 200 * 4, "loose objects were packed: {}", loose_objects(&pack));
