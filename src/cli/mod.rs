@@ -3,6 +3,9 @@
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
+#[macro_use]
+mod out;
+
 mod build;
 mod demo;
 mod graph;
@@ -296,7 +299,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => serve(&cli, &cli.serve),
         Some(Command::Serve(args)) => serve(&cli, args),
         Some(Command::List) => {
-            println!("{}", engram(&cli, false)?.list_engrams());
+            outln!("{}", engram(&cli, false)?.list_engrams());
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Init { name, nested }) => report(engram(&cli, false)?.init_engram(name, *nested)),
@@ -346,9 +349,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 "plain"
             };
-            print!("{}", engram(&cli, false)?.stats_engrams(format)?);
+            out!("{}", engram(&cli, false)?.stats_engrams(format)?);
             if !*csv {
-                println!();
+                outln!();
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -370,7 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Build(args)) => build::run(&*engram(&cli, false)?, args),
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
-            println!("{}", engram(&cli, false)?.search_engrams(query));
+            outln!("{}", engram(&cli, false)?.search_engrams(query));
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
@@ -380,7 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCode> {
     match res {
         Ok(text) => {
-            println!("{text}");
+            outln!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -392,7 +395,7 @@ fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCo
 
 fn lint(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
     let (report, errors) = engram.lint_engrams(name, false);
-    println!("{report}");
+    outln!("{report}");
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
@@ -400,13 +403,13 @@ fn doctor(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
     let report = engram.doctor(name);
     if report.is_empty() {
         match name {
-            Some(n) => println!("未找到 Engram: {n} (no such pack directory)"),
-            None => println!("暂无 Engram (no pack directories)."),
+            Some(n) => outln!("未找到 Engram: {n} (no such pack directory)"),
+            None => outln!("暂无 Engram (no pack directories)."),
         }
         return Ok(ExitCode::from(u8::from(name.is_some())));
     }
     for pack in &report {
-        println!("{}", pack.render());
+        outln!("{}", pack.render());
     }
     Ok(if report.iter().any(|p| p.has_errors()) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

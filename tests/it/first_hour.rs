@@ -1,0 +1,91 @@
+//! A new user's first hour (issue 35): the suite runs on a machine where git was never set
+//! up, output piped into `head` ends quietly, errors say what to do, HTTP sessions end the
+//! way clients expect, and `engram --help` shows what a user needs.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+#[test]
+fn test_git_has_its_own_identity_and_no_outside_config() {
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    // A global config that would break the commit if git read it.
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tuseConfigOnly = true\n[core]\n\thooksPath = /nonexistent\n",
+    )
+    .expect("write");
+    let repo = env.dir.path().join("repo");
+    let out = git_command().arg("init").arg("-q").arg(&repo).env("HOME", &home).output().expect("git init");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(repo.join("a.md"), "a\n").expect("write");
+    for args in [&["add", "a.md"][..], &["commit", "-qm", "first"]] {
+        let out = git_in(&repo).args(args).env("HOME", &home).env_remove("EMAIL").output().expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(git(&repo, &["log", "-1", "--format=%an <%ae>"]).trim(), format!("{GIT_NAME} <{GIT_EMAIL}>"));
+}
+
+/// Runs `engram args…` with its standard output a pipe whose reader is gone before engram
+/// writes (what `engram … | head -1` does to the rest of the output): (exit code, stderr).
+fn with_stdout_closed(env: &TestEnv, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .arg("--packs-dir")
+        .arg(&env.packs)
+        .current_dir(env.dir.path())
+        .env_clear()
+        .envs(base_env())
+        .env("HOME", env.dir.path())
+        .env("ENGRAM_NOW", NOW)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn engram");
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+    let status = child.wait().expect("wait");
+    (status.code(), stderr)
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let head = git(&env.pack("coach"), &["rev-parse", "HEAD"]);
+    for args in [
+        &["stats"][..],
+        &["search", "x"],
+        &["search", "template"],
+        &["show", "coach", head.trim()],
+        &["log", "coach"],
+        &["list"],
+    ] {
+        let (code, stderr) = with_stdout_closed(&env, args);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "engram {args:?}: {stderr}");
+        assert!(code == Some(0) || code == Some(141), "engram {args:?} exited {code:?}: {stderr}");
+    }
+    // Reading one line, then closing: the same, whatever engram had written by then.
+    let mut child = Command::new(bin())
+        .args(["log", "coach", "--packs-dir"])
+        .arg(&env.packs)
+        .env_clear()
+        .envs(base_env())
+        .env("HOME", env.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn engram");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 1];
+    let _ = stdout.read(&mut first);
+    drop(stdout);
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
