@@ -3,7 +3,9 @@
 //! way clients expect, and `engram --help` shows what a user needs.
 
 use std::io::Read as _;
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::common::*;
 
@@ -88,4 +90,57 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn syncing_to_a_local_path_that_does_not_exist_says_how_to_create_it() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let bare = env.dir.path().join("remotes").join("coach.git");
+    let bare_text = bare.display().to_string();
+    cli_ok(&env, &["remote", "add", "coach", &bare_text]);
+    let out = env.cli(&["sync", "coach"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("unsupported URL protocol"), "{stderr}");
+    assert!(stderr.contains(&format!("git init --bare {bare_text}")), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    // Doing what it says is enough.
+    let made = git_command().args(["init", "--bare", "-q"]).arg(&bare).output().expect("git init --bare");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let synced = cli_ok(&env, &["sync", "coach"]);
+    assert!(!git(&bare, &["rev-parse", "--all"]).trim().is_empty(), "nothing was pushed: {synced}");
+}
+
+#[test]
+fn a_second_ui_on_a_busy_port_names_it_and_the_way_out() {
+    let env = TestEnv::new();
+    let busy = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port().to_string();
+    let mut child = Command::new(bin())
+        .args(["ui", "--no-open", "--port", &port, "--packs-dir"])
+        .arg(&env.packs)
+        .env_clear()
+        .envs(base_env())
+        .env("HOME", env.dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn engram ui");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("engram ui kept running on a busy port");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("port {port}")), "{stderr}");
+    assert!(stderr.contains("--port 0"), "{stderr}");
+    assert_eq!(stderr.matches("in use").count(), 1, "said once: {stderr}");
+    drop(busy);
 }
