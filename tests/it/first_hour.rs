@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::http::HttpServer;
+use crate::http_limits::{initialize, request_with};
 
 #[test]
 fn test_git_has_its_own_identity_and_no_outside_config() {
@@ -143,4 +145,19 @@ fn a_second_ui_on_a_busy_port_names_it_and_the_way_out() {
     assert!(stderr.contains("--port 0"), "{stderr}");
     assert_eq!(stderr.matches("in use").count(), 1, "said once: {stderr}");
     drop(busy);
+}
+
+#[test]
+fn ending_an_http_session_answers_no_content() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let server = HttpServer::loopback(&env, &[]);
+    let id = initialize(&server.authority);
+    let headers = [("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-03-26")];
+    let (status, _, body) = request_with("DELETE", &server.authority, &headers, "");
+    assert!(status == 200 || status == 204, "DELETE /mcp answered {status}: {body}");
+    // The session is gone.
+    let (status, _, _) =
+        request_with("POST", &server.authority, &headers, r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
+    assert_eq!(status, 404);
 }
