@@ -32,7 +32,13 @@ use crate::ops::Engram;
 
 /// engram: git-native long-term memory for AI agents, served over MCP.
 #[derive(Debug, Parser)]
-#[command(name = "engram", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "engram",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    after_help = "Without a command, engram serves MCP over stdio: `engram serve --help` lists its options."
+)]
 pub struct Cli {
     /// Packs directory (default: ~/.engram).
     #[arg(long, global = true, env = crate::settings::ENV_PACKS_DIR)]
@@ -113,6 +119,7 @@ enum Command {
         yes: bool,
     },
     /// Run a client or git hook (Claude Code: session-start, pre-compact, session-end)
+    #[command(hide = true)]
     Hook {
         /// The event
         #[arg(value_enum)]
@@ -138,6 +145,7 @@ enum Command {
     /// Search memories, knowledge and examples (ranked; Chinese and English)
     Search(search::SearchArgs),
     /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
+    #[command(hide = true)]
     BenchSearch(searchbench::BenchArgs),
     /// Diagnose damaged packs (repository, refs, objects, meta.json, working tree) and say how to repair them (exit 1 on errors)
     Doctor {
@@ -259,7 +267,7 @@ struct ServeArgs {
     #[arg(long)]
     propose: bool,
     /// Re-rank search hits with this text word-vector file (word2vec/GloVe/fastText `.vec`
-    /// format; see BENCHMARKS.md). Off by default; nothing is downloaded
+    /// format). Off by default; nothing is downloaded
     #[arg(long, value_name = "PATH")]
     embeddings: Option<std::path::PathBuf>,
 }
@@ -276,9 +284,22 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse().map_err(|_| format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:8765 or [::1]:8765)"))
 }
 
+/// The command line as `engram --help` shows it: the top level lists the commands and the
+/// global `--packs-dir`; `serve`'s options, which the top level also takes (`engram` alone
+/// serves), are shown by `engram serve --help` only, not repeated above the commands.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().mut_args(|arg| match arg.get_id().as_str() {
+        "packs_dir" | "help" | "version" => arg,
+        _ => arg.hide(true),
+    })
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = run(cli);
     match result {
         Ok(code) => code,

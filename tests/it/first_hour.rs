@@ -161,3 +161,37 @@ fn ending_an_http_session_answers_no_content() {
         request_with("POST", &server.authority, &headers, r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
     assert_eq!(status, 404);
 }
+
+#[test]
+fn top_level_help_lists_commands_not_serve_options() {
+    let env = TestEnv::new();
+    let top = cli_ok(&env, &["--help"]);
+    for command in ["serve", "init", "search", "sync", "ui", "doctor"] {
+        assert!(top.lines().any(|l| l.trim_start().starts_with(&format!("{command} "))), "{command}:\n{top}");
+    }
+    for hidden in ["--sync-interval", "--tools", "--http", "--max-sessions", "bench-search"] {
+        assert!(!top.contains(hidden), "{hidden} in the top-level help:\n{top}");
+    }
+    assert!(!top.lines().any(|l| l.trim_start().starts_with("hook ")), "{top}");
+    let serve = cli_ok(&env, &["serve", "--help"]);
+    assert!(serve.contains("--sync-interval") && serve.contains("--http"), "{serve}");
+    // The serve options still work without the `serve` word (the default command).
+    let bad = env.cli(&["--tools", "nonsense"]);
+    assert!(!bad.status.success());
+    // No help text points into engram's source tree.
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .chain(["hook".to_owned(), "bench-search".to_owned()])
+        .collect();
+    for command in &commands {
+        let help = cli_ok(&env, &[command, "--help"]);
+        for source in ["src/", ".rs", "BENCHMARKS.md", "ARCHITECTURE.md", "RELIABILITY.md", "README.md"] {
+            assert!(!help.contains(source), "`engram {command} --help` names {source}:\n{help}");
+        }
+    }
+}
