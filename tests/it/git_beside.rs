@@ -303,7 +303,7 @@ impl GatedGit {
         )
         .expect("hook");
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let child = git_in(pack)
+        let mut child = git_in(pack)
             .arg("-c")
             .arg(format!("core.fsmonitor={}", hook.display()))
             .args(["-c", "core.fsmonitorHookVersion=2"])
@@ -314,6 +314,13 @@ impl GatedGit {
             .expect("spawn git");
         let started = std::time::Instant::now();
         while !reached.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let out = child.wait_with_output().expect("git");
+                panic!(
+                    "git {args:?} ended ({status}) before it ran the fsmonitor hook: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(60),
                 "git {args:?} never ran the fsmonitor hook"
