@@ -48,8 +48,12 @@ async fn a_burst_past_gc_auto_is_packed_by_git() {
     }
     client.close().await.expect("close");
     // git's gc (started with gc.autoDetach=false by the server's thread) may still be
-    // running after the server exited: `git gc` waits for its `gc.pid` lock.
-    let gc = git_in(&pack).args(["gc", "--auto", "--quiet"]).output().expect("git gc");
+    // running after the server exited: `git gc` waits for its `gc.pid` lock. In the
+    // foreground too, or a gc this call starts would still be packing when we count.
+    let gc = git_in(&pack)
+        .args(["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"])
+        .output()
+        .expect("git gc");
     assert!(gc.status.success(), "{}", String::from_utf8_lossy(&gc.stderr));
     assert!(pack_files(&pack) >= 1, "git packed the burst");
     assert!(loose_objects(&pack) < 200 * 4, "loose objects were packed: {}", loose_objects(&pack));
