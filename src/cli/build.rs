@@ -100,7 +100,7 @@ pub fn run(engram: &Engram, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     bar.finish();
     match res {
         Ok(r) => {
-            println!(
+            outln!(
                 "构建完成 / built: {} — {} documents, {} knowledge files, {} examples",
                 r.dir.display(),
                 r.documents,
@@ -108,9 +108,9 @@ pub fn run(engram: &Engram, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 r.examples
             );
             for (subject, id) in &r.commits {
-                println!("  {id} {subject}");
+                outln!("  {id} {subject}");
             }
-            println!("校验结果 / lint: {} errors, {} warnings", r.lint.0, r.lint.1);
+            outln!("校验结果 / lint: {} errors, {} warnings", r.lint.0, r.lint.1);
             Ok(if r.lint.0 > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Err(e) => {

@@ -12,9 +12,9 @@ pub fn run(engram: &Engram) -> anyhow::Result<ExitCode> {
     if engram.packs().resolve("demo").is_err() {
         let msg =
             engram.install_engram("builtin:demo", &mut |_, _| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
-        println!("{msg}");
+        outln!("{msg}");
     } else {
-        println!("demo pack already installed in {}", packs_dir.display());
+        outln!("demo pack already installed in {}", packs_dir.display());
     }
     let bin = std::env::current_exe()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -22,19 +22,19 @@ pub fn run(engram: &Engram) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let client = StdioClient::spawn(&bin, &["serve", "--packs-dir", &packs], &[]).await?;
         let tools = client.tool_names().await?;
-        println!("\n✓ engram serve answered over MCP stdio with {} tools: {}", tools.len(), tools.join(", "));
+        outln!("\n✓ engram serve answered over MCP stdio with {} tools: {}", tools.len(), tools.join(", "));
         let list = client.call("list_engrams", serde_json::json!({})).await?;
-        println!("\nlist_engrams →\n{}", list.text);
+        outln!("\nlist_engrams →\n{}", list.text);
         let load = client
             .call("load_engram", serde_json::json!({"name": "demo", "query": "how do you remember things?"}))
             .await?;
         let preview: String = load.text.lines().take(12).collect::<Vec<_>>().join("\n");
-        println!("\nload_engram(demo) → (first lines)\n{preview}\n…");
+        outln!("\nload_engram(demo) → (first lines)\n{preview}\n…");
         client.close().await?;
         anyhow::Ok(())
     })?;
     let bin_s = bin.display();
-    println!(
+    outln!(
         "\n── Connect a client ──────────────────────────────────────────────\n\
 Claude Code:\n  claude mcp add engram -- {bin_s} serve --packs-dir {packs}\n\n\
 Claude Desktop (claude_desktop_config.json) / Cursor (.cursor/mcp.json):\n\

@@ -1,7 +1,6 @@
 //! `engram graph import|export`, and the `--user` / `--graph-pack` options
 //! of the graph and personal toolsets.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -101,7 +100,7 @@ pub(super) fn run(engram: Arc<Engram>, args: &GraphArgs) -> anyhow::Result<ExitC
                     return Ok(ExitCode::from(1));
                 }
             };
-            println!(
+            outln!(
                 "imported {} entities and {} relations into pack {:?}, user {:?}{}",
                 report.entities,
                 report.relations,
@@ -119,7 +118,7 @@ pub(super) fn run(engram: Arc<Engram>, args: &GraphArgs) -> anyhow::Result<ExitC
             for (what, lines) in notes {
                 if !lines.is_empty() {
                     let shown: Vec<String> = lines.iter().take(20).map(ToString::to_string).collect();
-                    println!("{} {what}: line {}", lines.len(), shown.join(", "));
+                    outln!("{} {what}: line {}", lines.len(), shown.join(", "));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -129,11 +128,7 @@ pub(super) fn run(engram: Arc<Engram>, args: &GraphArgs) -> anyhow::Result<ExitC
             match output {
                 Some(path) => std::fs::write(path, text.as_bytes())
                     .with_context(|| format!("writing {}", path.display()))?,
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(text.as_bytes()).context("writing to stdout")?;
-                    out.flush().context("writing to stdout")?;
-                }
+                None => out!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }

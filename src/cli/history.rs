@@ -16,11 +16,11 @@ pub fn show(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCod
         anyhow::bail!("{pack} has no history yet (not a git repository until its first write)");
     };
     let color = std::io::stdout().is_terminal();
-    println!("commit {}", info.id);
+    outln!("commit {}", info.id);
     for line in info.message.trim_end().lines() {
-        println!("    {line}");
+        outln!("    {line}");
     }
-    println!();
+    outln!();
     super::log::print_commit(&info, true, color);
     Ok(ExitCode::SUCCESS)
 }

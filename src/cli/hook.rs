@@ -79,7 +79,7 @@ fn sync_on_session_end(engram: &Engram, packs: &[String]) -> Result<(), String> 
 }
 
 fn emit(v: &Value) -> ExitCode {
-    println!("{v}");
+    outln!("{v}");
     ExitCode::SUCCESS
 }
 

@@ -69,7 +69,7 @@ pub(super) fn run(engram: &Engram, args: &IngestArgs) -> anyhow::Result<ExitCode
     let caller = Caller { tool: "ingest-git".into(), client: Some("engram-cli".into()) };
     match engram.workspace(&args.workspace_pack).ingest_git(&dir, Some(i64::from(args.days)), &caller) {
         Ok(done) => {
-            println!("{}", serde_json::to_string_pretty(&done)?);
+            outln!("{}", serde_json::to_string_pretty(&done)?);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

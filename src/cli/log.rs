@@ -61,28 +61,28 @@ pub fn render_diff(path: &str, old: &str, new: &str, color: bool) -> String {
 /// Prints one commit: header, subject, memory summary, and diffs when `patch`.
 pub fn print_commit(c: &CommitInfo, patch: bool, color: bool) {
     if color {
-        println!("\x1b[33m{}\x1b[0m", commit_header(c));
+        outln!("\x1b[33m{}\x1b[0m", commit_header(c));
     } else {
-        println!("{}", commit_header(c));
+        outln!("{}", commit_header(c));
     }
-    println!("    {}", c.subject);
+    outln!("    {}", c.subject);
     for line in describe_commit(c).lines() {
         let painted = match line.chars().next() {
             Some('+') if color => format!("\x1b[32m{line}\x1b[0m"),
             Some('-') if color => format!("\x1b[31m{line}\x1b[0m"),
             _ => line.to_owned(),
         };
-        println!("    {painted}");
+        outln!("    {painted}");
     }
     if patch {
         for f in &c.files {
-            print!(
+            out!(
                 "{}",
                 render_diff(&f.path, f.old.as_deref().unwrap_or(""), f.new.as_deref().unwrap_or(""), color)
             );
         }
     }
-    println!();
+    outln!();
 }
 
 /// Runs `engram log`.
@@ -102,7 +102,7 @@ pub fn run(engram: &Engram, args: &LogArgs) -> anyhow::Result<ExitCode> {
     let color = std::io::stdout().is_terminal();
     for name in &packs {
         if packs.len() > 1 {
-            println!("=== {name} ===");
+            outln!("=== {name} ===");
         }
         for c in engram.history(name, &filter)? {
             print_commit(&c, args.patch, color);

@@ -1,6 +1,6 @@
 //! `engram gc`, `engram purge`, `engram hooks install`.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::process::ExitCode;
 
 use crate::ops::Engram;
@@ -24,10 +24,10 @@ pub fn gc(engram: &Engram, pack: Option<&str>) -> anyhow::Result<ExitCode> {
             Ok((before, report, r.git_size()))
         })?
         else {
-            println!("{name}: not a git repository yet (until its first write); nothing to pack");
+            outln!("{name}: not a git repository yet (until its first write); nothing to pack");
             continue;
         };
-        println!(
+        outln!(
             "{name}: packed by {}: loose objects {} → {}, packs {} → {}; .git {} → {}",
             report.packer,
             report.loose.0,
@@ -47,10 +47,10 @@ pub fn purge(engram: &Engram, pack: &str, what: &str, text: bool, yes: bool) -> 
     let target = if text { PurgeTarget::Text(what.to_owned()) } else { PurgeTarget::Path(what.to_owned()) };
     let preview = engram.with_existing_repo(&dir, |r| Ok(r.purge_preview(&target)?))?;
     let Some(preview) = preview.filter(|p| p.commits > 0) else {
-        println!("{pack}: nothing in the history matches {what:?}; nothing to do.");
+        outln!("{pack}: nothing in the history matches {what:?}; nothing to do.");
         return Ok(ExitCode::SUCCESS);
     };
-    println!(
+    outln!(
         "{pack}: {} commits hold {what:?} ({}). Purging rewrites these commits and every later one: their ids change.",
         preview.commits,
         preview.paths.iter().take(10).cloned().collect::<Vec<_>>().join(", ")
@@ -60,29 +60,28 @@ pub fn purge(engram: &Engram, pack: &str, what: &str, text: bool, yes: bool) -> 
             eprintln!("refusing to rewrite history without confirmation: pass --yes");
             return Ok(ExitCode::from(2));
         }
-        print!("Type 'yes' to rewrite the history of {pack}: ");
-        std::io::stdout().flush()?;
+        out!("Type 'yes' to rewrite the history of {pack}: ");
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if answer.trim() != "yes" {
-            println!("aborted; nothing changed.");
+            outln!("aborted; nothing changed.");
             return Ok(ExitCode::from(2));
         }
     }
     let report = engram.with_repo(&dir, |r| Ok(r.purge(&target)?))?;
-    println!(
+    outln!(
         "purged: {} commits rewritten; reflogs expired and objects repacked. HEAD is now {}.",
         report.commits,
         report.new_head.as_deref().unwrap_or("-")
     );
     if report.remotes_holding.is_empty() {
-        println!("no remote holds the old history.");
+        outln!("no remote holds the old history.");
     } else {
-        println!(
+        outln!(
             "these remotes still hold the old history (engram never force-pushes; rewrite them yourself, e.g. `git push --force <remote> <branch>`, and ask everyone who cloned the pack to re-clone):"
         );
         for (name, url) in &report.remotes_holding {
-            println!("- {name} {url}");
+            outln!("- {name} {url}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -109,7 +108,7 @@ pub fn hooks_install(engram: &Engram, pack: &str) -> anyhow::Result<ExitCode> {
     {
         let backup = hooks.join("pre-commit.before-engram");
         std::fs::rename(&path, &backup)?;
-        println!("kept the existing hook as {}", backup.display());
+        outln!("kept the existing hook as {}", backup.display());
     }
     std::fs::write(&path, script)?;
     #[cfg(unix)]
@@ -117,7 +116,7 @@ pub fn hooks_install(engram: &Engram, pack: &str) -> anyhow::Result<ExitCode> {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
-    println!(
+    outln!(
         "installed {} (runs `engram lint` and the secret scan before every hand-made commit)",
         path.display()
     );

@@ -3,6 +3,9 @@
 //! This is the only module that knows clap. Each command builds the same
 //! [`Engram`] the MCP server uses, so the CLI and the tools behave alike.
 
+#[macro_use]
+mod out;
+
 mod build;
 mod demo;
 mod graph;
@@ -29,7 +32,13 @@ use crate::ops::Engram;
 
 /// engram: git-native long-term memory for AI agents, served over MCP.
 #[derive(Debug, Parser)]
-#[command(name = "engram", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "engram",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    after_help = "Without a command, engram serves MCP over stdio: `engram serve --help` lists its options."
+)]
 pub struct Cli {
     /// Packs directory (default: ~/.engram).
     #[arg(long, global = true, env = crate::settings::ENV_PACKS_DIR)]
@@ -110,6 +119,7 @@ enum Command {
         yes: bool,
     },
     /// Run a client or git hook (Claude Code: session-start, pre-compact, session-end)
+    #[command(hide = true)]
     Hook {
         /// The event
         #[arg(value_enum)]
@@ -135,6 +145,7 @@ enum Command {
     /// Search memories, knowledge and examples (ranked; Chinese and English)
     Search(search::SearchArgs),
     /// Measure search quality (LoCoMo, Chinese set) and speed (release build)
+    #[command(hide = true)]
     BenchSearch(searchbench::BenchArgs),
     /// Diagnose damaged packs (repository, refs, objects, meta.json, working tree) and say how to repair them (exit 1 on errors)
     Doctor {
@@ -256,7 +267,7 @@ struct ServeArgs {
     #[arg(long)]
     propose: bool,
     /// Re-rank search hits with this text word-vector file (word2vec/GloVe/fastText `.vec`
-    /// format; see BENCHMARKS.md). Off by default; nothing is downloaded
+    /// format). Off by default; nothing is downloaded
     #[arg(long, value_name = "PATH")]
     embeddings: Option<std::path::PathBuf>,
 }
@@ -273,9 +284,22 @@ fn parse_http_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse().map_err(|_| format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:8765 or [::1]:8765)"))
 }
 
+/// The command line as `engram --help` shows it: the top level lists the commands and the
+/// global `--packs-dir`; `serve`'s options, which the top level also takes (`engram` alone
+/// serves), are shown by `engram serve --help` only, not repeated above the commands.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().mut_args(|arg| match arg.get_id().as_str() {
+        "packs_dir" | "help" | "version" => arg,
+        _ => arg.hide(true),
+    })
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = run(cli);
     match result {
         Ok(code) => code,
@@ -296,7 +320,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => serve(&cli, &cli.serve),
         Some(Command::Serve(args)) => serve(&cli, args),
         Some(Command::List) => {
-            println!("{}", engram(&cli, false)?.list_engrams());
+            outln!("{}", engram(&cli, false)?.list_engrams());
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Init { name, nested }) => report(engram(&cli, false)?.init_engram(name, *nested)),
@@ -346,9 +370,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 "plain"
             };
-            print!("{}", engram(&cli, false)?.stats_engrams(format)?);
+            out!("{}", engram(&cli, false)?.stats_engrams(format)?);
             if !*csv {
-                println!();
+                outln!();
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -370,7 +394,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Build(args)) => build::run(&*engram(&cli, false)?, args),
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
-            println!("{}", engram(&cli, false)?.search_engrams(query));
+            outln!("{}", engram(&cli, false)?.search_engrams(query));
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
@@ -380,7 +404,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCode> {
     match res {
         Ok(text) => {
-            println!("{text}");
+            outln!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -392,7 +416,7 @@ fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCo
 
 fn lint(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
     let (report, errors) = engram.lint_engrams(name, false);
-    println!("{report}");
+    outln!("{report}");
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
@@ -400,13 +424,13 @@ fn doctor(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
     let report = engram.doctor(name);
     if report.is_empty() {
         match name {
-            Some(n) => println!("未找到 Engram: {n} (no such pack directory)"),
-            None => println!("暂无 Engram (no pack directories)."),
+            Some(n) => outln!("未找到 Engram: {n} (no such pack directory)"),
+            None => outln!("暂无 Engram (no pack directories)."),
         }
         return Ok(ExitCode::from(u8::from(name.is_some())));
     }
     for pack in &report {
-        println!("{}", pack.render());
+        outln!("{}", pack.render());
     }
     Ok(if report.iter().any(|p| p.has_errors()) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

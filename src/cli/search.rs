@@ -56,9 +56,9 @@ pub fn run(engram: &Engram, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     match engram.search(&q) {
         Ok(outcome) => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&outcome)?);
+                outln!("{}", serde_json::to_string_pretty(&outcome)?);
             } else {
-                println!("{}", render_search(&outcome));
+                outln!("{}", render_search(&outcome));
             }
             Ok(ExitCode::SUCCESS)
         }

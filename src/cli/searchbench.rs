@@ -45,15 +45,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if let Some(e) = &embeddings {
-        println!("re-ranking the lexical top {} with {e:?}\n", crate::search::embed::RERANK_DEPTH);
+        outln!("re-ranking the lexical top {} with {e:?}\n", crate::search::embed::RERANK_DEPTH);
     }
     if all || args.which == "zh" {
-        println!("{}", zh::run(embeddings.as_ref()).map_err(anyhow::Error::msg)?);
+        outln!("{}", zh::run(embeddings.as_ref()).map_err(anyhow::Error::msg)?);
     }
     if all || args.which == "locomo" {
         let path = args.locomo.clone().unwrap_or_else(default_locomo);
         match locomo::run(&path, args.variants, embeddings.as_ref()).map_err(anyhow::Error::msg)? {
-            Some(report) => println!("{report}"),
+            Some(report) => outln!("{report}"),
             None => {
                 let missing = format!(
                     "LoCoMo data not found at {}: put locomo10.json there or name it with --locomo PATH",
@@ -62,14 +62,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 if !all {
                     anyhow::bail!(missing);
                 }
-                println!("{missing}; skipped.\n");
+                outln!("{missing}; skipped.\n");
             }
         }
     }
     if all || args.which == "speed" {
         // This binary, to time `engram search` as new processes.
         let bin = std::env::current_exe().ok();
-        println!("{}", speed::run(args.memories, bin.as_deref(), args.keep.as_deref())?);
+        outln!("{}", speed::run(args.memories, bin.as_deref(), args.keep.as_deref())?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -70,7 +70,7 @@ pub fn run(engram: &Engram, args: &SyncArgs) -> anyhow::Result<ExitCode> {
         None => {
             let r = engram.sync_all(&caller());
             if r.is_empty() {
-                println!("没有配置了远端的 Engram (no pack has a remote) — engram remote add <pack> <url>");
+                outln!("没有配置了远端的 Engram (no pack has a remote) — engram remote add <pack> <url>");
             }
             r
         }
@@ -80,7 +80,7 @@ pub fn run(engram: &Engram, args: &SyncArgs) -> anyhow::Result<ExitCode> {
         match res {
             Ok(report) => {
                 failed |= !report.is_success();
-                println!("{}", report.render());
+                outln!("{}", report.render());
             }
             Err(e) => {
                 failed = true;

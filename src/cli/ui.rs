@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
+use crate::mcp::http::HttpError;
 use crate::ops::Engram;
 
 /// Arguments of `engram ui`.
@@ -42,15 +43,33 @@ pub fn run(engram: Arc<Engram>, args: &UiArgs) -> anyhow::Result<ExitCode> {
     let open = !args.no_open;
     let stores =
         crate::ui::Stores { notes_pack: args.notes_pack.clone(), structured: args.structured.config() };
-    runtime.block_on(crate::ui::serve_until_signal(engram, opts, stores, |l: &crate::ui::Listening| {
-        let url = l.url();
-        println!("engram ui: {url}");
-        eprintln!("engram: serving the web page; open the address above (it carries this launch's token). Ctrl-C stops it.");
-        if open {
-            open_browser(&url);
-        }
-    }))?;
+    runtime
+        .block_on(crate::ui::serve_until_signal(engram, opts, stores, |l: &crate::ui::Listening| {
+            let url = l.url();
+            outln!("engram ui: {url}");
+            eprintln!("engram: serving the web page; open the address above (it carries this launch's token). Ctrl-C stops it.");
+            if open {
+                open_browser(&url);
+            }
+        }))
+        .map_err(explain)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `engram ui` says when it cannot serve: a busy port names the port and the way out
+/// (another `engram ui` is the usual holder). One message, without the error's cause
+/// repeated after it.
+fn explain(e: HttpError) -> anyhow::Error {
+    match e {
+        HttpError::Bind { addr, source } if source.kind() == std::io::ErrorKind::AddrInUse => {
+            anyhow::anyhow!(
+                "port {} on {} is already in use (another `engram ui`, or another program, is listening there); pass --port 0 to use a free port, or --port <N> for another one",
+                addr.port(),
+                addr.ip()
+            )
+        }
+        other => anyhow::anyhow!(other.to_string()),
+    }
 }
 
 /// Opens `url` in the desktop's browser, if there is one (a failure only says so).

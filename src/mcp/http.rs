@@ -215,6 +215,18 @@ async fn explain_ended_sessions(State(note): State<Arc<String>>, req: Request, n
     res
 }
 
+/// Answers a session's end (`DELETE /mcp`) with 204 No Content. rmcp says 202 Accepted, but
+/// the session is gone when it answers, and clients read anything but 200 or 204 as a failed
+/// termination (the Python SDK logs "Session termination failed: 202" on every close).
+async fn end_sessions_with_no_content(req: Request, next: Next) -> Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let res = next.run(req).await;
+    if delete && res.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    res
+}
+
 impl EngramServer {
     /// Serves MCP over streamable HTTP at `http://<addr>/mcp` until SIGINT/SIGTERM.
     ///
@@ -256,6 +268,7 @@ impl EngramServer {
         let mcp = axum::Router::new()
             .nest_service(MCP_PATH, service)
             .layer(axum::middleware::from_fn_with_state(note, explain_ended_sessions))
+            .layer(axum::middleware::from_fn(end_sessions_with_no_content))
             .layer(axum::middleware::from_fn_with_state(auth, require_token));
         let router =
             axum::Router::new().route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" })).merge(mcp);

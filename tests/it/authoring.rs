@@ -180,14 +180,9 @@ fn registry_search_and_a_community_registry_naming_git_urls() {
     std::fs::write(work.join("role.md"), "# 角色\n").expect("role");
     git(&work, &["init", "-q", "-b", "main"]);
     git(&work, &["add", "-A"]);
-    git(&work, &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init"]);
+    git(&work, &["commit", "-qm", "init"]);
     let bare = env.dir.path().join("remote-coach.git");
-    let out = std::process::Command::new("git")
-        .args(["clone", "-q", "--bare"])
-        .arg(&work)
-        .arg(&bare)
-        .output()
-        .expect("git");
+    let out = git_command().args(["clone", "-q", "--bare"]).arg(&work).arg(&bare).output().expect("git");
     assert!(out.status.success());
     let community = serde_json::json!([
         {"name": "remote-coach", "description": "社区的健身教练 community coach", "author": "community",

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count, git};
+use crate::common::{TestEnv, assert_clean, assert_fsck, commit_count, git, git_in};
 
 /// The `*.pack` files of a pack's repository.
 fn pack_files(pack: &Path) -> usize {
@@ -48,15 +48,14 @@ async fn a_burst_past_gc_auto_is_packed_by_git() {
     }
     client.close().await.expect("close");
     // git's gc (started by the server's thread) may still be running after the server
-    // exited, holding `gc.pid` (a second `git gc --auto` would skip): wait for it, bounded.
+    // exited, holding `gc.pid` (a second `git gc --auto` would skip): wait for it, bounded;
+    // then one in the foreground, so nothing is still packing when the objects are counted.
     let started = std::time::Instant::now();
     while pack.join(".git/gc.pid").exists() && started.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let gc = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&pack)
-        .args(["gc", "--auto", "--quiet"])
+    let gc = git_in(&pack)
+        .args(["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"])
         .output()
         .expect("git gc");
     assert!(gc.status.success(), "{}", String::from_utf8_lossy(&gc.stderr));

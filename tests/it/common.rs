@@ -107,9 +107,46 @@ impl TestEnv {
     }
 }
 
-/// Runs git (the real CLI) in a directory and returns stdout.
+/// The identity every git command a test runs commits as (see [`git_command`]).
+pub const GIT_NAME: &str = "Engram Test";
+/// The email of [`GIT_NAME`].
+pub const GIT_EMAIL: &str = "test@example.invalid";
+
+/// The real git CLI as every test runs it: no system or global configuration (a developer's
+/// `~/.gitconfig` or `/etc/gitconfig` cannot change a result, and none is needed) and its own
+/// identity, so the suite passes on a machine where git has never been set up.
+pub fn git_command() -> Command {
+    git_command_as(GIT_NAME, GIT_EMAIL)
+}
+
+/// [`git_command`], committing as `name <email>`.
+pub fn git_command_as(name: &str, email: &str) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.envs(git_env()).envs([
+        ("GIT_AUTHOR_NAME", name),
+        ("GIT_AUTHOR_EMAIL", email),
+        ("GIT_COMMITTER_NAME", name),
+        ("GIT_COMMITTER_EMAIL", email),
+    ]);
+    cmd
+}
+
+/// `git -C dir` (see [`git_command`]).
+pub fn git_in(dir: &Path) -> Command {
+    let mut cmd = git_command();
+    cmd.arg("-C").arg(dir);
+    cmd
+}
+
+/// The environment that keeps git from reading any configuration outside the repository,
+/// for git programs a test starts directly (`git-daemon`, …).
+pub fn git_env() -> [(&'static str, &'static str); 2] {
+    [("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null")]
+}
+
+/// Runs git (the real CLI, see [`git_command`]) in a directory and returns stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("run git");
+    let out = git_in(dir).args(args).output().expect("run git");
     assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -121,12 +158,7 @@ pub fn commit_count(dir: &Path) -> usize {
 
 /// `git fsck --strict` succeeds.
 pub fn assert_fsck(dir: &Path) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["fsck", "--strict", "--no-progress"])
-        .output()
-        .expect("git fsck");
+    let out = git_in(dir).args(["fsck", "--strict", "--no-progress"]).output().expect("git fsck");
     assert!(
         out.status.success(),
         "git fsck failed in {}: {}",
@@ -188,13 +220,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
 pub fn assert_worktree_matches_head(dir: &Path) {
     let scratch = tempfile::NamedTempFile::new().expect("scratch index");
     let run = |args: &[&str]| {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_INDEX_FILE", scratch.path())
-            .output()
-            .expect("run git");
+        let out = git_in(dir).args(args).env("GIT_INDEX_FILE", scratch.path()).output().expect("run git");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };

@@ -74,9 +74,7 @@ fn unpack_all(pack: &std::path::Path) {
             let bytes = fs::read(&path).expect("read pack");
             fs::remove_file(&path).expect("remove pack");
             fs::remove_file(path.with_extension("idx")).expect("remove idx");
-            let mut child = std::process::Command::new("git")
-                .arg("-C")
-                .arg(pack)
+            let mut child = git_in(pack)
                 .args(["unpack-objects", "-q"])
                 .stdin(std::process::Stdio::piped())
                 .spawn()
@@ -124,9 +122,7 @@ async fn broken_ref_and_its_repair() {
     )
     .await;
     // `update-ref` logs the bogus old id in the reflog; the objects and refs are sound.
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(env.pack("bad"))
+    let out = git_in(&env.pack("bad"))
         .args(["fsck", "--strict", "--no-reflogs", "--no-progress"])
         .output()
         .expect("git fsck");

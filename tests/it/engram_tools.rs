@@ -531,8 +531,8 @@ async fn install_from_a_local_repository_and_rollback() {
     copy_tree(&env.pack("tmp-src"), &src);
     fs::remove_dir_all(env.pack("tmp-src")).expect("rm");
     git(&src, &["init", "-q", "-b", "main"]);
-    git(&src, &["-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"]);
-    git(&src, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    git(&src, &["add", "-A"]);
+    git(&src, &["commit", "-qm", "init"]);
     let c = env.client().await;
     let r = ok(&c, "install_engram", json!({"source": src.display().to_string()})).await;
     assert_eq!(r, "安装成功：tmp-src - 测试包 test pack");

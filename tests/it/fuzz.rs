@@ -356,12 +356,7 @@ fn engram_over(dir: &std::path::Path) -> Engram {
 }
 
 fn head(dir: &std::path::Path) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .expect("git");
+    let out = crate::common::git_in(dir).args(["rev-parse", "HEAD"]).output().expect("git");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -370,9 +365,7 @@ fn head(dir: &std::path::Path) -> String {
 /// `expire:` commit (an earlier capture may have been given a past `expires`); nothing else
 /// may be committed by a refused call.
 fn commits_other_than_expiry_since(dir: &std::path::Path, before: &str) -> Vec<String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = crate::common::git_in(dir)
         .args(["log", "--format=%s", &format!("{}..HEAD", before.trim())])
         .output()
         .expect("git");
@@ -499,7 +492,7 @@ fn fuzz_tool_arguments() {
 }
 
 fn git_paths(dir: &std::path::Path) -> Vec<String> {
-    let out = std::process::Command::new("git").arg("-C").arg(dir).args(["ls-files"]).output().expect("git");
+    let out = crate::common::git_in(dir).args(["ls-files"]).output().expect("git");
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
 

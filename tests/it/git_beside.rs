@@ -3,7 +3,6 @@
 //! of them (or fail with an honest message after a bounded wait).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,7 +14,7 @@ use crate::concurrency::memory_files;
 /// Runs git in `dir` and reports whether it succeeded (a person's command may
 /// fail on engram's `index.lock`, as two git commands do on each other's).
 fn git_may_fail(dir: &Path, args: &[&str]) -> bool {
-    Command::new("git").arg("-C").arg(dir).args(args).output().is_ok_and(|o| o.status.success())
+    git_in(dir).args(args).output().is_ok_and(|o| o.status.success())
 }
 
 /// A person's git loop on `pack` until `stop` is set (at most `max_rounds`
@@ -304,9 +303,7 @@ impl GatedGit {
         )
         .expect("hook");
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let child = Command::new("git")
-            .arg("-C")
-            .arg(pack)
+        let mut child = git_in(pack)
             .arg("-c")
             .arg(format!("core.fsmonitor={}", hook.display()))
             .args(["-c", "core.fsmonitorHookVersion=2"])
@@ -317,6 +314,13 @@ impl GatedGit {
             .expect("spawn git");
         let started = std::time::Instant::now();
         while !reached.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let out = child.wait_with_output().expect("git");
+                panic!(
+                    "git {args:?} ended ({status}) before it ran the fsmonitor hook: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(60),
                 "git {args:?} never ran the fsmonitor hook"

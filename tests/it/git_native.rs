@@ -18,26 +18,14 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// The environment of every git command the person runs: their identity, no system or
-/// global configuration.
-const PERSON_ENV: [(&str, &str); 6] = [
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ("GIT_AUTHOR_NAME", "Person"),
-    ("GIT_AUTHOR_EMAIL", "person@example.com"),
-    ("GIT_COMMITTER_NAME", "Person"),
-    ("GIT_COMMITTER_EMAIL", "person@example.com"),
-];
-
-/// `git -C dir` as the person runs it (see [`PERSON_ENV`]). Automatic gc and maintenance
-/// run in the foreground, so no git process of the person outlives its command.
+/// `git -C dir` as the person runs it: their identity, no system or global configuration
+/// ([`git_command_as`]). Automatic gc and maintenance run in the foreground, so no git
+/// process of the person outlives its command.
 fn person(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
+    let mut cmd = git_command_as("Person", "person@example.com");
     cmd.arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=Person", "-c", "user.email=person@example.com"])
         .args(["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"])
-        .envs(PERSON_ENV)
         .stdin(Stdio::null());
     cmd
 }

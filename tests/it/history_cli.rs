@@ -118,12 +118,7 @@ async fn purge_removes_a_file_and_a_text_from_every_commit() {
     assert_eq!(commit_count(&dir), n, "commits are rewritten, not dropped");
     let all = git(&dir, &["log", "--all", "-p", "--format=%B"]);
     assert!(!all.contains(&leaked) && !all.contains("private notes"), "still in history");
-    let objects = Command::new("git")
-        .arg("-C")
-        .arg(&dir)
-        .args(["cat-file", "--batch-all-objects", "--batch"])
-        .output()
-        .expect("git");
+    let objects = git_in(&dir).args(["cat-file", "--batch-all-objects", "--batch"]).output().expect("git");
     assert!(
         !String::from_utf8_lossy(&objects.stdout).contains(&leaked),
         "old objects must be gone after repacking"
@@ -228,10 +223,8 @@ async fn git_pre_commit_hook_checks_hand_made_commits() {
     let hook = std::fs::read_to_string(dir.join(".git/hooks/pre-commit")).expect("hook");
     assert!(hook.contains("hook git-pre-commit"));
     let commit = |msg: &str| {
-        Command::new("git")
-            .arg("-C")
-            .arg(&dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", msg])
+        git_in(&dir)
+            .args(["commit", "-qam", msg])
             .env("ENGRAM_PACKS_DIR", &env.packs)
             .output()
             .expect("git commit")

@@ -12,7 +12,7 @@ fn request(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(
     request_with("POST", authority, headers, body)
 }
 
-fn request_with(
+pub(crate) fn request_with(
     method: &str,
     authority: &str,
     headers: &[(&str, &str)],
@@ -45,7 +45,7 @@ fn request_with(
 }
 
 /// Initializes a session; returns its id.
-fn initialize(authority: &str) -> String {
+pub(crate) fn initialize(authority: &str) -> String {
     let (status, headers, body) = request(authority, &[], INIT);
     assert_eq!(status, 200, "{body}");
     headers.into_iter().find(|(k, _)| k == "mcp-session-id").map(|(_, v)| v).expect("a session id")

@@ -233,17 +233,12 @@ async fn users_own_packs_sync_with_their_own_remotes_only() {
     assert!(bob_remote.contains("Bob Synced") && !bob_remote.contains("Alice"), "{bob_remote}");
     // Pulled too: a commit another device pushed to Alice's remote reaches her records.
     let clone = env.dir.path().join("alice-laptop");
-    let cloned = std::process::Command::new("git")
-        .args(["clone", "-q"])
-        .arg(&bare[0])
-        .arg(&clone)
-        .output()
-        .expect("git clone");
+    let cloned = git_command().args(["clone", "-q"]).arg(&bare[0]).arg(&clone).output().expect("git clone");
     assert!(cloned.status.success(), "{}", String::from_utf8_lossy(&cloned.stderr));
     let key = clone.join("users/alice/profile/city.json");
     std::fs::write(&key, "{\"key\": \"city\", \"value\": \"Lisbon\", \"category\": \"basic_info\", \"updated_at\": \"2026-11-22T10:00:00Z\"}\n").expect("write");
     git(&clone, &["add", "-A"]);
-    git(&clone, &["-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "laptop: city"]);
+    git(&clone, &["commit", "-qm", "laptop: city"]);
     git(&clone, &["push", "-q", "origin", "HEAD"]);
     let out = env.cli(&["sync", "--all"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

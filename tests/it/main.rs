@@ -13,6 +13,7 @@ mod concurrency;
 mod corruption;
 mod engram_tools;
 mod faults;
+mod first_hour;
 mod fuzz;
 mod git_beside;
 mod git_native;

@@ -19,19 +19,18 @@ fn head_meta_parses(dir: &Path) -> bool {
 fn commit_broken_meta(dir: &Path) -> String {
     fs::write(dir.join("meta.json"), "x").expect("write");
     git(dir, &["add", "meta.json"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=old engram",
-            "-c",
-            "user.email=old@localhost",
+    let out = git_command_as("old engram", "old@localhost")
+        .arg("-C")
+        .arg(dir)
+        .args([
             "commit",
             "-q",
             "-m",
             "write: meta.json\n\nEngram-Tool: write_engram_file\nEngram-Client: old-client 0.1",
-        ],
-    );
+        ])
+        .output()
+        .expect("git commit");
+    assert!(out.status.success(), "git commit: {}", String::from_utf8_lossy(&out.stderr));
     git(dir, &["rev-parse", "--short=7", "HEAD"]).trim().to_owned()
 }
 
@@ -183,7 +182,7 @@ async fn a_committed_broken_meta_json_is_undone_by_undo_last_revert_memory_and_e
 
     // 4. meta.json deleted by a person's commit: doctor names it, and it can be reverted.
     git(&dir, &["rm", "-q", "meta.json"]);
-    git(&dir, &["-c", "user.name=p", "-c", "user.email=p@localhost", "commit", "-q", "-m", "tidy up"]);
+    git(&dir, &["commit", "-q", "-m", "tidy up"]);
     let gone = git(&dir, &["rev-parse", "--short=7", "HEAD"]).trim().to_owned();
     let (healthy, report) = doctor(&env, "demo");
     assert!(!healthy && report.contains(&format!("engram revert demo {gone}")), "{report}");

@@ -16,8 +16,8 @@ fn bare_pack_on_usb(env: &TestEnv) -> std::path::PathBuf {
     make_pack(env, "src-pack");
     let src = env.pack("src-pack");
     git(&src, &["init", "-q", "-b", "main"]);
-    git(&src, &["-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"]);
-    git(&src, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    git(&src, &["add", "-A"]);
+    git(&src, &["commit", "-qm", "init"]);
     let usb = env.dir.path().join("usb");
     fs::create_dir_all(&usb).expect("mkdir");
     let bare = usb.join("coach.git");

@@ -227,7 +227,7 @@ async fn writes_by_another_process_are_seen() {
     fs::write(env.pack("coach").join("knowledge/卧推.md"), "# 卧推\n肩胛骨收紧，杠铃落在胸口。\n")
         .expect("write");
     git(&env.pack("coach"), &["add", "-A"]);
-    git(&env.pack("coach"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hand"]);
+    git(&env.pack("coach"), &["commit", "-qm", "hand"]);
     let text = ok(&reader, "search_memory", json!({"query": "肩胛骨"})).await;
     assert!(text.contains("knowledge/卧推.md"), "{text}");
     let out = env.cli(&["search", "疲劳", "--json"]);

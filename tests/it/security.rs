@@ -126,17 +126,10 @@ async fn path_traversal_in_every_path_like_argument() {
 }
 
 fn sh_git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
+    let out = git_command_as("evil", "evil@example.invalid")
         .arg("-C")
         .arg(dir)
-        .args([
-            "-c",
-            "user.name=evil",
-            "-c",
-            "user.email=evil@example.invalid",
-            "-c",
-            "protocol.file.allow=always",
-        ])
+        .args(["-c", "protocol.file.allow=always"])
         .args(args)
         .output()
         .expect("git");

@@ -22,7 +22,7 @@ impl GitDaemon {
     /// Starts the daemon, or `None` (with a message) when this git has no daemon.
     fn start() -> Option<Self> {
         // Run git-daemon itself: `git daemon` forks it, and killing the wrapper would leave it running.
-        let exec_path = Command::new("git").arg("--exec-path").output().ok()?;
+        let exec_path = git_command().arg("--exec-path").output().ok()?;
         let daemon = PathBuf::from(String::from_utf8_lossy(&exec_path.stdout).trim()).join("git-daemon");
         if !daemon.exists() {
             eprintln!("skipping: this git has no `git daemon` ({} is missing)", daemon.display());
@@ -33,6 +33,7 @@ impl GitDaemon {
         std::fs::create_dir_all(&base).expect("mkdir");
         let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
         let mut child = Command::new(&daemon)
+            .envs(git_env())
             .args([
                 "--export-all",
                 "--enable=receive-pack",
@@ -60,7 +61,7 @@ impl GitDaemon {
     /// Creates an empty bare repository whose HEAD names `branch`; returns its git:// URL.
     fn bare(&self, name: &str, branch: &str) -> String {
         let path = self.base.join(format!("{name}.git"));
-        let out = Command::new("git")
+        let out = git_command()
             .args(["init", "--bare", "-q", &format!("--initial-branch={branch}")])
             .arg(&path)
             .output()
@@ -111,9 +112,7 @@ pub(crate) fn branch(dir: &Path) -> String {
 }
 
 pub(crate) fn is_ancestor(dir: &Path, ancestor: &str, of: &str) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    git_in(dir)
         .args(["merge-base", "--is-ancestor", ancestor, of])
         .status()
         .expect("git merge-base")
@@ -399,11 +398,7 @@ fn tree_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn push_a_leak(daemon: &GitDaemon, url: &str, branch: &str, key: &str) -> String {
     let work = daemon.base.join("elsewhere");
     let gitc = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.name=someone", "-c", "user.email=someone@example.invalid"])
-            .args(args)
-            .output()
-            .expect("git");
+        let out = git_command_as("someone", "someone@example.invalid").args(args).output().expect("git");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };

@@ -24,7 +24,12 @@ struct HttpsServer {
 }
 
 fn run(cmd: &str, args: &[&str], cwd: &Path) -> String {
-    let out = Command::new(cmd).args(args).current_dir(cwd).output().unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    let out = Command::new(cmd)
+        .args(args)
+        .envs(git_env())
+        .current_dir(cwd)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
     assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
@@ -267,11 +272,7 @@ async fn what_cannot_be_merged_goes_to_a_conflict_branch_on_the_server() {
     let other = env.dir.path().join("other");
     let bare = server.repo("coach");
     let g = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.name=other", "-c", "user.email=other@example.invalid"])
-            .args(args)
-            .output()
-            .expect("git");
+        let out = git_command_as("other", "other@example.invalid").args(args).output().expect("git");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     };
     g(&["clone", "-q", &bare.display().to_string(), &other.display().to_string()]);

@@ -22,7 +22,7 @@ pub(crate) struct SshServer {
 }
 
 fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    let out = Command::new(cmd).args(args).envs(git_env()).output().unwrap_or_else(|e| panic!("{cmd}: {e}"));
     assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }

@@ -7,7 +7,6 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -19,7 +18,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::common::{NOW, TestEnv, base_env, bin, commit_count};
+use crate::common::{NOW, TestEnv, base_env, bin, commit_count, git_in};
 
 const LEARNINGS: &str = r#"Here is what I found:
 {"learnings": [
@@ -114,9 +113,7 @@ impl Server {
 
 /// Runs git with pinned dates and identity (test setup only; engram itself reads through git2).
 fn git_at(dir: &Path, date: &str, author: &str, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = git_in(dir)
         .args(args)
         .env("GIT_AUTHOR_DATE", date)
         .env("GIT_COMMITTER_DATE", date)

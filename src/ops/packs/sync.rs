@@ -625,6 +625,13 @@ impl Engram {
         remote: &RemoteInfo,
         caller: &Caller,
     ) -> Result<SyncReport> {
+        if let Some(path) = missing_local_remote(&remote.url) {
+            let path = path.display();
+            return Err(EngramError::Sync(format!(
+                "{name}'s remote {} is the local path {path}, which does not exist yet; create an empty repository there with `git init --bare {path}`, then run `engram sync {name}` again",
+                remote.name
+            )));
+        }
         let settings = self.sync_settings();
         let creds = &settings.credentials;
         let mut report = SyncReport {
@@ -800,4 +807,20 @@ fn conflict_copies(root: &crate::pack_root::PackRoot) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// The path a remote URL names when it is a local repository (`/srv/pack.git`,
+/// `../pack.git`, `file:///srv/pack.git`) that does not exist: libgit2 would take it for
+/// a URL of an unknown kind and say "unsupported URL protocol", which tells a person
+/// nothing about what to do. `None` for network URLs and for paths that exist.
+fn missing_local_remote(url: &str) -> Option<&Path> {
+    let path = match url.strip_prefix("file://") {
+        Some(path) => path,
+        None if url.contains("://") => return None,
+        // scp-like `host:path` or `user@host:path`: a colon before the first slash.
+        None if url.split('/').next().is_some_and(|first| first.contains(':')) => return None,
+        None => url,
+    };
+    let path = Path::new(path);
+    (!path.exists()).then_some(path)
 }
