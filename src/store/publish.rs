@@ -695,10 +695,10 @@ impl PackRepo {
                 None
             };
             if let Some(what) = refused {
-                eprintln!(
+                warn_once(format!(
                     "engram: {}: {path} is {what} — not committed (`engram doctor` explains)",
                     dir.display()
-                );
+                ));
             } else if stat.is_file() {
                 let Found::Here(bytes) =
                     root.read(&rel, <[u8]>::to_vec).map_err(|e| io_err("read", &full, e))?
@@ -770,6 +770,20 @@ fn unstatted_entry(path: &str, id: Oid) -> git2::IndexEntry {
 }
 
 const MODE_LINK: i32 = 0o120000;
+
+/// Prints a warning to stderr the first time this process has it (a hand edit left
+/// out is found again by every write until the person moves it).
+fn warn_once(line: String) {
+    static SEEN: std::sync::Mutex<Option<std::collections::HashSet<String>>> = std::sync::Mutex::new(None);
+    if SEEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(Default::default)
+        .insert(line.clone())
+    {
+        eprintln!("{line}");
+    }
+}
 
 /// The tree-entry mode of a file's git mode.
 fn file_mode(mode: i32) -> git2::FileMode {
