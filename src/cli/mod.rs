@@ -229,6 +229,11 @@ struct ServeArgs {
     /// The personal, graph and notes tools act on the token's user's own packs
     #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "auth_token")]
     users_file: Option<std::path::PathBuf>,
+    /// With --users-file: a directory of this machine whose paths tools may name
+    /// (`install_engram` from a local path, the workspace tools' `workspace`); repeatable.
+    /// Without it a team server reads no path it is given. Never the packs directory
+    #[arg(long, value_name = "DIR", requires = "users_file")]
+    allow_path: Vec<std::path::PathBuf>,
     /// HTTP: end an MCP session after SECS without a request
     #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_SESSION_IDLE.as_secs())]
     session_idle_timeout: u64,
@@ -280,7 +285,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("engram: {e:#}");
+            eprintln!("engram: {}", crate::secrets::mask_url_credentials(&format!("{e:#}")));
             ExitCode::from(1)
         }
     }
@@ -384,7 +389,7 @@ fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCo
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", crate::secrets::mask_url_credentials(&e.to_string()));
             Ok(ExitCode::from(1))
         }
     }
@@ -416,6 +421,10 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
     config.store.read_only = args.read_only;
     config.auto_trace = args.auto_trace;
+    if args.users_file.is_some() {
+        config.server_paths =
+            crate::ops::server_paths::ServerPaths::closed(&config.packs_dir, &args.allow_path)?;
+    }
     if let Some(path) = &args.embeddings {
         config.embeddings = Some(std::sync::Arc::new(crate::search::Embeddings::load(path)?));
     }

@@ -473,11 +473,12 @@ impl Failure {
     }
 
     /// The message shown to the person.
-    fn message(&self) -> String {
-        match self {
+    pub(crate) fn message(&self) -> String {
+        let text = match self {
             Self::Status(_, m) => m.clone(),
             Self::Engram(e) => e.to_string(),
-        }
+        };
+        crate::secrets::mask_url_credentials(&text).into_owned()
     }
 }
 

@@ -44,6 +44,7 @@ mod symlink_race;
 mod sync;
 mod sync_https;
 mod sync_ssh;
+mod team_space;
 mod ui;
 mod webdriver;
 mod wire;

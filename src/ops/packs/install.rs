@@ -200,6 +200,20 @@ impl Engram {
         if target.exists() {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
         }
+        // On a team server a local source must lie in a directory the operator allowed
+        // (never the packs directory: it holds every user's own packs).
+        let checked;
+        let source = match crate::ops::server_paths::local_source(source) {
+            Some(path) if self.config.server_paths.is_closed() => {
+                checked = self
+                    .server_path(&path)
+                    .map_err(|e| fail(format!("安装失败：{e}")))?
+                    .to_string_lossy()
+                    .into_owned();
+                checked.as_str()
+            }
+            _ => source,
+        };
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = crate::store::remove_pack_dir(&tmp);
         let local = Path::new(source);
