@@ -392,11 +392,14 @@ pub async fn serve_with(
         .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let local = listener.local_addr().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let listening = Listening { addr: local, token: token.clone() };
+    // The browser keeps the page's cookie under a host name of this launch alone: cookies are
+    // not kept apart by port, so one set for 127.0.0.1 would go to every local server.
+    let label = random_token().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let graph = UserGraph::new(engram.clone(), stores.structured).map(Arc::new).map_err(|e| e.to_string());
     let state = Arc::new(UiState {
         engram,
         lists: Mutex::new(Vec::new()),
-        guard: auth::Guard::new(token, local),
+        guard: auth::Guard::new(token, local, &label[..16]),
         notes_pack: stores.notes_pack,
         graph,
         jobs: packs::Jobs::default(),
