@@ -358,8 +358,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Knowledge { action: KnowledgeAction::Import { pack, file, title } }) => {
-            let text =
-                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            let bytes = crate::ops::limits::read_bounded(file, crate::ops::limits::MAX_CONTENT_BYTES)
+                .context("engram knowledge import: the file is refused")?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", file.display()))?;
+            crate::ops::limits::check_controls("file", &text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let title = title.clone().unwrap_or_else(|| {
                 file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
             });

@@ -86,7 +86,26 @@ pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response,
 pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
     for p in state.engram.packs().list() {
-        let (head, listing) = state.memories(&p.name, None)?;
+        // One pack that cannot be read is shown with its error; it never hides the others.
+        let (head, listing) = match state.memories(&p.name, None) {
+            Ok(read) => read,
+            Err(failure) => {
+                out.push(json!({
+                    "name": p.name,
+                    "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
+                    "memories": 0,
+                    "head": Value::Null,
+                    "categories": {},
+                    "types": {},
+                    "knowledge": 0,
+                    "examples": 0,
+                    "sync": Value::Null,
+                    "lint": Value::Null,
+                    "error": crate::secrets::mask_url_credentials(&failure.to_string()),
+                }));
+                continue;
+            }
+        };
         let count = |by: &[(String, usize)]| -> serde_json::Map<String, Value> {
             by.iter().map(|(c, n)| (c.clone(), json!(n))).collect()
         };

@@ -36,6 +36,7 @@ mod portable_names;
 mod publish;
 mod review;
 mod review_reads;
+mod round3;
 mod search;
 mod secrets;
 mod security;

@@ -116,11 +116,50 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_dir() {
             copy_tree(&entry.path(), &to.join(&name))?;
         } else if kind.is_file() {
+            let size = entry.metadata()?.len();
+            if size > MAX_PACK_FILE_BYTES as u64 {
+                return Err(too_large(&entry.path(), size));
+            }
             fs::copy(entry.path(), to.join(&name))?;
         }
         // Symbolic links are not copied: a pack must not point outside itself.
     }
     Ok(())
+}
+
+use crate::pack_root::MAX_PACK_FILE_BYTES;
+
+fn too_large(path: &Path, size: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::FileTooLarge,
+        format!(
+            "{} is {size} bytes; a pack file may be at most {MAX_PACK_FILE_BYTES} bytes (engram would not read it)",
+            path.display()
+        ),
+    )
+}
+
+/// The first file under `dir` (its `.git` aside) larger than [`MAX_PACK_FILE_BYTES`]: a
+/// fetched pack holding one is refused before it is put in place.
+fn oversized_file(dir: &Path) -> Option<std::io::Error> {
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let Ok(meta) = entry.path().symlink_metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.len() > MAX_PACK_FILE_BYTES as u64 {
+                let shown =
+                    entry.path().strip_prefix(dir).map(Path::to_owned).unwrap_or_else(|_| entry.path());
+                return Some(too_large(&shown, meta.len()));
+            }
+        }
+    }
+    None
 }
 
 impl Engram {
@@ -227,6 +266,10 @@ impl Engram {
             crate::store::clone_pack(source, &tmp, &self.config.sync.credentials, progress)
                 .map_err(|e| format!("git clone 出错。{e}"))
         };
+        let fetched = fetched.and_then(|()| match oversized_file(&tmp) {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        });
         if let Err(e) = fetched {
             let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(format!("安装失败：{e}")));
