@@ -348,6 +348,18 @@ impl Packs {
                     }
                 };
                 let name = pack_name(&meta, &dir_name);
+                // A lookup by name tries directory names first (`resolve`): a pack whose
+                // directory is named `name` takes it from one that only claims it in meta.json.
+                if name == dir_name
+                    && let Some(i) = scan.packs.iter().position(|p| {
+                        p.name == name && p.dir.file_name().and_then(|n| n.to_str()) != Some(name.as_str())
+                    })
+                {
+                    let claimed = std::mem::replace(&mut scan.packs[i], PackSummary { dir, name, meta });
+                    let used = scan.packs[i].dir.clone();
+                    scan.shadowed.push(ShadowedPack { name: claimed.name, used, hidden: claimed.dir });
+                    continue;
+                }
                 let same_name = scan.packs.iter().find(|p| p.name == name).map(|p| p.dir.clone());
                 let same_dir = earlier_dirs.iter().find(|(d, _)| *d == dir_name).map(|(_, p)| p.clone());
                 if let Some(used) = same_name.or(same_dir) {

@@ -171,3 +171,68 @@ async fn unbounded_inputs_are_refused_with_memory_bounded() {
     assert_eq!(ok(&c, "ping", json!({})).await, "pong", "the server is still up");
     c.close().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_that_read_as_options_or_backwards_are_refused_and_the_page_answers_4xx() {
+    let env = TestEnv::new();
+    env.init("p");
+    let c = env.client_with(&["--tools", "all"]).await;
+    for name in ["-rf", "--help", "invoice\u{202E}fdp.exe", "a\u{200B}b"] {
+        let refused = call(&c, "init_engram", json!({"name": name})).await;
+        assert!(refused.is_error, "{name:?}: {}", refused.text);
+    }
+    c.close().await.expect("close");
+    let listed: Vec<String> = std::fs::read_dir(&env.packs)
+        .expect("packs")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["p"], "{listed:?}");
+
+    let ui = UiServer::start(&env);
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    let head = list["commit"].as_str().unwrap_or_default().to_owned();
+    let (status, v) = ui.api(
+        "PATCH",
+        "/api/packs/p/memories/no-such-id",
+        Some(json!({"base": head, "summary": "s", "content": "c"})),
+    );
+    assert_eq!(status, 404, "an unknown memory id: {v}");
+    let (status, v) = ui.api(
+        "PATCH",
+        "/api/packs/p/memories/no-such-id",
+        Some(json!({"base": "a".repeat(1 << 20), "summary": "s", "content": "c"})),
+    );
+    assert_eq!(status, 400, "a 1 MB base: {v}");
+    let auth = format!("Bearer {}", ui.token);
+    let origin = format!("http://{}", ui.authority);
+    let (status, _, text) = ui.request(
+        "POST",
+        "/packs/init",
+        &[
+            ("Authorization", &auth),
+            ("Origin", &origin),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        "name=..%2Fx",
+    );
+    assert_eq!(status, 400, "{text}");
+}
+
+#[test]
+fn list_engrams_names_the_directory_the_tools_use_when_two_packs_claim_one_name() {
+    let env = TestEnv::new();
+    env.init("a-coach");
+    env.init("coach");
+    // `a-coach` claims the name `coach` too; lookups by name find the directory `coach` first.
+    std::fs::write(env.pack("a-coach").join("meta.json"), r#"{"name": "coach", "description": "d"}"#)
+        .expect("write");
+    let listed = cli_ok(&env, &["list"]);
+    let packs = env.packs.canonicalize().expect("packs");
+    let line = listed.lines().find(|l| l.contains("shadowed")).expect("a shadow line");
+    let (used, hidden) = (packs.join("coach"), packs.join("a-coach"));
+    assert!(line.contains(&format!("the tools use {};", used.display())), "{listed}");
+    assert!(line.contains(&format!("{} is hidden", hidden.display())), "{listed}");
+    let info = cli_ok(&env, &["list"]);
+    assert!(info.contains("- coach:"), "{info}");
+}
