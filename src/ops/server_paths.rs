@@ -13,23 +13,16 @@ use std::path::{Path, PathBuf};
 /// Why a server path is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerPathError {
-    /// The path is not inside a directory the operator allowed.
+    /// The path is not inside a directory the operator allowed (or is in the packs
+    /// directory, or does not exist: one answer for all three).
     #[error(
-        "a team server (--users-file) reads no path of its machine that its operator did not allow: {path} is outside every `serve --allow-path` directory{allowed}"
+        "a team server (--users-file) reads no path of its machine that its operator did not allow: {path} is not an existing path inside a `serve --allow-path` directory{allowed} (the packs directory never is)"
     )]
     NotAllowed {
         /// The path given.
         path: String,
         /// The allowed directories, as a note (empty when there are none).
         allowed: String,
-    },
-    /// The path is the packs directory or inside it.
-    #[error(
-        "{path} is inside the packs directory: a team server never reads its own packs directory by path"
-    )]
-    InPacksDir {
-        /// The path given.
-        path: String,
     },
     /// An `--allow-path` directory cannot be used.
     #[error("--allow-path {dir}: {reason}")]
@@ -120,10 +113,9 @@ impl ServerPaths {
             return Err(not_allowed());
         }
         let resolved = given.canonicalize().map_err(|_| not_allowed())?;
-        if resolved.starts_with(packs_dir) {
-            return Err(ServerPathError::InPacksDir { path: shown });
-        }
-        if !allowed.iter().any(|a| resolved.starts_with(a.path())) {
+        // One answer for every refusal: whether a path exists, or lies in the packs
+        // directory, is not the caller's to learn.
+        if resolved.starts_with(packs_dir) || !allowed.iter().any(|a| resolved.starts_with(a.path())) {
             return Err(not_allowed());
         }
         Ok(resolved)
@@ -179,7 +171,14 @@ mod tests {
         assert!(rule.check(Path::new("repo")).is_err());
         assert!(rule.check(tmp.path()).is_err());
         std::os::unix::fs::symlink(packs.join(".users"), allowed.join("link")).expect("link");
-        assert!(matches!(rule.check(&allowed.join("link/bob")), Err(ServerPathError::InPacksDir { .. })));
+        assert!(matches!(rule.check(&allowed.join("link/bob")), Err(ServerPathError::NotAllowed { .. })));
+        assert_eq!(
+            rule.check(&packs.join(".users/bob"))
+                .map_err(|e| e.to_string().replace("/.users/bob", "/X"))
+                .err(),
+            rule.check(&packs.join("nowhere")).map_err(|e| e.to_string().replace("/nowhere", "/X")).err(),
+            "an existing path and a made-up one are refused alike"
+        );
         assert!(ServerPaths::Open.check(Path::new("anything")).is_ok());
     }
 }

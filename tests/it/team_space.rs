@@ -201,6 +201,16 @@ async fn every_tool_with_another_users_names_and_paths_reaches_nothing_of_theirs
         }
     }
     assert!(calls > 200, "only {calls} calls were made");
+    // Whether a directory of the server exists is not told: a path that exists and one that
+    // does not are refused alike.
+    let alice = server.client(Some(ALICE)).await;
+    let refusal = |text: String| text.replace(&packs, "<packs>").replace("/nowhere-7q", "/.users/bob");
+    let real = call(&alice, "install_engram", json!({"source": format!("{packs}/.users/bob")})).await;
+    let made_up = call(&alice, "install_engram", json!({"source": format!("{packs}/nowhere-7q")})).await;
+    assert!(real.is_error && made_up.is_error, "{} / {}", real.text, made_up.text);
+    let (real, made_up) = (refusal(real.text), refusal(made_up.text));
+    assert!(real.contains("allow-path"), "{real}");
+    assert_eq!(real, made_up, "an existing path and a made-up one are refused alike");
     assert_eq!(before, tree_hash(&bob_dir), "a file of bob's changed");
     for marker in [BOB_PROFILE, BOB_NOTE, BOB_PASSWORD] {
         let found = files_holding(&env.packs, &bob_dir, marker);

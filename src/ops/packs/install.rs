@@ -177,7 +177,12 @@ impl Engram {
         if let Some(builtin) = source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
         }
-        let looks_like_url = source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
+        // On a team server a path is a path whether or not it exists: whether a directory of
+        // the server exists is not the caller's to learn (the path rule refuses it alike).
+        let closed_path =
+            self.config.server_paths.is_closed() && (source.starts_with('/') || source.starts_with('.'));
+        let looks_like_url =
+            closed_path || source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
         if looks_like_url {
             return self.install_from(source, progress);
         }
@@ -235,10 +240,6 @@ impl Engram {
         let name = target_name(source);
         validate_new_name(&name)
             .map_err(|e| fail(format!("安装失败：无法从 {source} 得到合法目录名 ({e})")))?;
-        let target = self.config.packs_dir.join(&name);
-        if target.exists() {
-            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
-        }
         // On a team server a local source must lie in a directory the operator allowed
         // (never the packs directory: it holds every user's own packs).
         let checked;
@@ -253,6 +254,10 @@ impl Engram {
             }
             _ => source,
         };
+        let target = self.config.packs_dir.join(&name);
+        if target.exists() {
+            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
+        }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = crate::store::remove_pack_dir(&tmp);
         let local = Path::new(source);
