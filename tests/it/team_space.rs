@@ -267,6 +267,12 @@ async fn read_only_token_commits_nothing(propose: bool) {
     git(&env.pack("team"), &["add", "-A"]);
     git(&env.pack("team"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hand edit"]);
     let before = refs_and_commits(&env.pack("team"));
+    // A pack folder that is no repository yet: a write would adopt it (a commit); reads
+    // by a read-only token must not.
+    let plain = env.pack("plain");
+    std::fs::create_dir_all(plain.join("memory")).expect("mkdir");
+    std::fs::write(plain.join("meta.json"), r#"{"name": "plain", "description": "d"}"#).expect("meta");
+    std::fs::write(plain.join("memory/facts.md"), "- a plain fact\n").expect("memory");
 
     let mut calls = 0;
     for token in [ALICE_RO, CI] {
@@ -282,7 +288,7 @@ async fn read_only_token_commits_nothing(propose: bool) {
         let tools = ro.tools_json().await.expect("tools");
         for tool in tools.as_array().expect("tool list") {
             let name = tool["name"].as_str().expect("name");
-            for value in ["team", "facts", "alice"] {
+            for value in ["team", "facts", "alice", "plain"] {
                 if ro.call(name, arguments(&tool["inputSchema"], value)).await.is_ok() {
                     calls += 1;
                 }
@@ -295,6 +301,7 @@ async fn read_only_token_commits_nothing(propose: bool) {
         refs_and_commits(&env.pack("team")),
         "a read-only token's reads changed the pack's refs"
     );
+    assert!(!plain.join(".git").exists(), "a read-only token's read made a repository of a folder");
     let log = git(&env.pack("team"), &["log", "--all", "--format=%s"]);
     assert!(!log.contains("review: bring the pack's branch"), "{log}");
 }
