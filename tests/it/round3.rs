@@ -236,3 +236,28 @@ fn list_engrams_names_the_directory_the_tools_use_when_two_packs_claim_one_name(
     let info = cli_ok(&env, &["list"]);
     assert!(info.contains("- coach:"), "{info}");
 }
+
+#[test]
+fn accepting_a_proposal_that_adds_a_secret_is_refused_in_reviews_words() {
+    let env = TestEnv::new();
+    env.init("team");
+    let pack = env.pack("team");
+    let key = ["ghp_", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"].concat();
+    let main = git(&pack, &["rev-parse", "--abbrev-ref", "HEAD"]).trim().to_owned();
+    git(&pack, &["checkout", "-qb", "proposals/mallory"]);
+    std::fs::write(pack.join("knowledge/leak.md"), format!("token {key}\n")).expect("write");
+    git(&pack, &["add", "-A"]);
+    git(&pack, &["-c", "user.name=m", "-c", "user.email=m@m", "commit", "-qm", "a leak"]);
+    git(&pack, &["checkout", "-q", &main]);
+    let before = git(&pack, &["rev-parse", "HEAD"]);
+    let out = env.cli(&["review", "accept", "team", "proposals/mallory"]);
+    let text = stderr(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("proposals/mallory") && text.contains("nothing of the proposal was merged"),
+        "{text}"
+    );
+    assert!(!text.contains("fetched from the remote") && !text.contains("engram sync"), "{text}");
+    assert!(!text.contains(&key), "the secret is masked: {text}");
+    assert_eq!(before, git(&pack, &["rev-parse", "HEAD"]));
+}
