@@ -18,6 +18,11 @@ pub const GLOBAL_DIR: &str = "_global";
 /// so no tool names it.
 pub const USERS_DIR: &str = ".users";
 
+/// Names no new pack may take: engram's own directories in the packs directory
+/// (`_global` is the memory every pack loads). Compared without regard to case (a
+/// case-insensitive file system makes `_GLOBAL` the same directory).
+pub const RESERVED_NAMES: &[&str] = &[GLOBAL_DIR];
+
 /// Longest pack name, in characters (checked by [`validate_name`]).
 pub const MAX_NAME_CHARS: usize = 128;
 
@@ -142,8 +147,31 @@ pub fn validate_name(name: &str) -> Result<(), PackError> {
 /// [`validate_name`] alone, so an existing pack keeps working.
 pub fn validate_new_name(name: &str) -> Result<(), PackError> {
     validate_name(name)?;
+    if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+        return Err(PackError::InvalidName {
+            name: name.to_owned(),
+            reason: "a name engram keeps for itself (`_global` holds the memory every pack loads)".to_owned(),
+        });
+    }
+    let reason = if name.starts_with('-') {
+        Some("starts with `-` (a command would read it as an option)")
+    } else if name.chars().any(is_invisible_format) {
+        Some("holds an invisible or direction-changing character (it would not read as it is)")
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        return Err(PackError::InvalidName { name: name.to_owned(), reason: reason.to_owned() });
+    }
     crate::pack_path::PackPath::check_component(name)
         .map_err(|e| PackError::InvalidName { name: name.to_owned(), reason: e.to_string() })
+}
+
+/// Characters that change how a name reads without showing: the bidirectional controls
+/// (a right-to-left override makes `gpj.exe` read `exe.jpg`), zero-width characters and the
+/// byte order mark.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}')
 }
 
 /// Whether a pack-relative path is the pack's `meta.json` (in any case: on a
@@ -163,8 +191,37 @@ pub fn meta_change_problem(path: &str, content: Option<&[u8]>) -> Option<String>
     }
     match content {
         None => Some("would be deleted (every pack needs one)".to_owned()),
-        Some(bytes) => parse_meta(bytes).err(),
+        Some(bytes) => match parse_meta(bytes) {
+            Ok(meta) => meta_name_problem(&meta),
+            Err(problem) => Some(problem),
+        },
     }
+}
+
+/// What is wrong with the `name` of a parsed `meta.json`, if anything: a name must be a
+/// plain pack name (no `/`, no `..`, no leading `.`, no control character) and not a
+/// reserved one. A missing or non-text name is not this check's business (lint says so).
+pub fn meta_name_problem(meta: &Map<String, Value>) -> Option<String> {
+    let Some(Value::String(name)) = meta.get("name") else { return None };
+    if name.is_empty() {
+        return None;
+    }
+    if let Err(PackError::InvalidName { reason, .. }) = validate_name(name) {
+        return Some(format!("has the name {name:?}, which is not a plain pack name ({reason})"));
+    }
+    if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+        return Some(format!("has the name {name:?}, which engram keeps for itself"));
+    }
+    None
+}
+
+/// The name a pack answers to: its `meta.json` name when that is a plain pack name, else
+/// its directory's name (a bad name is ignored; `engram lint` reports it).
+pub fn pack_name(meta: &Map<String, Value>, dir_name: &str) -> String {
+    if meta_name_problem(meta).is_some() {
+        return dir_name.to_owned();
+    }
+    python_str(meta.get("name"), dir_name)
 }
 
 /// Reads `meta.json` as an object, keeping key order. A symbolic link is never followed.
@@ -290,7 +347,19 @@ impl Packs {
                         continue;
                     }
                 };
-                let name = python_str(meta.get("name"), &dir_name);
+                let name = pack_name(&meta, &dir_name);
+                // A lookup by name tries directory names first (`resolve`): a pack whose
+                // directory is named `name` takes it from one that only claims it in meta.json.
+                if name == dir_name
+                    && let Some(i) = scan.packs.iter().position(|p| {
+                        p.name == name && p.dir.file_name().and_then(|n| n.to_str()) != Some(name.as_str())
+                    })
+                {
+                    let claimed = std::mem::replace(&mut scan.packs[i], PackSummary { dir, name, meta });
+                    let used = scan.packs[i].dir.clone();
+                    scan.shadowed.push(ShadowedPack { name: claimed.name, used, hidden: claimed.dir });
+                    continue;
+                }
                 let same_name = scan.packs.iter().find(|p| p.name == name).map(|p| p.dir.clone());
                 let same_dir = earlier_dirs.iter().find(|(d, _)| *d == dir_name).map(|(_, p)| p.clone());
                 if let Some(used) = same_name.or(same_dir) {
@@ -434,6 +503,20 @@ mod tests {
             assert!(validate_new_name(bad).is_err(), "{bad}");
         }
         assert!(validate_new_name("console").is_ok());
+        for reserved in ["_global", "_GLOBAL", "-rf", "--help", "a\u{202E}gpj", "a\u{200B}b"] {
+            assert!(validate_new_name(reserved).is_err(), "{reserved}");
+        }
+    }
+
+    #[test]
+    fn meta_names_must_be_plain_pack_names() {
+        for bad in ["../x", "a/b", ".users", "..", "_global", "a\u{0}b"] {
+            let text = serde_json::json!({"name": bad}).to_string();
+            assert!(meta_change_problem("meta.json", Some(text.as_bytes())).is_some(), "{bad}");
+        }
+        assert_eq!(meta_change_problem("meta.json", Some(br#"{"name": "coach"}"#)), None);
+        let meta = parse_meta(br#"{"name": "../x"}"#).expect("json");
+        assert_eq!(pack_name(&meta, "dir"), "dir");
     }
 
     #[test]

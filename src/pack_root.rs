@@ -614,6 +614,11 @@ thread_local! {
 /// Buffers larger than this are not kept for the next read.
 const KEEP_BUFFER: usize = 256 * 1024;
 
+/// Largest file of a pack engram reads whole (far above any memory, knowledge or meta
+/// file): a larger one (a 2 GB file someone put in a pack) is an error, not an
+/// allocation that takes the server down; reading stops one byte past it.
+pub const MAX_PACK_FILE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Reads `file` whole into the thread's buffer and hands the bytes to `f`.
 fn read_whole<T>(file: &File, f: impl FnOnce(&[u8]) -> T) -> io::Result<Found<T>> {
     BUFFER.with(|cell| {
@@ -623,7 +628,11 @@ fn read_whole<T>(file: &File, f: impl FnOnce(&[u8]) -> T) -> io::Result<Found<T>
         let buf = shared.as_deref_mut().unwrap_or(&mut own);
         buf.clear();
         buf.reserve(8 * 1024);
-        let out = match Unsized(file).read_to_end(buf) {
+        let out = match Unsized(file).take(MAX_PACK_FILE_BYTES as u64 + 1).read_to_end(buf) {
+            Ok(_) if buf.len() > MAX_PACK_FILE_BYTES => Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("the file is larger than {MAX_PACK_FILE_BYTES} bytes, the most engram reads of one pack file"),
+            )),
             Ok(_) => Ok(Found::Here(f(buf))),
             // A directory opened for reading; a FIFO with a writer and nothing to read yet.
             Err(e) if e.kind() == io::ErrorKind::IsADirectory => Ok(Found::Missing),

@@ -442,3 +442,65 @@ fn looks_random(hit: &Hit<'_>) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// Masks the credentials of every URL in `text`: `https://user:pass@host` becomes
+/// `https://user:***@host`, and `https://token@host` (a token as the user name) becomes
+/// `https://***@host`. The one masking of URLs: sync status, remote lists and every error
+/// text a tool, the CLI or the page shows.
+pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let scheme_start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        let scheme = &rest[scheme_start..at];
+        let after = at + 3;
+        out.push_str(&rest[..after]);
+        let tail = &rest[after..];
+        let end = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#') || c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')')
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(userinfo_end) => {
+                let userinfo = &authority[..userinfo_end];
+                match userinfo.split_once(':') {
+                    Some((user, _)) => {
+                        out.push_str(user);
+                        out.push_str(":***");
+                    }
+                    None if matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") => {
+                        out.push_str("***")
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(&authority[userinfo_end..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod url_mask_tests {
+    use super::mask_url_credentials as m;
+
+    #[test]
+    fn url_credentials_are_masked() {
+        assert_eq!(m("https://user:pass@host/x.git"), "https://user:***@host/x.git");
+        assert_eq!(m("fetch https://tok@github.com/o/r failed"), "fetch https://***@github.com/o/r failed");
+        assert_eq!(m("ssh://git@host/r (x) http://a:b@c"), "ssh://git@host/r (x) http://a:***@c");
+        assert_eq!(m("no url here: a@b"), "no url here: a@b");
+        assert_eq!(m("https://host/p@q"), "https://host/p@q");
+        assert_eq!(m("'https://u:p%40ss@h'"), "'https://u:***@h'");
+    }
+}

@@ -143,6 +143,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         sync,
         auto_trace: false,
         embeddings: None,
+        server_paths: crate::ops::server_paths::ServerPaths::Open,
     })
 }
 

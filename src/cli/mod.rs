@@ -240,6 +240,11 @@ struct ServeArgs {
     /// The personal, graph and notes tools act on the token's user's own packs
     #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "auth_token")]
     users_file: Option<std::path::PathBuf>,
+    /// With --users-file: a directory of this machine whose paths tools may name
+    /// (`install_engram` from a local path, the workspace tools' `workspace`); repeatable.
+    /// Without it a team server reads no path it is given. Never the packs directory
+    #[arg(long, value_name = "DIR", requires = "users_file")]
+    allow_path: Vec<std::path::PathBuf>,
     /// HTTP: end an MCP session after SECS without a request
     #[arg(long, value_name = "SECS", requires = "http", default_value_t = crate::mcp::http::DEFAULT_SESSION_IDLE.as_secs())]
     session_idle_timeout: u64,
@@ -304,7 +309,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("engram: {e:#}");
+            eprintln!("engram: {}", crate::secrets::mask_url_credentials(&format!("{e:#}")));
             ExitCode::from(1)
         }
     }
@@ -377,8 +382,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Knowledge { action: KnowledgeAction::Import { pack, file, title } }) => {
-            let text =
-                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            let bytes = crate::ops::limits::read_bounded(file, crate::ops::limits::MAX_CONTENT_BYTES)
+                .context("engram knowledge import: the file is refused")?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", file.display()))?;
+            crate::ops::limits::check_controls("file", &text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let title = title.clone().unwrap_or_else(|| {
                 file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
             });
@@ -408,7 +417,7 @@ fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCo
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", crate::secrets::mask_url_credentials(&e.to_string()));
             Ok(ExitCode::from(1))
         }
     }
@@ -440,6 +449,10 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = crate::settings::config(cli.packs_dir.clone(), args.durable)?;
     config.store.read_only = args.read_only;
     config.auto_trace = args.auto_trace;
+    if args.users_file.is_some() {
+        config.server_paths =
+            crate::ops::server_paths::ServerPaths::closed(&config.packs_dir, &args.allow_path)?;
+    }
     if let Some(path) = &args.embeddings {
         config.embeddings = Some(std::sync::Arc::new(crate::search::Embeddings::load(path)?));
     }

@@ -56,7 +56,11 @@ pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> 
             if remotes.is_empty() {
                 format!("{pack}: 没有远端 (no remote) — engram remote add {pack} <url>")
             } else {
-                remotes.iter().map(|r| format!("{}\t{}", r.name, r.url)).collect::<Vec<_>>().join("\n")
+                remotes
+                    .iter()
+                    .map(|r| format!("{}\t{}", r.name, crate::secrets::mask_url_credentials(&r.url)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             }
         }),
     };

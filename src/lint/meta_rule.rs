@@ -61,6 +61,11 @@ pub(crate) fn lint_meta(fs: &PackFs, packs_root: &Path, msgs: &mut Vec<LintMessa
 
     if !map.get("name").is_some_and(py_truthy) {
         msgs.push(LintMessage::error(META, "meta.json 缺少 name 字段"));
+    } else if let Some(problem) = crate::pack::meta_name_problem(&map) {
+        msgs.push(LintMessage::error(
+            META,
+            format!("meta.json {problem} — the name is ignored (the pack answers to its directory's name)"),
+        ));
     }
     if !map.get("description").is_some_and(py_truthy) {
         msgs.push(LintMessage::error(META, "meta.json 缺少 description 字段"));

@@ -57,10 +57,11 @@ impl EngramServer {
         };
         // A read-only token's reads commit nothing, not even an automatic trace.
         server.untraced |= identity.as_ref().is_some_and(|id| id.read_only);
+        server.read_only_caller = identity.as_ref().is_some_and(|id| id.read_only);
         server.user = identity.map(|id| id.user);
         let response = server.tool_router.call(ToolCallContext::new(&server, request, context)).await?;
         Ok(match response {
-            CallToolResponse::Complete(result) => bound_answer(&name, result).into(),
+            CallToolResponse::Complete(result) => bound_answer(&name, masked_error(result)).into(),
             other => other,
         })
     }
@@ -68,10 +69,11 @@ impl EngramServer {
     /// A refused call in the shape of the tool's toolset: `{"error": …}` JSON for the notes
     /// and workspace tools, the error's text for the others.
     fn refusal(&self, tool: &str, e: EngramError) -> CallToolResult {
+        let message = crate::secrets::mask_url_credentials(&e.to_string()).into_owned();
         if self.is_json_tool(tool) {
-            return self.json_result(Err(ToolFailure { code: e.code(), message: e.to_string() }));
+            return self.json_result(Err(ToolFailure { code: e.code(), message }));
         }
-        CallToolResult::error(vec![ContentBlock::text(e.to_string())])
+        CallToolResult::error(vec![ContentBlock::text(message)])
     }
 
     /// Whether `tool` answers in the JSON shape (`tool_json.rs`). Only asked for a refusal.
@@ -86,6 +88,29 @@ impl EngramServer {
             router.list_all().iter().any(|d| d.name == tool || dotted_name(&d.name).as_deref() == Some(tool))
         })
     }
+}
+
+/// An error result with the credentials of every URL in it masked
+/// ([`crate::secrets::mask_url_credentials`]): a remote's password never reaches a caller.
+fn masked_error(mut result: CallToolResult) -> CallToolResult {
+    if result.is_error != Some(true) {
+        return result;
+    }
+    for block in &mut result.content {
+        if let ContentBlock::Text(t) = block
+            && let std::borrow::Cow::Owned(masked) = crate::secrets::mask_url_credentials(&t.text)
+        {
+            t.text = masked;
+        }
+    }
+    if let Some(value) = &result.structured_content
+        && let Ok(text) = serde_json::to_string(value)
+        && let std::borrow::Cow::Owned(masked) = crate::secrets::mask_url_credentials(&text)
+        && let Ok(v) = serde_json::from_str(&masked)
+    {
+        result.structured_content = Some(v);
+    }
+    result
 }
 
 /// A result over [`MAX_ANSWER_BYTES`] of text: a plain text answer is cut at the bound

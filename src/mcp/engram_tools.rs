@@ -54,7 +54,7 @@ impl EngramServer {
         let traced =
             self.tracing().then(|| TracedCall::Load { name: p.name.clone(), query: p.query.clone() });
         if p.as_of.as_deref().is_none_or(|a| a.trim().is_empty())
-            && let Some(answer) = crate::store::proposing(Some(self.proposer(&peer)), || {
+            && let Some(answer) = crate::store::proposing(self.proposer(&peer), || {
                 self.engram.load_engram_if_settled(&p.name, &p.query)
             })
         {

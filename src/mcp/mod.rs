@@ -149,6 +149,9 @@ pub struct EngramServer {
     users: Option<Arc<users::UserScopes>>,
     /// The caller's token is read-only: its calls write no automatic trace.
     untraced: bool,
+    /// The caller's token is read-only: its calls make no commit of any kind (no
+    /// proposal branch is brought up to date for it either).
+    read_only_caller: bool,
     /// `--propose`: every tool write lands on the caller's proposal branch (otherwise only in
     /// packs whose `.git/config` sets `engram.propose`).
     propose: bool,
@@ -245,6 +248,7 @@ impl EngramServer {
             toolsets: toolsets.to_vec(),
             users: None,
             untraced: false,
+            read_only_caller: false,
             propose: false,
             user: None,
             graph_config: StructuredConfig::default(),
@@ -266,15 +270,21 @@ impl EngramServer {
     }
 
     /// Who proposes in a call from `peer`: the token's user, else the MCP client's name.
-    fn proposer(&self, peer: &Peer<RoleServer>) -> crate::store::Proposer {
+    /// Nobody for a caller that may not write (a read-only token, a `--read-only` server):
+    /// a proposer's reads first bring the pack's branch into its proposal branch (a commit),
+    /// and a caller that may not write makes no commit, not even that one.
+    fn proposer(&self, peer: &Peer<RoleServer>) -> Option<crate::store::Proposer> {
+        if self.read_only_caller || self.engram.config().store.read_only {
+            return None;
+        }
         let name = match &self.user {
             Some(user) => user.clone(),
             None => peer.peer_info().map(|i| i.client_info.name.clone()).unwrap_or_default(),
         };
-        crate::store::Proposer {
+        Some(crate::store::Proposer {
             branch: crate::proposal::ProposalBranch::for_client(&name),
             always: self.propose,
-        }
+        })
     }
 
     /// Serves many users (`--users-file`): the personal, graph and notes tools of a request
@@ -341,7 +351,7 @@ impl EngramServer {
         E: Send + 'static,
     {
         let caller = Caller { tool, client: client_name(peer) };
-        let proposer = Some(self.proposer(peer));
+        let proposer = self.proposer(peer);
         let outcome =
             match tokio::task::spawn_blocking(move || crate::store::proposing(proposer, || f(&caller))).await
             {
@@ -417,7 +427,7 @@ impl EngramServer {
         }
         let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
         let engram = &self.engram;
-        let proposer = Some(self.proposer(peer));
+        let proposer = self.proposer(peer);
         let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             crate::store::without_waiting(|| crate::store::proposing(proposer, || f(engram, &caller)))
         }));

@@ -139,9 +139,12 @@ impl EngramServer {
         Parameters(p): Parameters<IngestGitParams>,
     ) -> CallToolResult {
         let pack = self.options.workspace_pack.clone();
-        let dir = workspace_dir(p.workspace.as_deref(), &self.options.workspace_dir);
-        self.run_json("engram_ingest_git", &peer, move |e, c| e.workspace(&pack).ingest_git(&dir, p.days, c))
-            .await
+        let default = self.options.workspace_dir.clone();
+        self.run_json("engram_ingest_git", &peer, move |e, c| {
+            let dir = checked_workspace(e, p.workspace.as_deref(), &default)?;
+            e.workspace(&pack).ingest_git(&dir, p.days, c)
+        })
+        .await
     }
 
     #[tool(
@@ -155,6 +158,21 @@ impl EngramServer {
         let result = self.summarize(&peer, p).await;
         self.json_result(result)
     }
+}
+
+/// The workspace a tool names (`given`, else the server's `default`): a path the caller
+/// gives is checked against the server's rule ([`crate::ops::Engram::server_path`]; on a
+/// team server only the operator's `--allow-path` directories).
+fn checked_workspace(
+    e: &crate::ops::Engram,
+    given: Option<&str>,
+    default: &std::path::Path,
+) -> Result<std::path::PathBuf, WorkspaceError> {
+    let dir = workspace_dir(given, default);
+    if given.is_some_and(|g| !g.trim().is_empty()) {
+        return Ok(e.server_path(&dir)?);
+    }
+    Ok(dir)
 }
 
 impl EngramServer {
@@ -172,11 +190,14 @@ impl EngramServer {
             .into());
         }
         let pack = self.options.workspace_pack.clone();
-        let dir = workspace_dir(p.workspace.as_deref(), &self.options.workspace_dir);
+        let (given, default) = (p.workspace.clone(), self.options.workspace_dir.clone());
         let days = p.days;
         let pack2 = pack.clone();
         let request = self
-            .blocking("engram_summarize", peer, move |e, _| e.workspace(&pack2).summary_request(&dir, days))
+            .blocking("engram_summarize", peer, move |e, _| {
+                let dir = checked_workspace(e, given.as_deref(), &default)?;
+                e.workspace(&pack2).summary_request(&dir, days)
+            })
             .await?;
         if request.commits == 0 {
             return Ok(json!({

@@ -113,6 +113,103 @@ pub fn check_arguments(args: &serde_json::Map<String, serde_json::Value>) -> Res
     Ok(())
 }
 
+/// The control-character rule of [`check_arguments`] alone, for a text that comes another
+/// way than a tool call (a form field of the web page, `engram knowledge import`'s file);
+/// `field` names it in the error.
+pub fn check_controls(field: &str, text: &str) -> Result<(), EngramError> {
+    let mut total = 0;
+    match first_control(text) {
+        Some(_) => check_text(field, text, &mut total),
+        None => Ok(()),
+    }
+}
+
+/// [`check_controls`] on every text (keys too) of a JSON value (the web page's JSON API).
+pub fn check_controls_in(value: &serde_json::Value) -> Result<(), EngramError> {
+    use serde_json::Value;
+    let mut stack = vec![(String::from("body"), value)];
+    while let Some((path, v)) = stack.pop() {
+        match v {
+            Value::String(s) => check_controls(&path, s)?,
+            Value::Array(items) => {
+                stack.extend(items.iter().enumerate().map(|(i, item)| (format!("{path}[{i}]"), item)))
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let at = format!("{path}.{key}");
+                    check_controls(&at, key)?;
+                    stack.push((at, item));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Why a bounded read of a file refused it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadLimitError {
+    /// The file is larger than the limit.
+    #[error("{path} is {size} bytes or more; the limit is {limit} bytes — nothing was read past it")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size (or the bytes read before stopping).
+        size: u64,
+        /// The limit.
+        limit: usize,
+    },
+    /// The path is a device (`/dev/zero`), a directory or a socket, not a file.
+    #[error("{path} is {kind}, not a file")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// Reads at most `limit` bytes of the file at `path`, refusing a larger one: its size and
+/// type are checked first, and the read itself stops at `limit + 1` bytes (a pipe or a file
+/// that grows cannot make it read more). A device such as `/dev/zero` is refused unread.
+pub fn read_bounded(path: &std::path::Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::FileTypeExt as _;
+    let shown = || path.display().to_string();
+    let io = |source| ReadLimitError::Io { path: shown(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let kind = meta.file_type();
+    let not_a_file = |kind| ReadLimitError::NotAFile { path: shown(), kind };
+    if kind.is_dir() {
+        return Err(not_a_file("a directory"));
+    }
+    if kind.is_char_device() || kind.is_block_device() {
+        return Err(not_a_file("a device"));
+    }
+    if kind.is_socket() {
+        return Err(not_a_file("a socket"));
+    }
+    if kind.is_file() && meta.len() > limit as u64 {
+        return Err(ReadLimitError::TooLarge { path: shown(), size: meta.len(), limit });
+    }
+    let mut out = Vec::with_capacity(if kind.is_file() { meta.len() as usize } else { 8192 });
+    file.take(limit as u64 + 1).read_to_end(&mut out).map_err(io)?;
+    if out.len() > limit {
+        return Err(ReadLimitError::TooLarge { path: shown(), size: out.len() as u64, limit });
+    }
+    Ok(out)
+}
+
 fn walk(value: &serde_json::Value, path: &mut String, total: &mut usize) -> Result<(), EngramError> {
     use serde_json::Value;
     match value {
@@ -192,6 +289,20 @@ mod tests {
 
     fn check(v: serde_json::Value) -> Result<(), String> {
         check_arguments(v.as_object().expect("object")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn bounded_reads_stop_at_the_limit() {
+        assert!(matches!(
+            read_bounded(std::path::Path::new("/dev/zero"), 10),
+            Err(ReadLimitError::NotAFile { .. })
+        ));
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"0123456789").expect("write");
+        assert_eq!(read_bounded(&f, 10).expect("at the limit").len(), 10);
+        assert!(matches!(read_bounded(&f, 9), Err(ReadLimitError::TooLarge { .. })));
+        assert!(matches!(read_bounded(dir.path(), 9), Err(ReadLimitError::NotAFile { .. })));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod files;
 mod notes;
 mod packs;
 mod personal;
+pub mod server_paths;
 mod workspace;
 
 use std::collections::HashMap;
@@ -333,6 +334,8 @@ pub struct Config {
     pub auto_trace: bool,
     /// Word vectors that re-rank search hits (`--embeddings PATH`); `None`: lexical only.
     pub embeddings: Option<std::sync::Arc<crate::search::Embeddings>>,
+    /// Which paths of this machine tool arguments may name (closed on a team server).
+    pub server_paths: server_paths::ServerPaths,
 }
 
 impl Config {
@@ -348,6 +351,7 @@ impl Config {
             sync: SyncSettings::default(),
             auto_trace: false,
             embeddings: None,
+            server_paths: server_paths::ServerPaths::Open,
         }
     }
 }
@@ -474,6 +478,15 @@ impl Engram {
         };
         let guard = self.hold(&repo, dir)?;
         f(&guard).map(Some)
+    }
+
+    /// The path of this machine a tool argument names (`given`), checked against
+    /// [`Config::server_paths`]: on a team server only allowed directories are reachable.
+    pub fn server_path(&self, given: &Path) -> Result<PathBuf> {
+        self.config
+            .server_paths
+            .check(given)
+            .map_err(|e| EngramError::BadPath { path: given.display().to_string(), reason: e.to_string() })
     }
 
     /// Resolves a pack by name.

@@ -86,7 +86,26 @@ pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response,
 pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
     for p in state.engram.packs().list() {
-        let (head, listing) = state.memories(&p.name, None)?;
+        // One pack that cannot be read is shown with its error; it never hides the others.
+        let (head, listing) = match state.memories(&p.name, None) {
+            Ok(read) => read,
+            Err(failure) => {
+                out.push(json!({
+                    "name": p.name,
+                    "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
+                    "memories": 0,
+                    "head": Value::Null,
+                    "categories": {},
+                    "types": {},
+                    "knowledge": 0,
+                    "examples": 0,
+                    "sync": Value::Null,
+                    "lint": Value::Null,
+                    "error": crate::secrets::mask_url_credentials(&failure.to_string()),
+                }));
+                continue;
+            }
+        };
         let count = |by: &[(String, usize)]| -> serde_json::Map<String, Value> {
             by.iter().map(|(c, n)| (c.clone(), json!(n))).collect()
         };
@@ -228,13 +247,24 @@ pub(crate) fn target_at(
             "`base` is required: the commit the memory was read at (the list's `commit`), so a change made since is never overwritten",
         ));
     };
+    if base.len() > 64 || !base.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Failure::bad_request(
+            "`base` is a commit id: 4 to 64 hexadecimal digits (the list's `commit`)",
+        ));
+    }
     let (_, at_base) = state.memories(pack, Some(base))?;
     match at_base.find(id) {
         Some(item) => Ok(MemoryTarget { id: id.to_owned(), expected: Some(item) }),
         None => {
             let (_, now) = state.memories(pack, None)?;
-            let current = now.find(id).map(Box::new);
-            Err(EngramError::Stale { id: id.to_owned(), current }.into())
+            match now.find(id).map(Box::new) {
+                // Added since `base`: the writer did not see it.
+                Some(current) => Err(EngramError::Stale { id: id.to_owned(), current: Some(current) }.into()),
+                None => Err(Failure::Status(
+                    StatusCode::NOT_FOUND,
+                    format!("no memory {id} in {pack} (neither at `base` nor now)"),
+                )),
+            }
         }
     }
 }

@@ -6,9 +6,14 @@
 //! 2. a state-changing request (any method but GET/HEAD) whose `Origin` is not this server's own
 //!    origin, or whose `Sec-Fetch-Site` says another site or origin, gets 403 — before the token is
 //!    looked at, so a cross-origin form or fetch never reaches an operation;
-//! 3. `?token=<token>` on a GET sets the cookie and redirects to the same address without it
-//!    (the token does not stay in the address bar or the history);
-//! 4. the token must come in the cookie or as `Authorization: Bearer <token>`, else 401.
+//! 3. `?token=<token>` on a GET at a loopback address redirects to the page's own host name,
+//!    `<random>.localhost:<port>` (a name of this launch alone, which browsers resolve to
+//!    loopback), with the token; there it sets the cookie, scoped to that host name only (no
+//!    `Domain`), and redirects to the same address without the token (it does not stay in the
+//!    address bar or the history). Browsers keep cookies apart by host name but not by port: a
+//!    cookie set for `127.0.0.1` would be sent to every other server on `127.0.0.1`;
+//! 4. the token must come in the cookie (at the page's host name only) or as
+//!    `Authorization: Bearer <token>`, else 401.
 //!
 //! Every answer carries a strict Content-Security-Policy (scripts and styles from this server
 //! only, no frames), `no-store`, `nosniff` and `Referrer-Policy: same-origin` (with `no-referrer`,
@@ -31,15 +36,36 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// The token and what the checks need to know about the server.
 pub(crate) struct Guard {
     token: String,
-    /// Cookie name, per port: cookies are not kept apart by port, two servers' are.
+    /// Cookie name, per port: two launches' pages at one host name keep their own.
     cookie: String,
     loopback: bool,
+    /// Bound to loopback: the page's own host and port, `<random>.localhost:<port>`, the only
+    /// host its cookie is set for and accepted at.
+    page_host: Option<String>,
 }
 
 impl Guard {
-    /// The guard of a server bound to `addr` with `token`.
-    pub(crate) fn new(token: String, addr: SocketAddr) -> Self {
-        Self { token, cookie: format!("engram_ui_{}", addr.port()), loopback: addr.ip().is_loopback() }
+    /// The guard of a server bound to `addr` with `token`; `label` (random, of this launch)
+    /// names the page's host, `<label>.localhost`.
+    pub(crate) fn new(token: String, addr: SocketAddr, label: &str) -> Self {
+        let loopback = addr.ip().is_loopback();
+        Self {
+            token,
+            cookie: format!("engram_ui_{}", addr.port()),
+            loopback,
+            page_host: loopback.then(|| format!("{}.localhost:{}", label.to_ascii_lowercase(), addr.port())),
+        }
+    }
+
+    /// Whether `host` (a `Host` header) is the page's own host name.
+    fn is_page_host(&self, host: &str) -> bool {
+        self.page_host.as_deref().is_some_and(|p| p.eq_ignore_ascii_case(host))
+    }
+
+    /// Whether a cookie sent with `Host: host` counts: at the page's host name only, when it
+    /// has one.
+    fn cookie_counts_at(&self, host: &str) -> bool {
+        self.page_host.is_none() || self.is_page_host(host)
     }
 
     /// Constant-time check of a given token.
@@ -59,10 +85,10 @@ impl Guard {
             .map(|(_, v)| v)
     }
 
-    fn authorised(&self, headers: &HeaderMap) -> bool {
+    fn authorised(&self, headers: &HeaderMap, host: &str) -> bool {
         let bearer = headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
         crate::mcp::http::bearer_matches(bearer, &self.token)
-            || self.cookie_token(headers).is_some_and(|t| self.matches(t))
+            || (self.cookie_counts_at(host) && self.cookie_token(headers).is_some_and(|t| self.matches(t)))
     }
 }
 
@@ -141,7 +167,7 @@ pub(crate) async fn check(State(state): State<Arc<UiState>>, req: Request, next:
 
 async fn decide(guard: &Guard, req: Request, next: Next) -> Response {
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default().to_owned();
-    if guard.loopback && !loopback_host(&host) {
+    if guard.loopback && !loopback_host(&host) && !guard.is_page_host(&host) {
         return refuse(
             req.headers(),
             StatusCode::FORBIDDEN,
@@ -164,6 +190,13 @@ async fn decide(guard: &Guard, req: Request, next: Next) -> Response {
                 "401 Unauthorized: the token in the address is not this server's; open the URL `engram ui` printed\n",
             );
         }
+        if let Some(page) = &guard.page_host
+            && !guard.is_page_host(&host)
+        {
+            // No cookie at a shared name: on to the page's own, where the cookie stays.
+            let location = format!("http://{page}{}", req.uri());
+            return (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response();
+        }
         let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", guard.cookie, guard.token);
         let mut res = (StatusCode::SEE_OTHER, [(header::LOCATION, without_token(&req))]).into_response();
         if let Ok(v) = HeaderValue::from_str(&cookie) {
@@ -171,7 +204,7 @@ async fn decide(guard: &Guard, req: Request, next: Next) -> Response {
         }
         return res;
     }
-    if !guard.authorised(req.headers()) {
+    if !guard.authorised(req.headers(), &host) {
         return refuse(
             req.headers(),
             StatusCode::UNAUTHORIZED,

@@ -336,6 +336,7 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/api/packs/{pack}/memories/{id}", axum::routing::patch(api::correct).delete(api::delete))
         .route("/api/packs/{pack}/history", get(api::history))
         .route("/api/packs/{pack}/revert", post(api::revert))
+        .layer(axum::middleware::from_fn(text_rules))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check))
         .layer(axum::middleware::from_fn(server_timing))
         .with_state(state)
@@ -356,6 +357,53 @@ async fn server_timing(
         res.headers_mut().insert(SERVER_TIMING, v);
     }
     res
+}
+
+/// Largest request body the page reads (a form or a JSON body; axum's own default).
+const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// The text rule of the MCP tools for everything the page is sent: no field of a form and
+/// no text of a JSON body may hold a control character other than tab, LF and CR (a NUL
+/// would make git treat a memory file as binary). Refused with 400 before any handler.
+async fn text_rules(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse as _;
+    if matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        let text = format!("413 Payload Too Large: the body is over {MAX_BODY_BYTES} bytes\n");
+        return (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
+            .into_response();
+    };
+    let json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
+    let checked = if json {
+        match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(value) => crate::ops::limits::check_controls_in(&value),
+            Err(_) => Ok(()), // the handler says what is wrong with it
+        }
+    } else {
+        form_urlencoded::parse(&bytes).try_for_each(|(k, v)| {
+            crate::ops::limits::check_controls(&k, &k)?;
+            crate::ops::limits::check_controls(&k, &v)
+        })
+    };
+    if let Err(e) = checked {
+        if json {
+            let body = serde_json::json!({"error": e.to_string()}).to_string();
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body)
+                .into_response();
+        }
+        let text = format!("400 Bad Request: {e}; nothing was changed\n");
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
+            .into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
 /// The `Server-Timing` header's name.
@@ -392,11 +440,14 @@ pub async fn serve_with(
         .map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let local = listener.local_addr().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let listening = Listening { addr: local, token: token.clone() };
+    // The browser keeps the page's cookie under a host name of this launch alone: cookies are
+    // not kept apart by port, so one set for 127.0.0.1 would go to every local server.
+    let label = random_token().map_err(|source| HttpError::Bind { addr: opts.addr, source })?;
     let graph = UserGraph::new(engram.clone(), stores.structured).map(Arc::new).map_err(|e| e.to_string());
     let state = Arc::new(UiState {
         engram,
         lists: Mutex::new(Vec::new()),
-        guard: auth::Guard::new(token, local),
+        guard: auth::Guard::new(token, local, &label[..16]),
         notes_pack: stores.notes_pack,
         graph,
         jobs: packs::Jobs::default(),
@@ -473,11 +524,12 @@ impl Failure {
     }
 
     /// The message shown to the person.
-    fn message(&self) -> String {
-        match self {
+    pub(crate) fn message(&self) -> String {
+        let text = match self {
             Self::Status(_, m) => m.clone(),
             Self::Engram(e) => e.to_string(),
-        }
+        };
+        crate::secrets::mask_url_credentials(&text).into_owned()
     }
 }
 

@@ -106,6 +106,9 @@ pub(crate) async fn init(State(state): State<Arc<UiState>>, headers: HeaderMap, 
     let f = form(&bytes);
     let name = field(&f, "name").trim().to_owned();
     let nested = optional(&f, "nested").is_some();
+    if let Err(e) = crate::pack::validate_new_name(&name) {
+        return cx.failure(&Failure::bad_request(e.to_string()), "/");
+    }
     let n = name.clone();
     match blocking(move || Ok(state.engram.init_engram(&n, nested)?)).await {
         Ok(_) => see_other(&format!("/p/{}?done=init", url(&name))),

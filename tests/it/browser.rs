@@ -52,6 +52,7 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     // With it: the packs, then the pack's memories.
     b.goto(&ui.url);
     wait_for(WAIT, "the redirect without the token", || (!b.url().contains("token=")).then_some(()));
+    let base = crate::webdriver::origin(&b.url());
     b.click(&b.find("a[href=\"/p/p/memory\"]"));
     wait_for(WAIT, "the memory page", || b.url().ends_with("/p/p/memory").then_some(()));
     assert_eq!(b.find_all("article.memory").len(), 2);
@@ -172,7 +173,7 @@ fn screenshots() {
     assert_eq!(status, 200);
     b.goto(&ui.url);
     wait_for(WAIT, "the cookie", || (!b.url().contains("token=")).then_some(()));
-    let base = format!("http://{}", ui.authority);
+    let base = crate::webdriver::origin(&b.url());
     for lang in ["en", "zh"] {
         for (page, path) in [("home", "/"), ("memory", "/p/coach/memory"), ("history", "/p/coach/history")] {
             b.goto(&format!("{base}{path}?lang={lang}"));
@@ -236,7 +237,7 @@ fn a_cross_site_form_post_in_the_browser_is_refused_and_commits_nothing() {
     // The browser holds the page's cookie (the attacker's page is the same site: cookies go along).
     b.goto(&ui.url);
     wait_for(WAIT, "the cookie", || (!b.url().contains("token=")).then_some(()));
-    let target = format!("http://{}", ui.authority);
+    let target = crate::webdriver::origin(&b.url());
     let attacker = Attacker::start(&target);
     b.goto(&format!("http://{}/", attacker.addr));
     wait_for(WAIT, "the form to reach the page", || b.url().starts_with(&target).then_some(()));

@@ -21,7 +21,7 @@ const WAIT: Duration = Duration::from_secs(30);
 fn open(b: &Browser, ui: &UiServer) -> String {
     b.goto(&ui.url);
     wait_for(WAIT, "the redirect without the token", || (!b.url().contains("token=")).then_some(()));
-    format!("http://{}", ui.authority)
+    crate::webdriver::origin(&b.url())
 }
 
 fn runtime() -> tokio::runtime::Runtime {

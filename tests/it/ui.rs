@@ -125,15 +125,11 @@ fn the_page_needs_the_token_and_keeps_it_in_a_strict_cookie() {
     assert_eq!(status, 401, "no token, no API");
     let (status, _, _) = ui.request("GET", "/?token=0123456789abcdef0123456789abcdef", &[], "");
     assert_eq!(status, 401, "a wrong token");
-    let (status, head, _) = ui.request("GET", &format!("/?token={}", ui.token), &[], "");
-    assert_eq!(status, 303, "{head}");
-    let head_lc = head.to_ascii_lowercase();
-    assert!(head_lc.contains("location: /\r\n"), "the token leaves the address: {head}");
-    let cookie_line =
-        head.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).expect("a cookie");
+    let (page_host, cookie_line) = page_cookie(&ui);
     assert!(cookie_line.contains("HttpOnly") && cookie_line.contains("SameSite=Strict"), "{cookie_line}");
     let cookie = cookie_line.split_once(':').unwrap().1.split(';').next().unwrap().trim().to_owned();
-    let (status, head, body) = ui.request("GET", "/", &[("Cookie", &cookie)], "");
+    let at_page = [("Host", page_host.as_str()), ("Cookie", cookie.as_str())];
+    let (status, head, body) = ui.request("GET", "/", &at_page, "");
     assert_eq!(status, 200);
     assert!(body.contains("href=\"/p/p\""), "the pack is listed: {body}");
     assert!(head.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"), "{head}");
@@ -142,6 +138,95 @@ fn the_page_needs_the_token_and_keeps_it_in_a_strict_cookie() {
     let (status, packs) = ui.api("GET", "/api/packs", None);
     assert_eq!(status, 200, "a script sends the bearer token");
     assert_eq!(packs[0]["name"], "p");
+}
+
+/// Follows the printed URL as a browser does: at `127.0.0.1` it is sent on to the page's own
+/// host name (no cookie there), where the cookie is set and the token leaves the address.
+/// Answers (the page's `Host`, its `Set-Cookie` line).
+fn page_cookie(ui: &UiServer) -> (String, String) {
+    let (status, head, _) = ui.request("GET", &format!("/?token={}", ui.token), &[], "");
+    assert_eq!(status, 303, "{head}");
+    assert!(!head.to_ascii_lowercase().contains("set-cookie"), "no cookie at 127.0.0.1: {head}");
+    let location = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("location")).map(|(_, v)| v.trim())
+        })
+        .expect("a location")
+        .to_owned();
+    let rest = location.strip_prefix("http://").expect("an absolute location");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let port = ui.authority.rsplit_once(':').expect("a port").1;
+    let label = host.strip_suffix(&format!(".localhost:{port}")).expect("a .localhost name of the same port");
+    assert!(label.len() >= 16 && label.chars().all(|c| c.is_ascii_hexdigit()), "a random name: {host}");
+    let (status, head, _) = ui.request("GET", &format!("/{path}"), &[("Host", host)], "");
+    assert_eq!(status, 303, "{head}");
+    assert!(head.to_ascii_lowercase().contains("location: /\r\n"), "the token leaves the address: {head}");
+    let cookie_line = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .expect("a cookie")
+        .to_owned();
+    assert!(!cookie_line.to_ascii_lowercase().contains("domain="), "host-only: {cookie_line}");
+    (host.to_owned(), cookie_line)
+}
+
+/// A browser's cookie jar of one host-only cookie (RFC 6265 §5.4: sent only to the host it
+/// was set by, whatever the port).
+fn cookie_for(set_by: &str, cookie: &str, request_host: &str) -> Option<String> {
+    let name = |h: &str| h.rsplit_once(':').map_or(h, |(n, _)| n).to_ascii_lowercase();
+    (name(set_by) == name(request_host)).then(|| cookie.to_owned())
+}
+
+#[test]
+fn another_local_server_never_receives_the_pages_token() {
+    use std::io::{Read as _, Write as _};
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let (page_host, cookie_line) = page_cookie(&ui);
+    let cookie = cookie_line.split_once(':').unwrap().1.split(';').next().unwrap().trim().to_owned();
+    // The page works with its cookie at its own host name.
+    let (status, _, body) = ui.request("GET", "/", &[("Host", &page_host), ("Cookie", &cookie)], "");
+    assert_eq!(status, 200, "{body}");
+    // The same cookie at 127.0.0.1 (where the old page kept it) is worth nothing.
+    let (status, _, _) = ui.request("GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(status, 401, "a cookie at a shared host name is not the page's");
+
+    // Another local program listens on another port; a browser that holds the page's cookie
+    // visits it by every local name it may be reached at.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other_port = other.local_addr().expect("addr").port();
+    let received = std::thread::spawn(move || {
+        let mut all = String::new();
+        for _ in 0..3 {
+            let (mut s, _) = other.accept().expect("accept");
+            let mut buf = vec![0u8; 65536];
+            let n = s.read(&mut buf).unwrap_or(0);
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+            let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+        }
+        all
+    });
+    for host in
+        [format!("127.0.0.1:{other_port}"), format!("localhost:{other_port}"), format!("[::1]:{other_port}")]
+    {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", other_port)).expect("connect");
+        let mut req = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        if let Some(c) = cookie_for(&page_host, &cookie, &host) {
+            req.push_str(&format!("Cookie: {c}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).expect("send");
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    }
+    let received = received.join().expect("the other server");
+    assert!(!received.contains(&ui.token), "the other server got the token:\n{received}");
+    assert!(!received.to_ascii_lowercase().contains("cookie"), "{received}");
+    // And what it got opens nothing on the page.
+    let (status, _, _) = ui.request("GET", "/api/packs", &[("Host", &page_host)], "");
+    assert_eq!(status, 401);
 }
 
 /// The server's time on an answer, from its `Server-Timing: app;dur=<ms>` header.

@@ -249,3 +249,10 @@ impl Drop for Browser {
         let _ = self.driver.wait();
     }
 }
+
+/// The origin (`http://host:port`) of an address: where the page lives after `engram ui`'s
+/// redirect to its own host name.
+pub fn origin(url: &str) -> String {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    format!("http://{}", rest.split('/').next().unwrap_or_default())
+}

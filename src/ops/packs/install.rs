@@ -116,11 +116,50 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_dir() {
             copy_tree(&entry.path(), &to.join(&name))?;
         } else if kind.is_file() {
+            let size = entry.metadata()?.len();
+            if size > MAX_PACK_FILE_BYTES as u64 {
+                return Err(too_large(&entry.path(), size));
+            }
             fs::copy(entry.path(), to.join(&name))?;
         }
         // Symbolic links are not copied: a pack must not point outside itself.
     }
     Ok(())
+}
+
+use crate::pack_root::MAX_PACK_FILE_BYTES;
+
+fn too_large(path: &Path, size: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::FileTooLarge,
+        format!(
+            "{} is {size} bytes; a pack file may be at most {MAX_PACK_FILE_BYTES} bytes (engram would not read it)",
+            path.display()
+        ),
+    )
+}
+
+/// The first file under `dir` (its `.git` aside) larger than [`MAX_PACK_FILE_BYTES`]: a
+/// fetched pack holding one is refused before it is put in place.
+fn oversized_file(dir: &Path) -> Option<std::io::Error> {
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let Ok(meta) = entry.path().symlink_metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.len() > MAX_PACK_FILE_BYTES as u64 {
+                let shown =
+                    entry.path().strip_prefix(dir).map(Path::to_owned).unwrap_or_else(|_| entry.path());
+                return Some(too_large(&shown, meta.len()));
+            }
+        }
+    }
+    None
 }
 
 impl Engram {
@@ -138,7 +177,12 @@ impl Engram {
         if let Some(builtin) = source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
         }
-        let looks_like_url = source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
+        // On a team server a path is a path whether or not it exists: whether a directory of
+        // the server exists is not the caller's to learn (the path rule refuses it alike).
+        let closed_path =
+            self.config.server_paths.is_closed() && (source.starts_with('/') || source.starts_with('.'));
+        let looks_like_url =
+            closed_path || source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
         if looks_like_url {
             return self.install_from(source, progress);
         }
@@ -196,6 +240,20 @@ impl Engram {
         let name = target_name(source);
         validate_new_name(&name)
             .map_err(|e| fail(format!("安装失败：无法从 {source} 得到合法目录名 ({e})")))?;
+        // On a team server a local source must lie in a directory the operator allowed
+        // (never the packs directory: it holds every user's own packs).
+        let checked;
+        let source = match crate::ops::server_paths::local_source(source) {
+            Some(path) if self.config.server_paths.is_closed() => {
+                checked = self
+                    .server_path(&path)
+                    .map_err(|e| fail(format!("安装失败：{e}")))?
+                    .to_string_lossy()
+                    .into_owned();
+                checked.as_str()
+            }
+            _ => source,
+        };
         let target = self.config.packs_dir.join(&name);
         if target.exists() {
             return Err(fail(format!("安装失败：目标目录已存在 {name}")));
@@ -213,6 +271,10 @@ impl Engram {
             crate::store::clone_pack(source, &tmp, &self.config.sync.credentials, progress)
                 .map_err(|e| format!("git clone 出错。{e}"))
         };
+        let fetched = fetched.and_then(|()| match oversized_file(&tmp) {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        });
         if let Err(e) = fetched {
             let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(format!("安装失败：{e}")));

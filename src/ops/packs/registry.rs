@@ -2,7 +2,6 @@
 //! community registry URL and local registry files, merged as the reference
 //! does; `search_engrams` / `engram registry search` over it.
 
-use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -112,7 +111,7 @@ impl Registry {
 
     /// Loads and merges registry files (a file that cannot be read counts as empty).
     pub fn load(files: &[PathBuf]) -> Self {
-        let texts: Vec<String> = files.iter().filter_map(|f| fs::read_to_string(f).ok()).collect();
+        let texts: Vec<String> = files.iter().filter_map(|f| read_registry_file(f)).collect();
         Self::merge(&texts)
     }
 
@@ -183,12 +182,27 @@ pub fn render_entry(e: &RegistryEntry) -> String {
     format!("{} - {} [{}] ({})", e.name.trim(), e.description.trim(), tags.join(", "), e.author.trim())
 }
 
+/// The text of a registry file, read at most [`MAX_REMOTE_BYTES`] (a registry is a few
+/// kilobytes; `/dev/zero` or a huge file is refused unread, with a warning). A file that
+/// is missing or not text counts as empty, as in the reference.
+fn read_registry_file(path: &std::path::Path) -> Option<String> {
+    use crate::ops::limits::{ReadLimitError, read_bounded};
+    match read_bounded(path, MAX_REMOTE_BYTES as usize) {
+        Ok(bytes) => String::from_utf8(bytes).ok(),
+        Err(ReadLimitError::Io { .. }) => None,
+        Err(e) => {
+            eprintln!("engram: registry file ignored: {e}");
+            None
+        }
+    }
+}
+
 /// Reads a community registry: an `http(s)://` URL (10 s timeout, at most 4 MiB) or a
 /// local file. Any failure counts as an empty registry (as in the reference): a registry
 /// that cannot be reached must not break search or install.
 fn fetch_remote(url: &str) -> Option<String> {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return fs::read_to_string(url.strip_prefix("file://").unwrap_or(url)).ok();
+        return read_registry_file(std::path::Path::new(url.strip_prefix("file://").unwrap_or(url)));
     }
     let agent: ureq::Agent =
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into();
@@ -210,7 +224,7 @@ impl Engram {
             files.push(p.join("registry.local.json"));
         }
         files.extend(self.config.registry_files.iter().cloned());
-        texts.extend(files.iter().filter_map(|f| fs::read_to_string(f).ok()));
+        texts.extend(files.iter().filter_map(|f| read_registry_file(f)));
         Registry::merge(&texts)
     }
 

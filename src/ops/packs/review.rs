@@ -158,23 +158,25 @@ impl Engram {
         let label = branch.to_string();
         let cx = MergeContext { host: branch.name(), remote: &label, now: self.now(), caller };
         // Through this process's handle of the pack, like every write (its caches follow).
-        let outcome = self.with_repo(&dir, |repo| {
-            repo.accept_proposal(&branch, |view| {
-                let mut merge = resolve(view, &cx)?;
-                if let crate::store::Integration::Merge { message, value, .. } = &mut merge {
-                    message.subject = format!(
-                        "review: accept {branch} ({} commits, {} memories{})",
-                        value.commits,
-                        value.memories,
-                        match value.memory_conflicts.len() + value.file_conflicts.len() {
-                            0 => String::new(),
-                            n => format!(", {n} conflicts"),
-                        }
-                    );
-                }
-                Ok(merge)
+        let outcome = self
+            .with_repo(&dir, |repo| {
+                repo.accept_proposal(&branch, |view| {
+                    let mut merge = resolve(view, &cx)?;
+                    if let crate::store::Integration::Merge { message, value, .. } = &mut merge {
+                        message.subject = format!(
+                            "review: accept {branch} ({} commits, {} memories{})",
+                            value.commits,
+                            value.memories,
+                            match value.memory_conflicts.len() + value.file_conflicts.len() {
+                                0 => String::new(),
+                                n => format!(", {n} conflicts"),
+                            }
+                        );
+                    }
+                    Ok(merge)
+                })
             })
-        })?;
+            .map_err(|e| proposal_secret(e, name, &branch))?;
         match outcome {
             None => Err(no_proposal(name, &branch)),
             Some(Integrated::Merged { commit, value }) => {
@@ -284,6 +286,26 @@ impl Engram {
             repo.proposal_target().map(|b| b.to_string()).unwrap_or_default()
         );
         Ok(())
+    }
+}
+
+/// The refusal of an accept whose proposal adds what looks like a secret, in review's
+/// words: the store's guard speaks of commits fetched from a remote and `engram sync`,
+/// which is not what happened (the accept may also have committed hand edits first).
+fn proposal_secret(e: EngramError, name: &str, branch: &ProposalBranch) -> EngramError {
+    let EngramError::Secret(crate::store::StoreError::Secret {
+        findings,
+        origin: crate::store::SecretSource::Remote,
+    }) = &e
+    else {
+        return e;
+    };
+    let listed: String = findings.iter().take(10).map(|f| format!("\n- {f}")).collect();
+    EngramError::Invalid {
+        field: "branch",
+        reason: format!(
+            "拒绝接受 (refused): the commits of {branch} add what looks like a secret; nothing of the proposal was merged into {name} (hand edits in its working tree, if any, were committed first as an `edit:` commit):{listed}\nReject the proposal (`engram review reject {name} {branch}`), or have its author remove the secret from the branch; secrets must never enter the pack's git history."
+        ),
     }
 }
 

@@ -143,7 +143,12 @@ impl SyncReport {
     pub fn render(&self) -> String {
         let head =
             if self.is_success() { "同步完成 (synced)" } else { "同步未完成 (sync incomplete)" };
-        let mut s = format!("{head}: {} ↔ {} ({})\n", self.pack, self.remote, self.url);
+        let mut s = format!(
+            "{head}: {} ↔ {} ({})\n",
+            self.pack,
+            self.remote,
+            crate::secrets::mask_url_credentials(&self.url)
+        );
         let incoming = match &self.incoming {
             Incoming::RemoteEmpty => "the remote has no commits on this branch yet".to_owned(),
             Incoming::UpToDate => "nothing new on the remote".to_owned(),
@@ -737,12 +742,17 @@ impl Engram {
     }
 
     /// `sync_status(name)`: remote, ahead/behind (as of the last fetch), last sync, conflicts. No network.
+    /// Only a pack of this server's packs directory, by name: never a user's own pack of a
+    /// team server (`.users/<user>/<pack>`, which the tools of every user could name).
     pub fn sync_status(&self, name: &str) -> Result<String> {
-        let pack_dir = self.sync_dir(name)?;
+        let pack_dir = self.resolve(name)?.dir;
         let repo = self.sync_repo_to_read(name, &pack_dir)?;
         let remote = self.pick_remote(name, &repo)?;
-        let mut s =
-            format!("## 同步状态 (sync status): {name}\n- remote: {} ({})\n", remote.name, remote.url);
+        let mut s = format!(
+            "## 同步状态 (sync status): {name}\n- remote: {} ({})\n",
+            remote.name,
+            crate::secrets::mask_url_credentials(&remote.url)
+        );
         let branch = repo.branch_name()?;
         match repo.ahead_behind(&remote.name)? {
             Some((ahead, behind)) => s.push_str(&format!(
