@@ -39,6 +39,9 @@ const MARK_FILE: &str = "engram-lock-mark";
 /// Where a new index is written before it is renamed over `.git/index`.
 const SCRATCH: &str = "engram-index.new";
 
+/// The index an update replaced, kept until the lock is given up.
+const PREVIOUS: &str = "engram-index.prev";
+
 /// Sleeps between tries, doubling from 1 ms up to 25 ms.
 pub(super) struct Backoff {
     next: Duration,
@@ -158,8 +161,8 @@ fn take(git_dir: &Path, lock: &Path) -> std::io::Result<bool> {
 /// `.git/index.lock`, held by this process until dropped.
 pub(super) struct IndexLock {
     git_dir: PathBuf,
-    /// The index this lock replaced last, to put back when the commit fails.
-    previous: Option<Vec<u8>>,
+    /// The index this lock replaced last is kept at [`PREVIOUS`], to put back when the commit fails.
+    previous: bool,
 }
 
 impl IndexLock {
@@ -185,7 +188,7 @@ impl IndexLock {
         let mut backoff = Backoff::new();
         loop {
             match take(&git_dir, &lock) {
-                Ok(true) => return Ok(Self { git_dir, previous: None }),
+                Ok(true) => return Ok(Self { git_dir, previous: false }),
                 Ok(false) => {}
                 Err(e) => return Err(io_err("take the git index lock", &lock, e)),
             }
@@ -203,38 +206,74 @@ impl IndexLock {
         }
     }
 
-    /// Puts `index`'s entries in place of `.git/index` (keeping its version), as
-    /// one rename, keeping the lock.
-    pub(super) fn install_index(&mut self, index: &git2::Index, dir: &Path) -> Result<()> {
+    /// Changes `.git/index` with `change`, keeping the lock: the index is linked
+    /// to a scratch name (and to the previous-index name, to put it back), read
+    /// there by libgit2 (its version and the extensions libgit2 knows kept),
+    /// changed, written (libgit2 writes `<scratch>.lock` and renames it), and
+    /// renamed over `.git/index` — only the changed entries are touched, and one
+    /// file is created per update (links where the file system has them).
+    pub(super) fn update_index(
+        &mut self,
+        dir: &Path,
+        change: impl FnOnce(&mut git2::Index) -> std::result::Result<(), git2::Error>,
+    ) -> Result<()> {
         let index_path = self.git_dir.join("index");
         let scratch = self.git_dir.join(SCRATCH);
+        let previous = self.git_dir.join(PREVIOUS);
         // Left by a writer that died: this one holds the pack's `flock` and `index.lock`.
-        let _ = fs::remove_file(&scratch);
-        let _ = fs::remove_file(self.git_dir.join(format!("{SCRATCH}.lock")));
-        let git = |e| git_err("writing the index", dir, e);
-        let mut copy = git2::Index::open(&scratch).map_err(git)?;
-        copy.set_version(index.version()).map_err(git)?;
-        for entry in index.iter() {
-            copy.add(&entry).map_err(git)?;
+        for path in [&scratch, &previous, &self.git_dir.join(format!("{SCRATCH}.lock"))] {
+            let _ = fs::remove_file(path);
         }
-        copy.write().map_err(git)?;
-        self.previous = fs::read(&index_path).ok();
-        fs::rename(&scratch, &index_path).map_err(|e| io_err("rename into place", &index_path, e))
+        if fs::symlink_metadata(&index_path).is_ok() {
+            for name in [&scratch, &previous] {
+                link_or_copy(&index_path, name).map_err(|e| io_err("write", name, e))?;
+            }
+        }
+        let git = |e| git_err("writing the index", dir, e);
+        let mut index = match git2::Index::open(&scratch) {
+            Ok(index) => index,
+            Err(e) => {
+                check_index_settings(&git2::Repository::open(dir).map_err(git)?, dir, Some(&e))?;
+                return Err(git(e));
+            }
+        };
+        change(&mut index).map_err(git)?;
+        index.write().map_err(git)?;
+        fs::rename(&scratch, &index_path).map_err(|e| io_err("rename into place", &index_path, e))?;
+        self.previous = previous.exists();
+        Ok(())
     }
 
-    /// Puts back the index the last [`Self::install_index`] replaced (a commit
-    /// whose branch move failed).
+    /// Puts `index`'s entries in place of `.git/index` (keeping its version), as
+    /// one rename, keeping the lock: for an index read from the repository (entries
+    /// libgit2 hashed from the working tree).
+    pub(super) fn install_index(&mut self, index: &git2::Index, dir: &Path) -> Result<()> {
+        let version = index.version();
+        let entries: Vec<git2::IndexEntry> = index.iter().collect();
+        self.update_index(dir, |scratch| {
+            scratch.clear()?;
+            scratch.set_version(version)?;
+            entries.iter().try_for_each(|entry| scratch.add(entry))
+        })
+    }
+
+    /// Puts back the index the last update replaced (a commit whose branch
+    /// move failed).
     pub(super) fn put_previous_back(&mut self) {
-        let Some(bytes) = self.previous.take() else { return };
-        let scratch = self.git_dir.join(SCRATCH);
-        if fs::write(&scratch, bytes).is_ok() {
-            let _ = fs::rename(&scratch, self.git_dir.join("index"));
+        if std::mem::take(&mut self.previous) {
+            let _ = fs::rename(self.git_dir.join(PREVIOUS), self.git_dir.join("index"));
         }
     }
 }
 
+/// Links `from` to the new name `to`, or copies it where links cannot be made.
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::hard_link(from, to).or_else(|_| fs::copy(from, to).map(drop))
+}
+
 impl Drop for IndexLock {
     fn drop(&mut self) {
+        let _ = fs::remove_file(self.git_dir.join(PREVIOUS));
         let _ = fs::remove_file(self.git_dir.join(LOCK));
     }
 }

@@ -304,28 +304,28 @@ impl PackRepo {
         }
         recover::write_pending(self, old, commit_id, changes)?;
         trace.mark("pending");
-        // The new index goes in before the branch moves: a person's `git commit` reads the
-        // index before it takes git's lock, so one that sees the new HEAD must also see the
-        // new index, or its commit would drop this write's changes. (The files follow the
-        // move; their stat data goes into the index with them.)
-        let staged_early = match kind {
-            Kind::Tool { defer_index: true } => false,
+        // The files and the new index go in before the branch moves (as `git commit` writes
+        // its index first): a person's `git commit` reads the index before it takes git's
+        // lock, so one that sees the new HEAD must also see the new index, or its commit
+        // would drop this write's changes. One index update, with the files' stat data.
+        let written = match kind {
+            Kind::Tool { defer_index: true } => None,
             Kind::WorkingTree { .. } => {
                 self.stage_paths(changes.paths(), lock)?;
-                true
+                None
             }
-            _ => {
-                self.stage_committed(changes, &blobs, lock)?;
-                true
-            }
+            _ => Some(self.write_working_tree(&root, changes, &blobs, lock)?),
         };
-        trace.mark("index");
+        trace.mark("worktree+index");
         let log = format!("engram: {}", truncate_chars(&message.subject, 60));
         let moved = self.move_branch(&at.branch, old, commit_id, &log)?;
         if !moved {
-            if staged_early {
-                // Back to the index of the commit that stays (else the next write restages).
-                lock.put_previous_back();
+            // Back to the commit that stays (else the next write takes this one for a hand
+            // edit); a failure here leaves the pending record, which the next write finishes.
+            match kind {
+                Kind::Tool { defer_index: true } => {}
+                Kind::WorkingTree { .. } => lock.put_previous_back(),
+                _ => self.put_base_back(&root, &base_snapshot, changes, lock)?,
             }
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
@@ -336,16 +336,15 @@ impl PackRepo {
             recent::note_commit(&self.recent, commit_id, parent, sig.when().seconds(), rendered);
         }
         trace.mark("branch-cas");
-        match kind {
-            Kind::Tool { defer_index: true } => {
+        match (kind, written) {
+            (Kind::Tool { defer_index: true }, _) => {
                 *self.clean.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 scoped_write::sync_working_tree_deferred(self, changes, lock)?;
             }
             // The files were already there and the index is staged (above). (The caller holds
             // and resets the record of the clean working tree: `commit_hand_edits_if_any`.)
-            Kind::WorkingTree { .. } => {}
-            _ => {
-                let written = self.write_working_tree(&root, changes, &blobs, lock)?;
+            (Kind::WorkingTree { .. }, _) | (_, None) => {}
+            (_, Some(written)) => {
                 self.index_agrees_with_head();
                 let mut known = self.clean.lock().unwrap_or_else(|p| p.into_inner());
                 match known.as_mut() {
@@ -358,7 +357,6 @@ impl PackRepo {
                 }
             }
         }
-        trace.mark("worktree+index");
         recover::clear_pending(self)?;
         trace.mark("clear-pending");
         let id = commit_id.to_string();
@@ -396,6 +394,31 @@ impl PackRepo {
             index.add(&entry)?;
         }
         index.write_tree_to(&self.repo)
+    }
+
+    /// Puts the working tree and the index back to `base` for the paths of `changes`
+    /// (a commit whose branch move failed wrote them first).
+    fn put_base_back(
+        &self,
+        root: &PackRoot,
+        base: &Snapshot<'_>,
+        changes: &Changes,
+        lock: &mut IndexLock,
+    ) -> Result<()> {
+        let mut back = Changes::for_memory();
+        let mut ids = BTreeMap::new();
+        for path in changes.paths() {
+            match base.entry(path)? {
+                Some((mode, id)) if mode == MODE_BLOB || mode == MODE_EXECUTABLE => {
+                    back.put(path, base.read(path)?.unwrap_or_default());
+                    ids.insert(path, id);
+                }
+                // A link or a folder in the commit that stays: not engram's to write.
+                Some(_) => {}
+                None => back.remove(path),
+            }
+        }
+        self.write_working_tree(root, &back, &ids, lock).map(drop)
     }
 
     /// Compare-and-swap of `branch` from `old` to `new`, in a libgit2 ref
@@ -473,28 +496,6 @@ impl PackRepo {
         Ok(written)
     }
 
-    /// Puts the committed contents of `changes` into the git index before the
-    /// branch moves (see [`Self::publish`]): entries without stat data, which
-    /// git and libgit2 take as "look at the file" until the write that follows
-    /// the move fills them in.
-    fn stage_committed(
-        &self,
-        changes: &Changes,
-        blobs: &BTreeMap<&str, Oid>,
-        lock: &mut IndexLock,
-    ) -> Result<()> {
-        let mut added = Vec::new();
-        let mut removed = Vec::new();
-        for (path, content) in &changes.files {
-            match (content, blobs.get(path.as_str())) {
-                (Some(_), Some(id)) => added.push((path.as_str(), Some(unstatted_entry(path, *id)))),
-                (Some(_), None) => {}
-                (None, _) => removed.push(path.as_str()),
-            }
-        }
-        self.install_entries(lock, &added, &removed)
-    }
-
     /// Puts `added` (an entry, or `None`: libgit2 hashes the file) and removes
     /// `removed` in the git index, through git's index lock `lock`.
     fn install_entries(
@@ -503,6 +504,18 @@ impl PackRepo {
         added: &[(&str, Option<git2::IndexEntry>)],
         removed: &[&str],
     ) -> Result<()> {
+        if added.iter().all(|(_, entry)| entry.is_some()) {
+            return lock.update_index(&self.dir, |index| {
+                for entry in added.iter().filter_map(|(_, e)| e.as_ref()) {
+                    index.add(entry)?;
+                }
+                for path in removed {
+                    let _ = index.remove_path(Path::new(path));
+                }
+                Ok(())
+            });
+        }
+        // An entry libgit2 must make from the file (hashed): through the repository's index.
         let mut index = self.read_index()?;
         for (path, entry) in added {
             match entry {

@@ -1,14 +1,15 @@
 //! Finishing a write that a crashed process left half-done.
 //!
-//! Before the branch moves, the writer records `<old> <new>` and the paths it
-//! is about to write in the pack's lock file (`.git/engram.lock`, which it
-//! holds; writing into an open, existing file costs no new inode and no
-//! rename). After the working tree and the index are updated the record is
+//! Before it writes its files, the new index and moves the branch, a writer
+//! records `<old> <new>` and the paths it is about to write in the pack's lock
+//! file (`.git/engram.lock`, which it holds; writing into an open, existing
+//! file costs no new inode and no rename). After the branch moved the record is
 //! truncated away. A record without its closing `end` line was cut short by a
-//! crash before the branch could move, so there is nothing to finish. If a process dies in between, the
-//! next writer (holding the lock) finds the record: when the new commit is on
-//! the branch, the listed paths are checked out from HEAD, so the working tree
-//! agrees with the acknowledged history and is not mistaken for a hand edit.
+//! crash before anything was written, so there is nothing to finish. If a
+//! process dies in between, the next writer (holding the lock) finds the record
+//! and writes the listed paths from HEAD — the new commit's versions when the
+//! branch moved, the old ones when it did not — so the working tree agrees with
+//! the acknowledged history and is not mistaken for a hand edit.
 
 use std::fs;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -104,12 +105,13 @@ pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
     // The writer died between recording the write and finishing it: its locks are left.
     super::index_lock::remove_if_dead_engrams(repo, new);
     let paths: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
-    if let (Some(new), Some(head)) = (new, repo.head_commit()?) {
-        let landed = head.id() == new || repo.repo.graph_descendant_of(head.id(), new).unwrap_or(false);
-        if landed && !paths.is_empty() {
-            let mut lock = super::index_lock::IndexLock::acquire(repo)?;
-            restore_from_head(repo, &mut lock, &head, &paths)?;
-        }
+    // The writer wrote its files before moving the branch: whether the move landed or
+    // not, HEAD's version of those paths is the acknowledged state.
+    if let Some(head) = repo.head_commit()?
+        && !paths.is_empty()
+    {
+        let mut lock = super::index_lock::IndexLock::acquire(repo)?;
+        restore_from_head(repo, &mut lock, &head, &paths)?;
     }
     clear_pending(repo)
 }
