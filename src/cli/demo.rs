@@ -41,5 +41,32 @@ Claude Desktop (claude_desktop_config.json) / Cursor (.cursor/mcp.json):\n\
 {{\n  \"mcpServers\": {{\n    \"engram\": {{\n      \"command\": \"{bin_s}\",\n      \"args\": [\"serve\", \"--packs-dir\", \"{packs}\"]\n    }}\n  }}\n}}\n\n\
 Every memory the agent writes is a git commit: try `git -C {packs}/demo log --oneline`."
     );
+    outln!("\n{}", on_path_hint(&bin));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the `engram` a shell finds is, or how to make it this binary: the README's
+/// `engram …` commands need it on `PATH`.
+fn on_path_hint(bin: &std::path::Path) -> String {
+    let same = |candidate: &std::path::Path| {
+        std::fs::canonicalize(candidate).ok().is_some_and(|c| std::fs::canonicalize(bin).ok() == Some(c))
+    };
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).map(|dir| dir.join("engram")).find(|c| c.is_file()));
+    match found.flatten() {
+        Some(path) if same(&path) => format!("`engram` is on your PATH ({}).", path.display()),
+        other => {
+            let dir = bin.parent().map(|d| d.display().to_string()).unwrap_or_default();
+            let shadow = other
+                .map(|p| format!(" (the `engram` your shell finds now is another one: {})", p.display()))
+                .unwrap_or_default();
+            format!(
+                "── Use `engram` in a shell ───────────────────────────────────────\n\
+This binary is {}; `engram` is not on your PATH{shadow}. Either\n  \
+export PATH=\"{dir}:$PATH\"      (add the line to ~/.bashrc or ~/.zshrc), or\n  \
+cargo install --path . --locked  (from the source folder: puts engram in ~/.cargo/bin)",
+                bin.display()
+            )
+        }
+    }
 }

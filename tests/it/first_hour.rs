@@ -195,3 +195,33 @@ fn top_level_help_lists_commands_not_serve_options() {
         }
     }
 }
+
+/// After the quick start (`cargo run --release -- demo`), a person types `engram …`: the
+/// demo says whether that finds this binary and, when not, the exact line that makes it so.
+#[test]
+fn the_demo_says_how_to_get_engram_on_path() {
+    let env = TestEnv::new();
+    let bin_dir = bin().parent().expect("dir").to_owned();
+    let run = |path: &std::ffi::OsStr| {
+        let out = Command::new(bin())
+            .args(["demo", "--packs-dir"])
+            .arg(&env.packs)
+            .env_clear()
+            .envs(base_env())
+            .env("HOME", env.dir.path())
+            .env("PATH", path)
+            .output()
+            .expect("demo");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let without = run(std::ffi::OsStr::new("/usr/bin:/bin"));
+    assert!(
+        without.contains(&format!("export PATH=\"{}:$PATH\"", bin_dir.display()))
+            && without.contains("cargo install --path . --locked"),
+        "{without}"
+    );
+    let with = std::env::join_paths([bin_dir.as_path(), std::path::Path::new("/usr/bin")]).expect("PATH");
+    let found = run(&with);
+    assert!(found.contains("`engram` is on your PATH"), "{found}");
+}
