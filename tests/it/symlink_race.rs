@@ -30,18 +30,18 @@ fn swapper(race: PathBuf, hidden: PathBuf, stop: Arc<AtomicBool>, swaps: Arc<Ato
         if (stop.load(Ordering::Relaxed) && done >= MIN_SWAPS) || started.elapsed() > TIME_BOUND * 2 {
             return;
         }
-        rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            &race,
-            rustix::fs::CWD,
-            &hidden,
-            rustix::fs::RenameFlags::EXCHANGE,
-        )
-        .expect("exchange the folder and the link");
+        exchange(&race, &hidden);
         swaps.fetch_add(1, Ordering::Relaxed);
         // Let the server's threads run between swaps on a busy machine (no timing involved).
         std::thread::yield_now();
     }
+}
+
+/// Exchanges two names in one `renameat2(RENAME_EXCHANGE)`: a folder and a link to one
+/// outside, so a reader of either name sees one or the other, never neither.
+fn exchange(a: &Path, b: &Path) {
+    rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, rustix::fs::RenameFlags::EXCHANGE)
+        .expect("exchange a folder and a link");
 }
 
 /// Files below `dir` with their contents, sorted.
@@ -146,11 +146,6 @@ async fn swapping_a_folder_for_a_link_out_never_carries_a_write_or_a_read_outsid
 async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
     /// How long the attack runs (the 60 s).
     const ATTACK: Duration = Duration::from_secs(60);
-    let attack = std::env::var("SWAP_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(ATTACK);
     let env = TestEnv::with_real_clock();
     env.init("p");
     let pack = env.pack("p");
@@ -172,14 +167,7 @@ async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
             (pack.join("memory"), hidden.clone(), stop.clone(), swaps.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &memory,
-                    rustix::fs::CWD,
-                    &hidden,
-                    rustix::fs::RenameFlags::EXCHANGE,
-                )
-                .expect("exchange memory/ and the link");
+                exchange(&memory, &hidden);
                 swaps.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_micros(200));
             }
@@ -188,7 +176,7 @@ async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
     let mut acknowledged = vec![first];
     let started = Instant::now();
     let mut n = 0;
-    while started.elapsed() < attack {
+    while started.elapsed() < ATTACK {
         n += 1;
         let text = format!("capture {n:05} during the swap");
         let r = client
@@ -207,14 +195,7 @@ async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
     attacker.join().expect("attacker");
     // The real folder back in place, if the last exchange left the link there.
     if fs::symlink_metadata(pack.join("memory")).is_ok_and(|m| m.file_type().is_symlink()) {
-        rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            pack.join("memory"),
-            rustix::fs::CWD,
-            &hidden,
-            rustix::fs::RenameFlags::EXCHANGE,
-        )
-        .expect("put memory/ back");
+        exchange(&pack.join("memory"), &hidden);
     }
     let last = "after the attack".to_owned();
     let r = client
@@ -242,10 +223,6 @@ async fn swapping_memory_for_a_link_never_loses_an_acknowledged_capture() {
         .map(|f| git(&pack, &["show", &format!("HEAD:{f}")]))
         .collect();
     let lost: Vec<&String> = acknowledged.iter().filter(|t| !head.contains(t.as_str())).collect();
-    if !lost.is_empty() && std::env::var("SWAP_DEBUG").is_ok() {
-        eprintln!("{}", git(&pack, &["log", "--stat", "--format=%h %s", "-n", "400"]));
-        eprintln!("HEAD file:\n{head}");
-    }
     assert!(lost.is_empty(), "{} acknowledged captures lost from HEAD, e.g. {:?}", lost.len(), lost.first());
     assert_fsck(&pack);
 }
