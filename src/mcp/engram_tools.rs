@@ -149,7 +149,7 @@ impl EngramServer {
             is_global: req.is_global,
             summary: req.summary.clone(),
         });
-        let answer = self.run_here("capture_memory", &peer, move |e, c| e.capture_memory(&req, c)).await;
+        let answer = self.run("capture_memory", &peer, move |e, c| e.capture_memory(&req, c)).await;
         self.trace(traced, &answer, &peer).await;
         answer
     }
@@ -190,9 +190,7 @@ impl EngramServer {
             summary: p.summary.clone(),
         });
         let answer = self
-            .run_here("delete_memory", &peer, move |e, c| {
-                e.delete_memory(&p.name, &p.category, &p.summary, c)
-            })
+            .run("delete_memory", &peer, move |e, c| e.delete_memory(&p.name, &p.category, &p.summary, c))
             .await;
         self.trace(traced, &answer, &peer).await;
         answer
@@ -223,7 +221,7 @@ impl EngramServer {
             old_summary: req.old_summary.clone(),
             new_summary: req.new_summary.clone(),
         });
-        let answer = self.run_here("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await;
+        let answer = self.run("correct_memory", &peer, move |e, c| e.correct_memory(&req, c)).await;
         self.trace(traced, &answer, &peer).await;
         answer
     }

@@ -406,40 +406,6 @@ impl EngramServer {
         outcome
     }
 
-    /// Like [`EngramServer::run`] for a short write (a capture, a delete, a
-    /// correction): on a one-thread runtime (stdio) it runs on the event loop
-    /// itself, which saves the two thread wake-ups of a hand-off — unless it
-    /// would wait for a lock (another process's write, a long call of this one),
-    /// in which case it gives up before writing anything
-    /// ([`crate::store::without_waiting`]) and runs again on a blocking thread.
-    pub(crate) async fn run_here<F>(
-        &self,
-        tool: &str,
-        peer: &Peer<RoleServer>,
-        f: F,
-    ) -> Result<String, String>
-    where
-        F: Fn(&Engram, &Caller) -> Result<String, EngramError> + Send + 'static,
-    {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        if Handle::current().runtime_flavor() != RuntimeFlavor::CurrentThread {
-            return self.run(tool, peer, f).await;
-        }
-        let caller = Caller { tool: tool.to_owned(), client: client_name(peer) };
-        let engram = &self.engram;
-        let proposer = self.proposer(peer);
-        let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::store::without_waiting(|| crate::store::proposing(proposer, || f(engram, &caller)))
-        }));
-        match here {
-            Ok(Err(EngramError::Store(crate::store::StoreError::WouldWait { .. }))) => {
-                self.run(tool, peer, f).await
-            }
-            Ok(outcome) => self.finish(outcome).map_err(|e| e.to_string()),
-            Err(_) => Err("internal error: the tool call panicked".to_owned()),
-        }
-    }
-
     /// Serves MCP over stdin/stdout until the client closes stdin.
     ///
     /// Lines are read by [`stdio::LineTransport`], which answers a line that is

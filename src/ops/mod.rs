@@ -416,7 +416,7 @@ impl Engram {
     /// For writers: a folder that is not a repository yet is adopted (its
     /// files become the `adopt:` commit). Reads use [`Engram::with_existing_repo`].
     pub fn repo(&self, dir: &Path) -> Result<Arc<Mutex<PackRepo>>> {
-        let mut repos = crate::store::hold(&self.repos, dir)?;
+        let mut repos = self.repos.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = repos.get(dir) {
             return Ok(r.clone());
         }
@@ -429,7 +429,8 @@ impl Engram {
     /// Drops this process's handle of the repository at `dir` (before the directory is
     /// renamed: `engram build` moves its staging directory into place).
     pub(crate) fn forget_repo(&self, dir: &Path) {
-        if let Ok(mut repos) = crate::store::hold(&self.repos, dir) {
+        {
+            let mut repos = self.repos.lock().unwrap_or_else(|p| p.into_inner());
             repos.remove(dir);
         }
     }
@@ -438,21 +439,17 @@ impl Engram {
     /// the folder when it is not a repository yet: for writers).
     pub fn with_repo<T>(&self, dir: &Path, f: impl FnOnce(&PackRepo) -> Result<T>) -> Result<T> {
         let repo = self.repo(dir)?;
-        let guard = self.hold(&repo, dir)?;
+        let guard = self.hold(&repo)?;
         f(&guard)
     }
 
-    /// Locks a pack's repository handle (`repo`, of the pack at `dir`) for this process: the
+    /// Locks a pack's repository handle for this process: the
     /// one way a tool gets at a repository. For a proposing caller (`serve --propose`), its
     /// proposal branch is first brought up to date with the pack's branch
     /// ([`Engram::update_own_proposal`]), so what it reads and writes is the pack as it is
     /// now plus its own proposals.
-    pub(crate) fn hold<'r>(
-        &self,
-        repo: &'r Mutex<PackRepo>,
-        dir: &Path,
-    ) -> Result<std::sync::MutexGuard<'r, PackRepo>> {
-        let guard = crate::store::hold(repo, dir)?;
+    pub(crate) fn hold<'r>(&self, repo: &'r Mutex<PackRepo>) -> Result<std::sync::MutexGuard<'r, PackRepo>> {
+        let guard = repo.lock().unwrap_or_else(|p| p.into_inner());
         self.update_own_proposal(&guard)?;
         Ok(guard)
     }
@@ -465,7 +462,7 @@ impl Engram {
         f: impl FnOnce(&PackRepo) -> Result<T>,
     ) -> Result<Option<T>> {
         let repo = {
-            let mut repos = crate::store::hold(&self.repos, dir)?;
+            let mut repos = self.repos.lock().unwrap_or_else(|p| p.into_inner());
             match repos.get(dir) {
                 Some(r) => r.clone(),
                 None if PackRepo::is_repository(dir) => {
@@ -476,7 +473,7 @@ impl Engram {
                 None => return Ok(None),
             }
         };
-        let guard = self.hold(&repo, dir)?;
+        let guard = self.hold(&repo)?;
         f(&guard).map(Some)
     }
 

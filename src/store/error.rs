@@ -33,12 +33,6 @@ pub enum StoreError {
         /// Cause.
         source: std::io::Error,
     },
-    /// Inside [`without_waiting`]: the write would have waited for a lock another holds.
-    #[error("{dir} is busy: another write holds its lock")]
-    WouldWait {
-        /// Pack directory.
-        dir: PathBuf,
-    },
     /// The branch kept moving under us, for longer than engram retries
     /// ([`crate::store::BUSY_BOUND`]).
     #[error(

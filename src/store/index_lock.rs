@@ -20,7 +20,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{PackRepo, Result, StoreError, git_err, io_err, no_wait};
+use super::{PackRepo, Result, StoreError, git_err, io_err};
 
 /// How long a write waits for a git lock another program holds, or for a branch
 /// that keeps moving under it, before it answers "busy" with nothing written.
@@ -76,14 +76,9 @@ impl Retries {
     }
 
     /// After an attempt that must be made again: waits a little and returns
-    /// `Ok`, or the error to give up with once the bound is reached. Inside
-    /// [`super::without_waiting`] it gives up at once with
-    /// [`StoreError::WouldWait`] (the write runs again where it may wait).
+    /// `Ok`, or the error to give up with once the bound is reached.
     pub(super) fn again(&mut self, dir: &Path) -> Result<()> {
         self.attempts += 1;
-        if !no_wait::waiting_allowed() {
-            return Err(StoreError::WouldWait { dir: dir.to_owned() });
-        }
         if self.attempts >= MIN_ATTEMPTS && self.started.elapsed() >= BUSY_BOUND {
             return Err(StoreError::Contention {
                 dir: dir.to_owned(),
@@ -97,7 +92,8 @@ impl Retries {
 }
 
 /// True when some program holds the index lock right now.
-pub(super) fn held(git_dir: &Path) -> bool {
+#[cfg(test)]
+fn held(git_dir: &Path) -> bool {
     fs::symlink_metadata(git_dir.join(LOCK)).is_ok()
 }
 
@@ -167,20 +163,9 @@ pub(super) struct IndexLock {
 
 impl IndexLock {
     /// Takes the index lock of `repo`, waiting (up to [`BUSY_BOUND`]) while
-    /// another program holds it — or, inside [`super::without_waiting`],
-    /// failing with [`StoreError::WouldWait`]. Call with the pack's write lock
-    /// held, before anything is written.
+    /// another program holds it. Call with the pack's write lock held, before
+    /// anything is written.
     pub(super) fn acquire(repo: &PackRepo) -> Result<Self> {
-        Self::take_waiting(repo, no_wait::waiting_allowed())
-    }
-
-    /// Like [`Self::acquire`], but waits even inside [`super::without_waiting`]:
-    /// for a write whose commit is already made, which must finish.
-    pub(super) fn acquire_after_commit(repo: &PackRepo) -> Result<Self> {
-        Self::take_waiting(repo, true)
-    }
-
-    fn take_waiting(repo: &PackRepo, may_wait: bool) -> Result<Self> {
         check_index_settings(&repo.repo, &repo.dir, None)?;
         let git_dir = repo.git_dir();
         let lock = git_dir.join(LOCK);
@@ -191,9 +176,6 @@ impl IndexLock {
                 Ok(true) => return Ok(Self { git_dir, previous: false }),
                 Ok(false) => {}
                 Err(e) => return Err(io_err("take the git index lock", &lock, e)),
-            }
-            if !may_wait {
-                return Err(StoreError::WouldWait { dir: repo.dir.clone() });
             }
             if started.elapsed() >= BUSY_BOUND {
                 return Err(StoreError::Busy {
@@ -359,8 +341,6 @@ mod tests {
         let (_tmp, repo) = repo();
         let git = repo.git_dir();
         fs::write(git.join(LOCK), b"").expect("a git command's lock");
-        let refused = no_wait::without_waiting(|| IndexLock::acquire(&repo).map(drop));
-        assert!(matches!(refused, Err(StoreError::WouldWait { .. })));
         remove_if_dead_engrams(&repo, None);
         assert!(held(&git), "a lock engram did not mark stays");
         fs::write(git.join(LOCK), MARK).expect("a dead engram writer's lock");

@@ -27,7 +27,6 @@ mod history;
 mod index_lock;
 mod maintenance;
 mod merge;
-mod no_wait;
 mod open;
 mod proposals;
 mod publish;
@@ -69,7 +68,6 @@ pub use index_lock::BUSY_BOUND;
 pub use maintenance::PackReport;
 pub use maintenance::wait_for_background_packing;
 pub use merge::{ChangeKind, ChangedPath, Integrated, Integration, MergeView, Side};
-pub use no_wait::{hold, without_waiting};
 pub use open::{clone_pack, init_git};
 pub use proposals::{
     PROPOSE_CONFIG_KEY, ProposalInfo, ProposalSides, ProposeSetting, Proposer, proposer, proposing,

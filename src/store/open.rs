@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{PackRepo, Result, StoreError, StoreOptions, git_err, io_err, no_wait};
+use super::{PackRepo, Result, StoreError, StoreOptions, git_err, io_err};
 
 pub(super) const LOCK_FILE: &str = "engram.lock";
 
@@ -44,7 +44,7 @@ impl PackRepo {
         }
         // Two processes may adopt the same pack at once: serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
-        no_wait::lock_exclusive(&dir_lock, dir, |e| io_err("lock", dir, e))?;
+        fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
@@ -135,7 +135,7 @@ impl PackRepo {
             .write(true)
             .open(&path)
             .map_err(|e| io_err("open the write lock", &path, e))?;
-        no_wait::lock_exclusive(&file, &self.dir, |e| io_err("take the write lock", &path, e))?;
+        fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the write lock", &path, e))?;
         Ok(file)
     }
 

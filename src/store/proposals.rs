@@ -3,8 +3,7 @@
 //! `.git/config`), and what a reviewer does with them (list, show, accept, reject).
 //!
 //! Which branch a write goes to is decided per call, not per process: the MCP server runs
-//! every tool call inside [`proposing`] with the caller's [`Proposer`] (one thread-local,
-//! like [`super::without_waiting`]), and [`PackRepo::write`] / [`PackRepo::write_scoped`]
+//! every tool call inside [`proposing`] with the caller's [`Proposer`] (one thread-local), and [`PackRepo::write`] / [`PackRepo::write_scoped`]
 //! send the commit to [`PackRepo::write_proposal`] when it applies to the pack. The commit
 //! is still made by the one publish path ([`PackRepo::publish`], `Kind::Proposal`: secret
 //! guard and path checks first), one commit per write; only the ref that moves differs, and

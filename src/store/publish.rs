@@ -13,7 +13,7 @@ use super::index_lock::{self, IndexLock, Retries};
 use super::racy_reset;
 use super::{
     BranchHead, Changes, CommitMessage, Committed, Edit, MODE_BLOB, PackRepo, Result, Snapshot, StoreError,
-    clean, doctor, git_err, guard, io_err, maintenance, no_wait, recent, recover, scoped_write, short_id,
+    clean, doctor, git_err, guard, io_err, maintenance, recent, recover, scoped_write, short_id,
     truncate_chars, worktree,
 };
 
@@ -110,9 +110,6 @@ impl PackRepo {
 
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
-        }
-        if !no_wait::waiting_allowed() && index_lock::held(&self.git_dir()) {
-            return Err(StoreError::WouldWait { dir: self.dir.clone() }.into());
         }
         let _lock = self.lock()?;
         trace.mark("lock");

@@ -73,27 +73,15 @@ pub(super) fn sync_working_tree_deferred(
 
 /// Applies the paths scoped writes left out of the index to a fresh read of
 /// it, under git's index lock (so no git command rewrites a file while it is
-/// hashed). The caller holds the write lock and has written nothing yet:
-/// inside [`super::without_waiting`] a held index lock is `WouldWait`.
+/// hashed). The caller holds the write lock.
 pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
-    flush(repo, false)
-}
-
-/// [`flush_index`] for a write whose commit is made (or a repository being
-/// dropped): waits for the index lock even inside [`super::without_waiting`].
-fn flush_index_after_commit(repo: &PackRepo) -> Result<()> {
-    flush(repo, true)
-}
-
-fn flush(repo: &PackRepo, after_commit: bool) -> Result<()> {
     let has_pending = |pending: &Option<HashMap<PathBuf, PendingIndex>>| {
         pending.as_ref().is_some_and(|m| m.get(&repo.dir).is_some_and(|p| !p.paths.is_empty()))
     };
     if !has_pending(&PENDING.lock().unwrap_or_else(|p| p.into_inner())) {
         return Ok(());
     }
-    let mut lock =
-        if after_commit { IndexLock::acquire_after_commit(repo)? } else { IndexLock::acquire(repo)? };
+    let mut lock = IndexLock::acquire(repo)?;
     flush_locked(repo, &mut lock)
 }
 
@@ -149,7 +137,7 @@ impl Drop for PackRepo {
             .is_some_and(|m| m.get(&self.dir).is_some_and(|p| !p.paths.is_empty()));
         if has_pending
             && let Ok(_lock) = self.lock()
-            && let Err(e) = flush_index_after_commit(self)
+            && let Err(e) = flush_index(self)
         {
             eprintln!("engram: updating the git index of {} failed: {e}", self.dir.display());
         }

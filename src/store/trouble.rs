@@ -26,7 +26,7 @@ impl StoreError {
                     || source.class() == git2::ErrorClass::Filesystem
                     || os_race(source)
             }
-            Self::WouldWait { .. } | Self::Contention { .. } => true,
+            Self::Contention { .. } => true,
             _ => false,
         }
     }
@@ -42,8 +42,7 @@ impl StoreError {
             Self::Open { .. } | Self::Damaged { .. } | Self::NotAFile { .. } => true,
             Self::Git { source, .. } => git_damage(source),
             Self::Io { source, .. } => io_damage(source),
-            Self::WouldWait { .. }
-            | Self::Contention { .. }
+            Self::Contention { .. }
             | Self::Busy { .. }
             | Self::Unsupported { .. }
             | Self::Replaced { .. }

@@ -336,7 +336,7 @@ impl Engram {
             .trailer(trailer::DEDUP, key.clone());
         let is_global = req.is_global;
         let repo = self.repo(&root)?;
-        let repo = self.hold(&repo, &root)?;
+        let repo = self.hold(&repo)?;
         // A tool trace is bookkeeping: it leaves the user's expired entries where they are (a
         // load hides them; the next other memory write moves them), as the reference's trace
         // write does. Every other memory write runs the expiry pass first.

@@ -82,7 +82,7 @@ impl Engram {
     {
         let dir = self.ensure_pack(name, seed)?;
         let repo = self.repo(&dir)?;
-        let guard = self.hold(&repo, &dir)?;
+        let guard = self.hold(&repo)?;
         let time = self.now().timestamp();
         let written = guard.write(|snap| {
             Ok::<_, OwnWriteError<E>>(match edit(snap).map_err(OwnWriteError::Edit)? {

@@ -276,8 +276,6 @@ impl Engram {
         let reason = match outcome {
             Ok(Some(Integrated::Unresolvable { reason, .. })) => reason,
             Ok(_) => return Ok(()),
-            // Not waiting on the event loop: the call runs again on a blocking thread.
-            Err(e @ EngramError::Store(crate::store::StoreError::WouldWait { .. })) => return Err(e),
             Err(e) => e.to_string(),
         };
         eprintln!(
