@@ -166,7 +166,6 @@ impl IndexLock {
     /// another program holds it. Call with the pack's write lock held, before
     /// anything is written.
     pub(super) fn acquire(repo: &PackRepo) -> Result<Self> {
-        check_index_settings(&repo.repo, &repo.dir, None)?;
         let git_dir = repo.git_dir();
         let lock = git_dir.join(LOCK);
         let started = Instant::now();
@@ -212,13 +211,7 @@ impl IndexLock {
             }
         }
         let git = |e| git_err("writing the index", dir, e);
-        let mut index = match git2::Index::open(&scratch) {
-            Ok(index) => index,
-            Err(e) => {
-                check_index_settings(&git2::Repository::open(dir).map_err(git)?, dir, Some(&e))?;
-                return Err(git(e));
-            }
-        };
+        let mut index = git2::Index::open(&scratch).map_err(|e| index_error("reading the index", dir, e))?;
         change(&mut index).map_err(git)?;
         index.write().map_err(git)?;
         fs::rename(&scratch, &index_path).map_err(|e| io_err("rename into place", &index_path, e))?;
@@ -260,24 +253,18 @@ impl Drop for IndexLock {
     }
 }
 
-/// Refuses a repository whose index libgit2 cannot read, naming the person's
-/// setting: `core.splitIndex` (libgit2 has no split index; its "link"
-/// extension is mandatory). `failure`, when given, is the error a read of the
-/// index gave: a split index is recognised by it too.
-pub(super) fn check_index_settings(
-    repo: &git2::Repository,
-    dir: &Path,
-    failure: Option<&git2::Error>,
-) -> Result<()> {
-    let split = repo.config().ok().and_then(|c| c.get_bool("core.splitIndex").ok()).unwrap_or(false);
-    if split || failure.is_some_and(|e| e.message().contains("'link'")) {
-        return Err(StoreError::Unsupported {
+/// The error of a failed read of the index: a split index (`core.splitIndex`, whose
+/// mandatory "link" extension libgit2 cannot read) is named as the person's setting,
+/// never reported as damage; anything else is `step` failing.
+pub(super) fn index_error(step: &'static str, dir: &Path, e: git2::Error) -> StoreError {
+    if e.message().contains("'link'") {
+        return StoreError::Unsupported {
             dir: dir.to_owned(),
             setting: "core.splitIndex",
             advice: "libgit2, which engram writes the git index with, cannot read a split index; run `git config core.splitIndex false && git update-index --no-split-index` in the pack",
-        });
+        };
     }
-    Ok(())
+    git_err(step, dir, e)
 }
 
 /// The identity of the index file: its inode, size, times and trailing checksum. Equal

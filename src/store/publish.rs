@@ -530,10 +530,7 @@ impl PackRepo {
     /// The git index, read afresh from disk (a split index is refused by name).
     pub(super) fn read_index(&self) -> Result<git2::Index> {
         let mut index = self.repo.index().map_err(|e| git_err("opening the index", &self.dir, e))?;
-        if let Err(e) = index.read(true) {
-            index_lock::check_index_settings(&self.repo, &self.dir, Some(&e))?;
-            return Err(git_err("reading the index", &self.dir, e));
-        }
+        index.read(true).map_err(|e| index_lock::index_error("reading the index", &self.dir, e))?;
         Ok(index)
     }
 
@@ -746,13 +743,10 @@ impl PackRepo {
             .recurse_untracked_dirs(true)
             .include_ignored(false)
             .exclude_submodules(true);
-        let statuses = match self.repo.statuses(Some(&mut opts)) {
-            Ok(statuses) => statuses,
-            Err(e) => {
-                index_lock::check_index_settings(&self.repo, &self.dir, Some(&e))?;
-                return Err(git_err("reading the working tree status", &self.dir, e));
-            }
-        };
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| index_lock::index_error("reading the working tree status", &self.dir, e))?;
         Ok(statuses
             .iter()
             .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
