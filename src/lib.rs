@@ -14,6 +14,7 @@ pub mod graph;
 pub mod jsonfmt;
 pub mod lint;
 pub mod llm;
+pub mod markdown_text;
 pub mod mcp;
 pub mod memlog;
 pub mod memmerge;

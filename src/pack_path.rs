@@ -211,6 +211,25 @@ impl std::borrow::Borrow<str> for PackPath {
     }
 }
 
+/// Whether `path` (parts separated by `/`) matches `pattern`: `*` is any run within one
+/// part, `**` any run of parts, `?` one character other than `/`. For `purge` and
+/// `build --exclude`.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    fn go(pat: &[u8], s: &[u8]) -> bool {
+        if pat.starts_with(b"**") {
+            let rest = pat[2..].strip_prefix(b"/").unwrap_or(&pat[2..]);
+            return (0..=s.len()).any(|i| go(rest, &s[i..]));
+        }
+        match (pat.first(), s.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&pat[1..], s) || (!s.is_empty() && s[0] != b'/' && go(pat, &s[1..])),
+            (Some(p), Some(c)) if p == c || *p == b'?' && *c != b'/' => go(&pat[1..], &s[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), path.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

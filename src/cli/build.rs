@@ -22,6 +22,9 @@ pub struct BuildArgs {
     /// Replace an existing pack of that name (its history too)
     #[arg(long)]
     force: bool,
+    /// Leave out documents or folders matching GLOB (repeatable): `drafts`, `*.txt`, `notes/**/old-*.md`
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
     /// The small model that extracts (with ANTHROPIC_API_KEY)
     #[arg(long, value_name = "MODEL", env = crate::settings::ENV_BUILD_EXTRACT_MODEL, default_value = crate::llm::DEFAULT_SMALL_MODEL)]
     extract_model: String,
@@ -88,7 +91,13 @@ pub fn run(engram: &Engram, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         extract_model: args.extract_model.clone(),
         polish_model: args.polish_model.clone(),
     });
-    let req = BuildRequest { name: args.name.clone(), from: args.from.clone(), replace: args.force, models };
+    let req = BuildRequest {
+        name: args.name.clone(),
+        from: args.from.clone(),
+        replace: args.force,
+        exclude: args.exclude.clone(),
+        models,
+    };
     let mut bar = Bar { tty: std::io::stderr().is_terminal(), drawn: false };
     if req.models.is_none() {
         let why = if args.no_llm { "--no-llm" } else { "ANTHROPIC_API_KEY is not set" };

@@ -33,7 +33,7 @@ impl PurgeTarget {
             Self::Path(p) => {
                 let p = p.trim_matches('/');
                 if p.contains('*') {
-                    glob_match(p.as_bytes(), path.as_bytes())
+                    crate::pack_path::glob_match(p, path)
                 } else {
                     path == p || path.starts_with(&format!("{p}/"))
                 }
@@ -47,21 +47,6 @@ impl PurgeTarget {
             Self::Text(t) if !t.is_empty() => Some(t),
             _ => None,
         }
-    }
-}
-
-fn glob_match(pat: &[u8], s: &[u8]) -> bool {
-    if pat.starts_with(b"**") {
-        let rest = pat[2..].strip_prefix(b"/").unwrap_or(&pat[2..]);
-        return (0..=s.len()).any(|i| glob_match(rest, &s[i..]));
-    }
-    match (pat.first(), s.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => {
-            glob_match(&pat[1..], s) || (!s.is_empty() && s[0] != b'/' && glob_match(pat, &s[1..]))
-        }
-        (Some(p), Some(c)) if p == c || *p == b'?' && *c != b'/' => glob_match(&pat[1..], &s[1..]),
-        _ => false,
     }
 }
 

@@ -460,6 +460,43 @@ async fn a_large_document_imports_as_chapters_in_one_commit() {
     c.close().await.expect("close");
 }
 
+/// Import writes summaries that never end inside Markdown: with chapters whose first
+/// paragraphs are long runs of code spans, the pack still lints clean (an unbalanced
+/// backtick made the next chapter an orphan), and `list` and `stats` count the chapters
+/// (meta.json's `knowledge_count`, which the page reads too).
+#[test]
+fn imported_chapters_lint_clean_and_are_counted_everywhere() {
+    let env = TestEnv::new();
+    env.init("eng");
+    let mut doc = String::from("# Guide\n\n");
+    for i in 1..=4 {
+        doc.push_str(&format!("## Part {i}\n\n"));
+        doc.push_str("1. `mcp/call_gate.rs` checks raw arguments (`ops::limits::check_args`) and `ops` resolves the pack, e.g. `coach`, then calls `PackRepo::write`.\n\n");
+        doc.push_str(&"Every write is one commit through the store's `publish` path. ".repeat(80));
+        doc.push_str("\n\n");
+    }
+    let file = env.dir.path().join("guide.md");
+    std::fs::write(&file, &doc).expect("write");
+    cli_ok(&env, &["knowledge", "import", "eng", &file.display().to_string()]);
+    let out = env.cli(&["lint", "eng"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "eng: 0 errors, 0 warnings");
+    let chapters = env.read("eng", "knowledge/guide/_index.md");
+    for line in chapters.lines().filter(|l| l.starts_with("- ")) {
+        assert_eq!(line.matches('`').count(), 2, "only the path is a code span: {line}");
+        assert!(
+            line.contains(": mcp/call_gate.rs checks raw arguments"),
+            "plain text, English joiner: {line}"
+        );
+    }
+    let root = env.read("eng", "knowledge/_index.md");
+    assert!(root.contains("- `knowledge/guide/_index.md` - guide (4 chapters)\n"), "{root}");
+    // The template's two knowledge files and the four chapters.
+    assert!(cli_ok(&env, &["list"]).contains("(knowledge=6, examples=0)"));
+    let stats: serde_json::Value =
+        serde_json::from_str(&cli_ok(&env, &["stats", "--json"])).expect("stats json");
+    assert_eq!(stats["engrams"][0]["knowledge_count"], 6, "{stats}");
+}
+
 #[tokio::test]
 async fn auto_traces_are_off_by_default_and_with_the_flag_one_commit_per_traced_call() {
     let env = TestEnv::new();

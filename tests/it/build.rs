@@ -83,7 +83,7 @@ async fn build_without_an_api_key_makes_a_pack_that_lints_loads_and_shows_its_st
     assert!(index.contains("- `knowledge/力量训练手册/_index.md` - 力量训练手册：本手册说明力量训练的方法。（5 章 / chapters）"), "{index}");
     assert!(
         index.contains(
-            "- `knowledge/Sleep-and-recovery.md` - Sleep and recovery：Recovery happens during sleep."
+            "- `knowledge/Sleep-and-recovery.md` - Sleep and recovery: Recovery happens during sleep."
         ),
         "{index}"
     );
@@ -98,7 +98,7 @@ async fn build_without_an_api_key_makes_a_pack_that_lints_loads_and_shows_its_st
         "{rules}"
     );
     let workflow = env.read("coach", "workflow.md");
-    assert!(workflow.contains("Sleep eight hours（Sleep and recovery）"), "{workflow}");
+    assert!(workflow.contains("1. Sleep eight hours (Sleep and recovery)\n"), "{workflow}");
     let examples = env.read("coach", "examples/_index.md");
     assert!(
         examples.contains("- `examples/案例-久坐上班族.md` - 每天久坐八小时，膝盖不适，先从靠墙静蹲开始。\n  uses: knowledge/力量训练手册/05-案例-久坐上班族.md\n"),
@@ -146,7 +146,8 @@ fn build_refuses_a_missing_or_empty_folder_and_an_existing_name_unless_forced() 
     assert_eq!(commit_count(&env.pack("coach")), 3, "a new pack, its own history");
     let bad = env.cli(&["build", "../x", "--from", docs]);
     assert!(!bad.status.success());
-    // A document holding a credential: the publish path's guard refuses the stage, nothing is left.
+    // A document holding a credential is skipped (file and line named, the secret masked),
+    // the rest is built; alone, it leaves nothing to build and nothing behind.
     let secret = env.dir.path().join("secret");
     std::fs::create_dir_all(&secret).expect("mkdir");
     std::fs::write(
@@ -157,9 +158,19 @@ fn build_refuses_a_missing_or_empty_folder_and_an_existing_name_unless_forced() 
     let out = env.cli(&["build", "keys", "--from", secret.to_str().expect("utf8")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("at stage knowledge") && stderr.contains("[REDACTED]"), "{stderr}");
+    assert!(stderr.contains("skipped keys.md: line 3 holds what looks like a"), "{stderr}");
+    assert!(stderr.contains("no Markdown or text documents"), "{stderr}");
     assert!(!stderr.contains("wJalrXUtnFEMI"), "the secret is masked: {stderr}");
     assert!(!env.pack("keys").exists());
+    std::fs::write(secret.join("ok.md"), "# Fine\n\nYou should stretch before training.\n").expect("write");
+    std::fs::create_dir_all(secret.join("drafts")).expect("mkdir");
+    std::fs::write(secret.join("drafts/wip.md"), "# WIP\n\nUnfinished notes.\n").expect("write");
+    let out = env.cli(&["build", "keys", "--from", secret.to_str().expect("utf8"), "--exclude", "drafts"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 documents") && stdout.contains("lint: 0 errors, 0 warnings"), "{stdout}");
+    let tree = git(&env.pack("keys"), &["ls-files"]);
+    assert!(tree.contains("knowledge/Fine.md") && !tree.contains("Keys") && !tree.contains("WIP"), "{tree}");
     no_staging_left(&env.packs);
 }
 

@@ -18,6 +18,7 @@ use serde_json::json;
 
 use super::build_extract::{self, Extracted};
 use crate::jsonfmt::python_pretty;
+use crate::markdown_text;
 use crate::ops::engram::chapters::{self, SPLIT_BYTES};
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::pack_path::PackPath;
@@ -46,6 +47,8 @@ pub struct BuildRequest {
     pub from: PathBuf,
     /// Replace an existing pack of that name (its directory, history included).
     pub replace: bool,
+    /// Globs of documents (or folders) to leave out, see [`excluded`].
+    pub exclude: Vec<String>,
     /// Models to ask; `None`: heuristic extraction, no polish.
     pub models: Option<BuildModels>,
 }
@@ -131,10 +134,29 @@ fn title_of(path: &Path, text: &str) -> String {
         .unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
 }
 
+/// Whether `rel` (a path under the documents' folder) is excluded by one of `globs`: a
+/// glob with a `/` is matched against the whole path, one without against each of its
+/// parts (so `drafts` leaves out a folder anywhere, `*.txt` every text file).
+pub(crate) fn excluded(globs: &[String], rel: &str) -> bool {
+    globs.iter().map(|g| g.trim_matches('/')).any(|g| {
+        if g.contains('/') {
+            crate::pack_path::glob_match(g, rel)
+        } else {
+            rel.split('/').any(|part| crate::pack_path::glob_match(g, part))
+        }
+    })
+}
+
 /// Reads the documents under `from` (recursively, in path order; hidden entries and
-/// symbolic links are not followed). Files that are not Markdown or text, not UTF-8, empty
-/// or over the content limit are skipped with a warning.
-pub(crate) fn read_documents(from: &Path, warn: &mut dyn FnMut(String)) -> Result<Vec<Document>> {
+/// symbolic links are not followed). Files that are not Markdown or text, not UTF-8, empty,
+/// over the content limit, excluded by a glob of `exclude`, or holding what the secret guard
+/// refuses (a pack could not commit them) are skipped with a warning that names the file
+/// (and the line).
+pub(crate) fn read_documents(
+    from: &Path,
+    exclude: &[String],
+    warn: &mut dyn FnMut(String),
+) -> Result<Vec<Document>> {
     let meta = fs::metadata(from).map_err(|e| failed("read", format!("{}: {e}", from.display())))?;
     if !meta.is_dir() {
         return Err(failed("read", format!("{} is not a directory", from.display())));
@@ -146,8 +168,8 @@ pub(crate) fn read_documents(from: &Path, warn: &mut dyn FnMut(String)) -> Resul
         for entry in entries {
             let entry = entry.map_err(|e| failed("read", format!("{}: {e}", dir.display())))?;
             let path = entry.path();
-            let rel = path.strip_prefix(from).unwrap_or(&path).to_string_lossy().into_owned();
-            if entry.file_name().to_string_lossy().starts_with('.') {
+            let rel = path.strip_prefix(from).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            if entry.file_name().to_string_lossy().starts_with('.') || excluded(exclude, &rel) {
                 continue;
             }
             match entry.file_type() {
@@ -186,24 +208,17 @@ pub(crate) fn read_documents(from: &Path, warn: &mut dyn FnMut(String)) -> Resul
             warn(format!("skipped {rel}: {e}"));
             continue;
         }
+        if let Some(f) = crate::secrets::scan(&text).first() {
+            warn(format!(
+                "skipped {rel}: line {} holds what looks like a {} `{}`, which a pack never commits \
+                 (remove it, or leave the file out with --exclude)",
+                f.line, f.kind, f.masked
+            ));
+            continue;
+        }
         docs.push(Document { title: title_of(&path, &text), rel, text });
     }
     Ok(docs)
-}
-
-/// A short summary of a text: its first line that is not a heading, at most `max` characters.
-pub(crate) fn first_line(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```") && !l.starts_with("---"))
-        .unwrap_or_default();
-    let line = crate::memory::single_line(line.trim_start_matches(['-', '*', '>', ' ']));
-    if line.chars().count() <= max {
-        line
-    } else {
-        format!("{}…", line.chars().take(max - 1).collect::<String>())
-    }
 }
 
 /// Lays the documents out as knowledge: a document over [`SPLIT_BYTES`] becomes chapters
@@ -219,10 +234,7 @@ pub(crate) fn knowledge_layout(docs: &[Document]) -> Vec<KnowledgeDoc> {
             slug = format!("{base}-{n}");
             n += 1;
         }
-        let summary = match first_line(&doc.text, 80) {
-            s if s.is_empty() || s == doc.title => doc.title.clone(),
-            s => format!("{}：{s}", doc.title),
-        };
+        let summary = chapters::titled(&doc.title, &markdown_text::summary(&doc.text, 80));
         let parts =
             if doc.text.len() > SPLIT_BYTES { chapters::split_chapters(&doc.text) } else { Vec::new() };
         if parts.len() > 1 {
@@ -230,7 +242,10 @@ pub(crate) fn knowledge_layout(docs: &[Document]) -> Vec<KnowledgeDoc> {
             out.push(KnowledgeDoc {
                 path: format!("knowledge/{slug}/_index.md"),
                 summary,
-                suffix: format!("（{} 章 / chapters）", parts.len()),
+                suffix: chapters::chapters_note(
+                    parts.len(),
+                    markdown_text::mostly_chinese([doc.text.as_str()]),
+                ),
                 files,
             });
         } else {
@@ -246,9 +261,14 @@ pub(crate) fn knowledge_layout(docs: &[Document]) -> Vec<KnowledgeDoc> {
     out
 }
 
-/// `knowledge/_index.md` for the documents, with `summary(doc)` on each line.
-fn knowledge_index(knowledge: &[KnowledgeDoc], summary: impl Fn(&KnowledgeDoc) -> String) -> String {
-    let mut index = "## 知识索引\n\n".to_owned();
+/// `knowledge/_index.md` for the documents, with `summary(doc)` on each line; its heading
+/// in Chinese when the documents are (`zh`), else in English.
+fn knowledge_index(
+    knowledge: &[KnowledgeDoc],
+    zh: bool,
+    summary: impl Fn(&KnowledgeDoc) -> String,
+) -> String {
+    let mut index = if zh { "## 知识索引\n\n" } else { "## Knowledge index\n\n" }.to_owned();
     for k in knowledge {
         index.push_str(&format!("- `{}` - {}{}\n", k.path, summary(k), k.suffix));
     }
@@ -281,7 +301,7 @@ impl Engram {
                 ),
             ));
         }
-        let docs = read_documents(&req.from, &mut |w| progress(BuildEvent::Warning(w)))?;
+        let docs = read_documents(&req.from, &req.exclude, &mut |w| progress(BuildEvent::Warning(w)))?;
         if docs.is_empty() {
             return Err(failed("read", format!("no Markdown or text documents in {}", req.from.display())));
         }
@@ -341,6 +361,7 @@ impl Engram {
         let now = self.now();
         let today = now.format("%Y-%m-%d").to_string();
         let knowledge = knowledge_layout(docs);
+        let zh = markdown_text::mostly_chinese(docs.iter().map(|d| d.text.as_str()));
         for k in &knowledge {
             for (path, _) in &k.files {
                 PackPath::parse(path).map_err(|e| failed("knowledge", format!("{path}: {e}")))?;
@@ -378,7 +399,7 @@ impl Engram {
 
         // Stage: knowledge, as the documents are (summaries: their first lines).
         let mut files: Vec<(String, String)> = knowledge.iter().flat_map(|k| k.files.clone()).collect();
-        files.push(("knowledge/_index.md".into(), knowledge_index(&knowledge, |k| k.summary.clone())));
+        files.push(("knowledge/_index.md".into(), knowledge_index(&knowledge, zh, |k| k.summary.clone())));
         let knowledge_files = knowledge.iter().map(|k| k.content_files().count()).sum::<usize>();
         commit(format!("build: knowledge — {} documents, {knowledge_files} files", docs.len()), files)
             .map_err(|e| failed("knowledge", e))?;
@@ -399,7 +420,7 @@ impl Engram {
         let examples = extracted.examples.len();
         commit(
             format!("build: extract — role, workflow, rules, summaries, {examples} examples ({how})"),
-            extract_files(&req.name, &meta, &extracted, &knowledge, knowledge_files, &today),
+            extract_files(&req.name, &meta, &extracted, &knowledge, (knowledge_files, zh), &today),
         )
         .map_err(|e| failed("extract", e))?;
         progress(stage(3, total, "extract"));
@@ -435,7 +456,7 @@ fn extract_files(
     meta: &serde_json::Map<String, serde_json::Value>,
     x: &Extracted,
     knowledge: &[KnowledgeDoc],
-    knowledge_files: usize,
+    (knowledge_files, zh): (usize, bool),
     today: &str,
 ) -> Vec<(String, String)> {
     let mut meta = meta.clone();
@@ -451,7 +472,7 @@ fn extract_files(
         ("rules.md".to_owned(), body(&x.rules)),
         (
             "knowledge/_index.md".to_owned(),
-            knowledge_index(knowledge, |k| {
+            knowledge_index(knowledge, zh, |k| {
                 x.summaries
                     .get(&k.path)
                     .map(|s| crate::memory::single_line(s))
@@ -459,7 +480,7 @@ fn extract_files(
             }),
         ),
     ];
-    let mut index = "## 案例索引\n\n".to_owned();
+    let mut index = if zh { "## 案例索引\n\n" } else { "## Examples index\n\n" }.to_owned();
     let mut taken = HashSet::new();
     for (i, (summary, example)) in x.examples.iter().enumerate() {
         let mut example = example.clone();

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::build::{BuildModels, Document, KnowledgeDoc, first_line};
+use super::build::{BuildModels, Document, KnowledgeDoc};
 use super::draft::ExampleText;
 use crate::llm::{AnthropicSettings, LlmError};
+use crate::markdown_text;
 
 /// Characters of one document sent to the extracting model.
 const DOC_CHARS: usize = 12_000;
@@ -48,19 +49,8 @@ pub(crate) struct Extracted {
     pub examples: Vec<(String, ExampleText)>,
 }
 
-/// Whether the documents are mostly Chinese (CJK characters against Latin letters).
-fn chinese(docs: &[Document]) -> bool {
-    let (mut cjk, mut latin) = (0usize, 0usize);
-    for c in docs.iter().flat_map(|d| d.text.chars()) {
-        if ('\u{4e00}'..='\u{9fff}').contains(&c) {
-            cjk += 1;
-        } else if c.is_ascii_alphabetic() {
-            latin += 1;
-        }
-    }
-    cjk * 3 >= latin
-}
-
+/// `text` in at most `max` characters, for what goes to a model or into an error (never
+/// into a pack: that text is cut whole by [`markdown_text::fit`]).
 fn cut(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
@@ -70,19 +60,20 @@ fn cut(text: &str, max: usize) -> String {
     }
 }
 
-/// Sentences that state rules (`必须`, `never`, …), at most `n`, without repeats.
+/// Sentences that state rules (`必须`, `never`, …), whole, from the documents' paragraphs
+/// and list items: at most `n`, without repeats, none over 200 characters.
 fn rule_sentences(docs: &[Document], n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for doc in docs {
-        for line in doc.text.lines().map(str::trim).filter(|l| !l.starts_with('#') && !l.starts_with('|')) {
-            for sentence in line.split_inclusive(['。', '！', '；', '.', '!', ';']) {
-                let s = sentence.trim().trim_start_matches(['-', '*', '>', ' ']).trim();
+        for block in markdown_text::blocks(&doc.text) {
+            for s in markdown_text::sentences(&block.text) {
                 let lower = s.to_lowercase();
-                if s.chars().count() >= 6
+                let words = s.chars().count();
+                if (6..=200).contains(&words)
                     && RULE_WORDS.iter().any(|w| lower.contains(w))
                     && !out.iter().any(|o| o == s)
                 {
-                    out.push(cut(s, 200));
+                    out.push(s.to_owned());
                     if out.len() == n {
                         return out;
                     }
@@ -93,26 +84,45 @@ fn rule_sentences(docs: &[Document], n: usize) -> Vec<String> {
     out
 }
 
-/// Numbered steps (`1. …`, `2、…`) of the documents, at most `n`.
+/// The items of the documents' numbered lists, whole, at most `n`, each with its document.
 fn steps(docs: &[Document], n: usize) -> Vec<String> {
     let mut out = Vec::new();
     for doc in docs {
-        for line in doc.text.lines().map(str::trim) {
-            let digits = line.chars().take_while(char::is_ascii_digit).count();
-            let rest = &line[digits..];
-            if digits > 0
-                && digits < 3
-                && (rest.starts_with(". ") || rest.starts_with('、') || rest.starts_with(") "))
-            {
-                let step = rest.trim_start_matches(['.', '、', ')', ' ']).trim();
-                if !step.is_empty() {
-                    out.push(format!("{}（{}）", cut(step, 160), doc.title));
-                    if out.len() == n {
-                        return out;
-                    }
-                }
+        let items = markdown_text::blocks(&doc.text).into_iter().filter(|b| {
+            b.kind == markdown_text::BlockKind::Item { ordered: true } && b.text.chars().count() <= 160
+        });
+        for item in items {
+            let from = markdown_text::plain_inline(&doc.title);
+            out.push(if markdown_text::mostly_chinese([item.text.as_str()]) {
+                format!("{}（{from}）", item.text)
+            } else {
+                format!("{} ({from})", item.text)
+            });
+            if out.len() == n {
+                return out;
             }
         }
+    }
+    out
+}
+
+/// A section's body as an example's plan: as written when short, else its paragraphs and
+/// items as plain text, whole, up to about `max` characters.
+fn plan_text(body: &str, max: usize) -> String {
+    let body = body.trim();
+    if body.chars().count() <= max {
+        return body.to_owned();
+    }
+    let mut out = String::new();
+    for block in markdown_text::blocks(body) {
+        let text = markdown_text::fit(&block.text, max);
+        if !out.is_empty() && out.chars().count() + text.chars().count() > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&text);
     }
     out
 }
@@ -162,7 +172,7 @@ fn file_of(knowledge: &[KnowledgeDoc], i: usize, needle: &str) -> Option<String>
 /// steps, rules from sentences that state rules, summaries from first lines, examples from
 /// sections headed as examples (else one per document, at most [`MAX_EXAMPLES`]).
 pub(crate) fn heuristic(name: &str, docs: &[Document], knowledge: &[KnowledgeDoc]) -> Extracted {
-    let zh = chinese(docs);
+    let zh = markdown_text::mostly_chinese(docs.iter().map(|d| d.text.as_str()));
     let titles: Vec<&str> = docs.iter().map(|d| d.title.as_str()).collect();
     let shown = titles.iter().take(3).copied().collect::<Vec<_>>();
     let description = if zh {
@@ -219,13 +229,17 @@ pub(crate) fn heuristic(name: &str, docs: &[Document], knowledge: &[KnowledgeDoc
             title: heading.clone(),
             uses,
             tags: tags.clone(),
-            problem: first_line(&body, 200),
-            assessment: format!("{}：{}", if zh { "依据" } else { "From" }, docs[i].title),
-            plan: cut(&body, 600),
+            problem: markdown_text::summary(&body, 200),
+            assessment: if zh {
+                format!("依据：{}", docs[i].title)
+            } else {
+                format!("From: {}", docs[i].title)
+            },
+            plan: plan_text(&body, 600),
             review: if zh { "待补充结果复盘".into() } else { "To be reviewed.".into() },
             ..ExampleText::default()
         };
-        examples.push((first_line(&body, 80), example));
+        examples.push((markdown_text::summary(&body, 80), example));
     }
     if examples.is_empty() {
         for (i, doc) in docs.iter().enumerate().take(MAX_EXAMPLES.min(3)) {
@@ -249,7 +263,7 @@ pub(crate) fn heuristic(name: &str, docs: &[Document], knowledge: &[KnowledgeDoc
                 } else {
                     format!("Read the document {}.", doc.title)
                 },
-                plan: first_line(&doc.text, 300),
+                plan: markdown_text::summary(&doc.text, 300),
                 review: if zh { "待补充结果复盘".into() } else { "To be reviewed.".into() },
                 ..ExampleText::default()
             };
@@ -444,6 +458,28 @@ mod tests {
         assert_eq!(x.examples[0].1.title, "案例：久坐上班族");
         assert_eq!(x.examples[0].1.uses, vec!["knowledge/深蹲.md".to_owned()]);
         assert!(x.role.starts_with("# 角色"), "mostly Chinese: {}", x.role);
+    }
+
+    #[test]
+    fn english_documents_give_english_drafts_of_whole_sentences() {
+        let docs = vec![doc(
+            "Backups",
+            "# Backups\n\nYou should keep three copies, e.g. on a disk\nand in the cloud. Test restores\nmonthly; never trust an untested backup.\n\n| You must | not read tables |\n|---|---|\n| a | b |\n",
+        )];
+        let knowledge = super::super::build::knowledge_layout(&docs);
+        let x = heuristic("ops", &docs, &knowledge);
+        assert!(x.role.starts_with("# Role") && x.rules.starts_with("# Rules"), "{}", x.rules);
+        assert!(
+            x.rules.contains("- You should keep three copies, e.g. on a disk and in the cloud.\n"),
+            "a sentence across lines and past `e.g.` stays whole: {}",
+            x.rules
+        );
+        assert!(
+            x.rules.contains("- Test restores monthly; never trust an untested backup.\n"),
+            "{}",
+            x.rules
+        );
+        assert!(!x.rules.contains("tables"), "{}", x.rules);
     }
 
     #[test]

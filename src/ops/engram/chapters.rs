@@ -4,6 +4,7 @@
 //! with a document over [`SPLIT_BYTES`]). A document is split at its chapter headings;
 //! one without them is split by size at paragraph boundaries. Chinese and English.
 
+use crate::markdown_text;
 use crate::ops::{Caller, Engram, EngramError, Result, limits};
 use crate::pack_path::PackPath;
 use crate::store::{Changes, Edit};
@@ -123,17 +124,27 @@ pub fn slug(title: &str) -> String {
     if out.is_empty() || PackPath::check_component(&out).is_err() { "doc".to_owned() } else { out }
 }
 
-/// A chapter's one-line summary: its title, then the start of its first paragraph.
+/// `title` and `rest` joined as an index summary: `：` in Chinese, `: ` otherwise.
+pub fn titled(title: &str, rest: &str) -> String {
+    let title = markdown_text::plain_inline(title);
+    if rest.is_empty() || rest == title {
+        title
+    } else if markdown_text::mostly_chinese([title.as_str()]) {
+        format!("{title}：{rest}")
+    } else {
+        format!("{title}: {rest}")
+    }
+}
+
+/// A chapter's one-line summary: its title, then the start of its first paragraph, plain
+/// text cut at a sentence or word ([`markdown_text::fit`]).
 fn summary(chapter: &Chapter) -> String {
-    let body = chapter
-        .text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && heading(l).is_none() && !l.starts_with("```"))
-        .unwrap_or_default();
-    let body: String = crate::memory::single_line(body).chars().take(SUMMARY_CHARS).collect();
-    let title = crate::memory::single_line(&chapter.title);
-    if body.is_empty() || body == title { title } else { format!("{title}：{body}") }
+    titled(&chapter.title, &markdown_text::summary(&chapter.text, SUMMARY_CHARS))
+}
+
+/// The index line's note of how many chapters a document has, in its language.
+pub fn chapters_note(count: usize, chinese: bool) -> String {
+    if chinese { format!("（{count} 章 / chapters）") } else { format!(" ({count} chapters)") }
 }
 
 /// The files of an import: chapter files, the chapter index, and the index line for the root.
@@ -144,15 +155,39 @@ pub fn chapter_files(
     chapters: &[Chapter],
 ) -> (Vec<(String, String)>, String) {
     let mut files = Vec::new();
-    let mut index = format!("## {title}\n\n");
+    let mut index = format!("## {}\n\n", markdown_text::plain_inline(title));
     for (i, c) in chapters.iter().enumerate() {
         let path = format!("knowledge/{doc}/{:02}-{}.md", i + 1, slug(&c.title));
         index.push_str(&format!("- `{path}` - {}\n", summary(c)));
         files.push((path, format!("{}\n", c.text.trim_end())));
     }
     files.push((format!("knowledge/{doc}/_index.md"), index));
-    let line = format!("- `knowledge/{doc}/_index.md` - {summary_line}（{} 章 / chapters）", chapters.len());
+    let chinese = markdown_text::mostly_chinese(chapters.iter().map(|c| c.text.as_str()));
+    let line = format!(
+        "- `knowledge/{doc}/_index.md` - {}{}",
+        markdown_text::plain_inline(summary_line),
+        chapters_note(chapters.len(), chinese)
+    );
     (files, line)
+}
+
+/// Whether a path is a knowledge content file (what `knowledge_count` counts).
+fn is_knowledge_file(path: &str) -> bool {
+    path.ends_with(".md") && !path.rsplit('/').next().is_some_and(|name| name.starts_with("_index"))
+}
+
+/// `meta.json` with `knowledge_count` set to the knowledge files the pack will hold (those
+/// of `snap` and `added` more), so `list`, `stats` and the page count an import; `None`
+/// when meta.json is missing or not a JSON object (lint reports that; the import leaves it).
+fn counted_meta(snap: &crate::store::Snapshot<'_>, added: usize) -> Result<Option<String>> {
+    let Some(text) = snap.read_text("meta.json")? else { return Ok(None) };
+    let Ok(serde_json::Value::Object(mut meta)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    let held = snap.list_files_recursive("knowledge")?.iter().filter(|p| is_knowledge_file(p)).count();
+    meta.insert("knowledge_count".into(), (held + added).into());
+    let pretty = crate::jsonfmt::python_pretty(&serde_json::Value::Object(meta));
+    Ok(Some(format!("{pretty}{}", if text.ends_with('\n') { "\n" } else { "" })))
 }
 
 impl Engram {
@@ -206,6 +241,9 @@ impl Engram {
                 root.push_str(&line);
                 root.push('\n');
                 changes.put("knowledge/_index.md", root);
+                if let Some(meta) = counted_meta(snap, chapters.len())? {
+                    changes.put("meta.json", meta);
+                }
                 let subject = format!("knowledge: import {doc} — {} chapters", chapters.len());
                 Ok::<_, EngramError>(Edit::Commit {
                     changes,
