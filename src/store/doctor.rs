@@ -7,7 +7,8 @@
 //! commit, tree and blob reachable from HEAD can be read; the git index can be
 //! read; the directories a write creates files in are writable; no tracked
 //! file was replaced by a directory (or anything else that is not a file) and
-//! no tracked directory by a symbolic link; an interrupted write is pending;
+//! no tracked directory by a symbolic link; no symbolic link or submodule is
+//! committed; an interrupted write is pending;
 //! hand edits are waiting to be committed.
 
 use std::fs;
@@ -311,9 +312,12 @@ fn check_writable(dir: &Path) -> Result<(), String> {
 /// symbolic link, and pending hand edits.
 fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
     let d = dir.display();
-    let mut out = Vec::new();
+    let mut out = committed_links(repo, dir);
     for replaced in replaced_paths(repo, dir) {
         let path = &replaced.path;
+        if head_link(repo, path).is_some() {
+            continue; // a committed link, reported by `committed_links`
+        }
         let problem = match replaced.by {
             ReplacedBy::Directory => format!(
                 "{path} is a file in the last commit but not a regular file in the working tree (a directory?)"
@@ -345,6 +349,74 @@ fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The target of the symbolic link HEAD holds at `path`, if it holds one there.
+fn head_link(repo: &Repository, path: &str) -> Option<String> {
+    let tree = repo.head().ok()?.peel_to_tree().ok()?;
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    (entry.filemode() == 0o120000).then(|| {
+        let target = repo.find_blob(entry.id()).map(|b| String::from_utf8_lossy(b.content()).into_owned());
+        target.unwrap_or_default()
+    })
+}
+
+/// Most commits searched back for the last one where a committed link was not one.
+const LINK_HISTORY: usize = 1000;
+
+/// Symbolic links and submodules committed in HEAD (by git, or by an engram before it
+/// refused them): engram never reads or writes through them, and the repair restores what
+/// was there before the link, never the link.
+fn committed_links(repo: &Repository, dir: &Path) -> Vec<Finding> {
+    let d = dir.display();
+    let Some(head) = repo.head().ok().and_then(|h| h.peel_to_commit().ok()) else { return Vec::new() };
+    let Ok(tree) = head.tree() else { return Vec::new() };
+    let mut links = Vec::new();
+    let _ = tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        let mode = entry.filemode();
+        if mode == 0o120000 || mode == 0o160000 {
+            links.push((format!("{root}{}", entry.name().unwrap_or("?")), mode == 0o160000));
+        }
+        git2::TreeWalkResult::Ok
+    });
+    links
+        .into_iter()
+        .map(|(path, submodule)| {
+            let what = match head_link(repo, &path) {
+                Some(target) => format!("a symbolic link (to {target})"),
+                None if submodule => "a submodule".to_owned(),
+                None => "a link".to_owned(),
+            };
+            let problem = format!(
+                "{path} is committed as {what}: engram neither reads nor writes through it (its files are missing from the pack)"
+            );
+            let restored = fs::symlink_metadata(dir.join(&path)).is_ok_and(|m| m.is_dir());
+            let repair = match last_commit_without_link(repo, head.id(), &path) {
+                // The person already put the folder back: committing it is the repair.
+                _ if restored => format!(
+                    "git -C {d} add -A -- {path} && git -C {d} commit -m 'restore {path} as a directory'   (the working tree already holds it as a directory)"
+                ),
+                Some(before) => format!(
+                    "rm {d}/{path} && git -C {d} checkout {before} -- {path} && git -C {d} commit -m 'restore {path}'   ({before} is the last commit before the link)"
+                ),
+                None => format!("git -C {d} rm --cached -q {path} && git -C {d} commit -m 'remove the link {path}'"),
+            };
+            finding(Severity::Error, problem, repair)
+        })
+        .collect()
+}
+
+/// The short id of the newest first-parent ancestor of `head` where `path` is not a link.
+fn last_commit_without_link(repo: &Repository, head: Oid, path: &str) -> Option<String> {
+    let mut commit = repo.find_commit(head).ok()?;
+    for _ in 0..LINK_HISTORY {
+        commit = commit.parent(0).ok()?;
+        let entry = commit.tree().ok()?.get_path(Path::new(path)).ok();
+        if entry.as_ref().is_none_or(|e| e.filemode() != 0o120000 && e.filemode() != 0o160000) {
+            return entry.is_some().then(|| commit.id().to_string()[..12].to_owned());
+        }
+    }
+    None
 }
 
 /// What took the place of a tracked path in the working tree.

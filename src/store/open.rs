@@ -166,13 +166,17 @@ pub(super) fn configure_libgit2() {
 }
 
 /// Clones a pack repository from a URL or a local path into `target`, authenticating
-/// and checking the remote like a sync does.
+/// and checking the remote like a sync does. No file is written out before every file of
+/// the branch is known to be at most `max_file_bytes` (their sizes read from the object
+/// headers): a pack holding a larger one is refused with its path, and the caller removes
+/// `target`.
 ///
 /// `progress` is called with (received objects, total objects).
 pub fn clone_pack(
     source: &str,
     target: &Path,
     creds: &super::Credentials,
+    max_file_bytes: u64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<()> {
     let config = git2::Config::open_default().ok();
@@ -184,11 +188,44 @@ pub fn clone_pack(
     });
     let mut fetch = git2::FetchOptions::new();
     fetch.remote_callbacks(callbacks);
+    let mut no_files = git2::build::CheckoutBuilder::new();
+    no_files.dry_run();
     let mut builder = git2::build::RepoBuilder::new();
-    builder.fetch_options(fetch);
-    builder.clone(source, target).map_err(|e| match session.error("cloning", &e) {
+    builder.fetch_options(fetch).with_checkout(no_files);
+    let repo = builder.clone(source, target).map_err(|e| match session.error("cloning", &e) {
         StoreError::Remote { message, .. } => StoreError::Clone { message },
         other => other,
     })?;
+    if let Some((path, size)) = oversized_blob(&repo, max_file_bytes) {
+        return Err(StoreError::Clone {
+            message: format!(
+                "{path} is {size} bytes; a pack file may be at most {max_file_bytes} bytes (engram would not read it)"
+            ),
+        });
+    }
+    let mut files = git2::build::CheckoutBuilder::new();
+    files.force();
+    repo.checkout_head(Some(&mut files)).map_err(|e| git_err("checking out the clone", target, e))?;
     Ok(())
+}
+
+/// The first file of HEAD's tree larger than `max` bytes, by its object header (the blob
+/// is not read).
+fn oversized_blob(repo: &Repository, max: u64) -> Option<(String, u64)> {
+    let tree = repo.head().ok()?.peel_to_tree().ok()?;
+    let odb = repo.odb().ok()?;
+    let mut found = None;
+    let _ = tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        if entry.kind() != Some(git2::ObjectType::Blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        match odb.read_header(entry.id()) {
+            Ok((size, _)) if size as u64 > max => {
+                found = Some((format!("{root}{}", entry.name().unwrap_or("?")), size as u64));
+                git2::TreeWalkResult::Abort
+            }
+            _ => git2::TreeWalkResult::Ok,
+        }
+    });
+    found
 }

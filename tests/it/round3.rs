@@ -160,6 +160,26 @@ async fn unbounded_inputs_are_refused_with_memory_bounded() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 
+    // Installing a repository whose branch holds a 100 MB file: refused by its object header
+    // before any file is checked out, nothing left behind.
+    let repo = env.dir.path().join("src/heavy");
+    std::fs::create_dir_all(repo.join("knowledge")).expect("mkdir");
+    std::fs::write(repo.join("meta.json"), r#"{"name": "heavy", "description": "d"}"#).expect("meta");
+    sparse(&repo.join("knowledge/big.md"), 100 << 20);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "heavy"]);
+    let out = env.cli(&["install", &repo.display().to_string()]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("knowledge/big.md is 104857600 bytes"), "{}", stderr(&out));
+    let left: Vec<String> = std::fs::read_dir(&env.packs)
+        .expect("packs")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "p")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
     // A 2 GB file put into an installed pack: the server answers and keeps running.
     sparse(&env.pack("p").join("knowledge/big.md"), 2 << 30);
     let c = env.client_with(&["--tools", "all"]).await;
@@ -260,4 +280,42 @@ fn accepting_a_proposal_that_adds_a_secret_is_refused_in_reviews_words() {
     assert!(!text.contains("fetched from the remote") && !text.contains("engram sync"), "{text}");
     assert!(!text.contains(&key), "the secret is masked: {text}");
     assert_eq!(before, git(&pack, &["rev-parse", "HEAD"]));
+}
+
+/// A symbolic link committed by git (or by an engram before it refused links) is named by
+/// `engram doctor` as a committed link, never as "a directory", and its repair brings the
+/// folder back as it was before the link; it never restores the link.
+#[test]
+fn doctor_names_a_committed_link_and_its_repair_restores_the_folder() {
+    let env = TestEnv::new();
+    env.init("p");
+    let pack = env.pack("p");
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::rename(pack.join("knowledge"), env.dir.path().join("kept")).expect("move");
+    std::os::unix::fs::symlink(&outside, pack.join("knowledge")).expect("link");
+    git(&pack, &["add", "-A"]);
+    git(&pack, &["commit", "-qm", "a link"]);
+    let out = env.cli(&["doctor", "p"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("knowledge is committed as a symbolic link"), "{said}");
+    assert!(!said.contains("a directory?"), "{said}");
+    let repair = said
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("repair: "))
+        .and_then(|r| r.split("   (").next())
+        .expect("a repair line")
+        .to_owned();
+    assert!(repair.contains("checkout") && repair.contains("-- knowledge"), "{repair}");
+    // The repair runs as a person would paste it, with the suite's git identity.
+    let git_vars: Vec<(String, String)> = git_command()
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+        .collect();
+    let done = std::process::Command::new("sh").args(["-c", &repair]).envs(git_vars).output().expect("sh");
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(git(&pack, &["ls-tree", "HEAD", "knowledge"]).starts_with("040000 tree"), "a folder again");
+    let out = env.cli(&["doctor", "p"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }

@@ -268,8 +268,14 @@ impl Engram {
         let fetched = if plain_folder {
             copy_tree(local, &tmp).map_err(|e| format!("复制失败 (copy failed): {e}"))
         } else {
-            crate::store::clone_pack(source, &tmp, &self.config.sync.credentials, progress)
-                .map_err(|e| format!("git clone 出错。{e}"))
+            crate::store::clone_pack(
+                source,
+                &tmp,
+                &self.config.sync.credentials,
+                MAX_PACK_FILE_BYTES as u64,
+                progress,
+            )
+            .map_err(|e| format!("git clone 出错。{e}"))
         };
         let fetched = fetched.and_then(|()| match oversized_file(&tmp) {
             Some(e) => Err(e.to_string()),
