@@ -189,6 +189,7 @@ fn incoming_findings(
     if let Some(ours) = ours {
         walk.hide(ours).map_err(err)?;
     }
+    let odb = git.odb().map_err(err)?;
     let mut out = Vec::new();
     for id in walk {
         let commit = git.find_commit(id.map_err(err)?).map_err(err)?;
@@ -209,6 +210,18 @@ fn incoming_findings(
             }
             let new = delta.new_file();
             let Some(path) = new.path().and_then(|p| p.to_str()) else { continue };
+            // Its size from the object header first: a 2 GB blob is refused, never inflated.
+            if let Ok((size, _)) = odb.read_header(new.id())
+                && size > crate::pack_root::MAX_PACK_FILE_BYTES
+            {
+                return Err(StoreError::BadPath {
+                    path: path.to_owned(),
+                    reason: format!(
+                        "the remote's commit {short} adds it with {size} bytes; a pack file may be at most {} bytes, so nothing was merged",
+                        crate::pack_root::MAX_PACK_FILE_BYTES
+                    ),
+                });
+            }
             let Ok(blob) = git.find_blob(new.id()) else { continue };
             let old = delta.old_file();
             let old = (!old.id().is_zero()).then(|| git.find_blob(old.id()).ok()).flatten();

@@ -396,7 +396,21 @@ fn tree_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// Someone pushes a commit with plain git (not engram) that adds a credential.
 fn push_a_leak(daemon: &GitDaemon, url: &str, branch: &str, key: &str) -> String {
-    let work = daemon.base.join("elsewhere");
+    push_around_engram(daemon, url, branch, "knowledge/leak.md", &|f| {
+        std::fs::write(f, format!("# Deploy\n\naws key {key}\n"))
+    })
+}
+
+/// Someone pushes a commit with plain git (not engram) that adds the file `path`, written
+/// by `write`; returns the commit's id.
+fn push_around_engram(
+    daemon: &GitDaemon,
+    url: &str,
+    branch: &str,
+    path: &str,
+    write: &dyn Fn(&Path) -> std::io::Result<()>,
+) -> String {
+    let work = daemon.base.join(format!("elsewhere-{}", path.replace('/', "-")));
     let gitc = |args: &[&str]| {
         let out = git_command_as("someone", "someone@example.invalid").args(args).output().expect("git");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -404,17 +418,8 @@ fn push_a_leak(daemon: &GitDaemon, url: &str, branch: &str, key: &str) -> String
     };
     let w = work.display().to_string();
     gitc(&["clone", "-q", url, &w]);
-    std::fs::write(
-        work.join("knowledge/leak.md"),
-        format!(
-            "# Deploy
-
-aws key {key}
-"
-        ),
-    )
-    .expect("write");
-    gitc(&["-C", &w, "add", "knowledge/leak.md"]);
+    write(&work.join(path)).expect("write");
+    gitc(&["-C", &w, "add", path]);
     gitc(&["-C", &w, "commit", "-qm", "notes from the deploy"]);
     gitc(&["-C", &w, "push", "-q", "origin", &format!("HEAD:{branch}")]);
     gitc(&["-C", &w, "rev-parse", "HEAD"])
@@ -460,6 +465,34 @@ async fn a_credential_pushed_around_engram_is_refused_at_sync() {
     }
     check_refused("merge");
     assert_fsck(&pack);
+}
+
+/// A file over the pack file limit pushed with plain git: sync refuses it by its object
+/// header (never inflating it), names commit and path, and changes nothing.
+#[test]
+fn a_file_over_the_limit_pushed_around_engram_is_refused_at_sync() {
+    let Some(daemon) = GitDaemon::start() else { return };
+    let a = device("laptop");
+    a.init("coach");
+    let pack = a.pack("coach");
+    let url = daemon.bare("coach", &branch(&pack));
+    run_ok(&a, &["remote", "add", "coach", &url]);
+    run_ok(&a, &["sync", "coach"]);
+    let big = push_around_engram(&daemon, &url, &branch(&pack), "knowledge/big.md", &|f| {
+        std::fs::File::create(f)?.set_len(100 << 20)
+    });
+    let before = head(&pack);
+    let out = a.cli(&["sync", "coach"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "sync succeeded:\n{t}");
+    assert!(
+        t.contains(&format!("remote's commit {} adds it with 104857600 bytes", &big[..7]))
+            && t.contains("knowledge/big.md"),
+        "{t}"
+    );
+    assert_eq!(head(&pack), before, "HEAD moved");
+    assert!(!pack.join("knowledge/big.md").exists());
+    assert_clean(&pack);
 }
 
 #[test]
