@@ -514,3 +514,46 @@ pub fn replaced_files(repo: &Repository, dir: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commits `files` (top-level paths) on HEAD; the new commit's id.
+    fn commit(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut tb = repo.treebuilder(None).expect("treebuilder");
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).expect("blob");
+            tb.insert(path, blob, 0o100_644).expect("insert");
+        }
+        let tree = repo.find_tree(tb.write().expect("tree")).expect("find tree");
+        let sig = git2::Signature::now("t", "t@example.invalid").expect("signature");
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &sig, &sig, "m", &tree, &parents).expect("commit")
+    }
+
+    #[test]
+    fn quick_check_finds_a_missing_blob_by_a_whole_walk_or_since_a_whole_commit() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let repo = Repository::init(dir).expect("init");
+        assert_eq!(quick_check(dir, None), Ok(None), "no commit yet: nothing to read");
+        commit(&repo, &[("a.md", "a")]);
+        let whole = quick_check(dir, None).expect("whole").expect("a commit");
+        assert_eq!(quick_check(dir, Some(&whole)), Ok(Some(whole.clone())));
+
+        commit(&repo, &[("a.md", "a"), ("b.md", "b")]);
+        let b = repo.blob(b"b").expect("the blob's id").to_string();
+        fs::remove_file(dir.join(".git/objects").join(&b[..2]).join(&b[2..])).expect("remove the blob");
+        let since = quick_check(dir, Some(&whole)).expect_err("the blob the new commit added is missing");
+        assert!(since.problem.contains(&b) && since.severity == Severity::Error, "{}", since.problem);
+        let walked = quick_check(dir, None).expect_err("a whole walk finds it too");
+        assert_eq!(walked.problem, since.problem);
+
+        let branch = repo.head().expect("head").name().expect("a name").to_owned();
+        fs::write(dir.join(".git").join(&branch), "not a commit id\n").expect("write the ref");
+        let broken = quick_check(dir, Some(&whole)).expect_err("the branch does not resolve");
+        assert!(broken.problem.contains("does not resolve to a commit"), "{}", broken.problem);
+    }
+}

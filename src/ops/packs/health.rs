@@ -41,7 +41,7 @@ impl Damage {
     /// The one line every reader shows: name, diagnosis, the doctor command.
     pub fn note(&self) -> String {
         format!(
-            "⚠ {}: 此包已损坏 (damaged) — {} — `{}` says how to repair it; the other packs are unaffected",
+            "⚠ {}: {} — 此包已损坏 (damaged): `{}` says how to repair it; the other packs are unaffected",
             self.name, self.diagnosis, self.doctor
         )
     }
