@@ -2,7 +2,7 @@
 //! object of its last commit missing, or its `meta.json` broken), every reading tool and
 //! command keeps answering for the other two and names the damaged one with the
 //! `engram doctor` command — MCP `search_memory`, `load_engram`, `list_engrams`,
-//! `stats_engrams`; `engram search`, `list`, `stats`, `sync`; the web page (`/`,
+//! `stats_engrams`; `engram search`, `list`, `stats`, `log`, `sync`; the web page (`/`,
 //! `/api/packs`, a pack's page).
 
 use std::path::Path;
@@ -126,6 +126,9 @@ async fn check(kind: Damage) {
     let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{k} stats --json: {e}\n{out}"));
     assert!(report["engrams"].as_array().is_some_and(|a| a.len() >= 2), "{k}: {report}");
     assert!(err.contains(DOCTOR), "{k}: {err}");
+    let (out, err) = run(&env, &["log"]);
+    assert!(out.contains("=== alpha ===") && out.contains("=== gamma ==="), "{k} engram log:\n{out}\n{err}");
+    assert!(err.contains(DOCTOR), "{k}: engram log names the damaged pack: {err}");
     let (out, err) = run(&env, &["sync", "--all"]);
     assert!(err.contains(DOCTOR), "{k}: engram sync names the skipped pack: {out}\n{err}");
     for p in ["alpha", "gamma"] {
