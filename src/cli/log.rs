@@ -89,7 +89,12 @@ pub fn print_commit(c: &CommitInfo, patch: bool, color: bool) {
 pub fn run(engram: &Engram, args: &LogArgs) -> anyhow::Result<ExitCode> {
     let packs: Vec<String> = match &args.pack {
         Some(p) => vec![p.clone()],
-        None => engram.packs().list().into_iter().map(|p| p.name).collect(),
+        None => {
+            // Every pack that reads; a damaged one is named on standard error.
+            let survey = engram.survey();
+            super::warn(&survey.damaged().iter().map(crate::ops::Damage::note).collect::<Vec<_>>());
+            survey.healthy().map(|p| p.name.clone()).collect()
+        }
     };
     let filter = HistoryFilter {
         path: args.path.clone(),

@@ -325,6 +325,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => serve(&cli, &cli.serve),
         Some(Command::Serve(args)) => serve(&cli, args),
         Some(Command::List) => {
+            // The tool's text: its warning lines (a damaged pack…) are part of the list.
             outln!("{}", engram(&cli, false)?.list_engrams());
             Ok(ExitCode::SUCCESS)
         }
@@ -375,10 +376,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 "plain"
             };
-            out!("{}", engram(&cli, false)?.stats_engrams(format)?);
+            let (report, damaged) = engram(&cli, false)?.stats_report(format, false)?;
+            out!("{report}");
             if !*csv {
                 outln!();
             }
+            warn(&damaged.iter().map(crate::ops::Damage::note).collect::<Vec<_>>());
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Knowledge { action: KnowledgeAction::Import { pack, file, title } }) => {
@@ -407,6 +410,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Ui(args)) => ui::run(engram(&cli, false)?, args),
+    }
+}
+
+/// Warning lines (a damaged pack, a shadowed one…) on standard error: standard output stays
+/// what the command reports, for scripts; the exit status is not changed by them.
+pub(crate) fn warn(notes: &[String]) {
+    for n in notes {
+        eprintln!("{n}");
     }
 }
 

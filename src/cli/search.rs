@@ -60,6 +60,7 @@ pub fn run(engram: &Engram, args: &SearchArgs) -> anyhow::Result<ExitCode> {
             } else {
                 outln!("{}", render_search(&outcome));
             }
+            super::warn(&outcome.damaged.iter().map(crate::ops::Damage::note).collect::<Vec<_>>());
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -67,15 +67,18 @@ pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> 
     super::report(res)
 }
 
-/// Runs `engram sync`. Exit 1 when a pack could not be fully synced.
+/// Runs `engram sync`. Exit 1 when a pack could not be fully synced. Over all packs, a
+/// damaged pack is skipped and named on standard error; it does not change the exit status
+/// (`engram doctor` reports it with status 1).
 pub fn run(engram: &Engram, args: &SyncArgs) -> anyhow::Result<ExitCode> {
     let results = match &args.pack {
         Some(pack) => vec![(pack.clone(), engram.sync_pack(pack, &caller()))],
         None => {
-            let r = engram.sync_all(&caller());
+            let (r, damaged) = engram.sync_all(&caller());
             if r.is_empty() {
                 outln!("没有配置了远端的 Engram (no pack has a remote) — engram remote add <pack> <url>");
             }
+            super::warn(&damaged.iter().map(crate::ops::Damage::note).collect::<Vec<_>>());
             r
         }
     };

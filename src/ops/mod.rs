@@ -40,12 +40,13 @@ pub use engram::memory_items::{
     MemoryItem, MemoryList, MemoryRef, MemoryTarget, ParsedMemoryFiles, PastItem, WriteOutcome, memory_id,
 };
 pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
-pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search};
+pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search, with_notes};
 pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_IMPORTANCE, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote,
     Stored, slug,
 };
 pub(crate) use notes::{derive_title, render_note};
+pub use packs::health::{Damage, PackHealth, Survey};
 pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
 pub use packs::sync_worker::SyncWorker;
 pub use workspace::*;
@@ -368,6 +369,8 @@ pub struct Engram {
     /// Whether each pack's `.git/config` asks for proposals, read again when the file
     /// changed (see `packs/review.rs`).
     proposing_packs: Mutex<HashMap<PathBuf, crate::store::ProposeSetting>>,
+    /// HEAD commits the health check found whole (see `packs/health.rs`).
+    whole_heads: packs::health::WholeHeads,
 }
 
 impl Engram {
@@ -394,6 +397,7 @@ impl Engram {
             packs_root,
             search_cache: crate::packsearch::SearchCache::new(),
             proposing_packs: Mutex::new(HashMap::new()),
+            whole_heads: packs::health::WholeHeads::default(),
         })
     }
 
@@ -496,15 +500,15 @@ impl Engram {
         "pong".into()
     }
 
-    /// `list_engrams`: the reference's lines, then a warning line for each pack
-    /// that is broken or hidden by another of the same name, and for each
-    /// unfinished install engram could not clean.
+    /// `list_engrams`: the reference's lines, then a warning line for each pack that is
+    /// damaged ([`Engram::survey`]) or hidden by another of the same name, and for each
+    /// unfinished install engram could not clean. Without such a pack the text is the reference's.
     pub fn list_engrams(&self) -> String {
-        let scan = self.packs().scan();
-        let mut lines: Vec<String> = scan
+        let survey = self.survey();
+        let mut lines: Vec<String> = survey
             .packs
             .iter()
-            .map(|p| {
+            .map(|(p, _)| {
                 let get = |k: &str, d: &str| crate::pack::python_str(p.meta.get(k), d);
                 format!(
                     "- {}: {} (knowledge={}, examples={})",
@@ -518,13 +522,8 @@ impl Engram {
         if lines.is_empty() {
             lines.push("暂无可用 Engram。".into());
         }
-        for b in &scan.broken {
-            lines.push(format!(
-                "⚠ {}: meta.json {} — 此包暂不可用 (unusable until repaired; undo_last / revert_memory work on it; `engram doctor {}` says how to repair it)",
-                b.dir_name, b.problem, b.dir_name
-            ));
-        }
-        for s in &scan.shadowed {
+        lines.extend(survey.damaged().iter().map(Damage::note));
+        for s in &survey.shadowed {
             lines.push(format!(
                 "⚠ {}: 同名包被遮蔽 (shadowed) — the tools use {}; {} is hidden (rename one directory to use both)",
                 s.name,

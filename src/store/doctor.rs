@@ -140,6 +140,109 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
     out
 }
 
+/// The cheap part of [`diagnose`], for every list, search, page and sync: the repository
+/// opens, HEAD resolves to a commit whose tree can be read, and every blob and tree of that
+/// tree is present in the object database (an existence check: no hashing, no history walk).
+/// The first [`Severity::Error`] finding, worded as `diagnose` words it, else the id of the HEAD
+/// commit found whole (`None` too for a folder that is not a repository yet, or one with no commit).
+/// Given `whole` (a commit this check found whole before), only the blobs HEAD's tree changed
+/// since are looked up: objects removed from under an unchanged path afterwards are
+/// `engram doctor`'s to find.
+pub fn quick_check(dir: &Path, whole: Option<&str>) -> Result<Option<String>, Finding> {
+    super::open::configure_libgit2();
+    let git = dir.join(".git");
+    match fs::symlink_metadata(&git) {
+        Err(_) => return Ok(None),
+        Ok(m) if !m.is_dir() => return first_error(dir),
+        Ok(_) => {}
+    }
+    if let Some(f) = missing_head(dir) {
+        return Err(f);
+    }
+    let repo = match Repository::open(dir) {
+        Ok(r) => r,
+        Err(_) => return first_error(dir),
+    };
+    let branch = repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
+        .unwrap_or_else(|| "HEAD".to_owned());
+    let commit = match repo.head() {
+        Ok(h) => match h.peel_to_commit() {
+            Ok(c) => c,
+            Err(e) => return Err(broken_ref(&repo, dir, &branch, e.message())),
+        },
+        Err(e) if e.code() == ErrorCode::UnbornBranch => return Ok(None),
+        Err(e) => return Err(broken_ref(&repo, dir, &branch, e.message())),
+    };
+    let id = commit.id().to_string();
+    if whole == Some(id.as_str()) {
+        return Ok(Some(id));
+    }
+    let tree = match commit.tree() {
+        Ok(t) => t,
+        Err(e) => return Err(missing(dir, "tree", commit.tree_id(), e.message())),
+    };
+    let odb = match repo.odb() {
+        Ok(o) => o,
+        Err(e) => return Err(missing(dir, "the object database of commit", commit.id(), e.message())),
+    };
+    // Since a commit found whole, only what changed is looked at (unchanged subtrees are
+    // skipped by their ids); otherwise the whole tree.
+    let since = whole.and_then(|w| Oid::from_str(w).ok()).and_then(|w| repo.find_commit(w).ok());
+    if let Some(old) = since.and_then(|c| c.tree().ok()) {
+        match repo.diff_tree_to_tree(Some(&old), Some(&tree), None) {
+            Ok(diff) => {
+                for delta in diff.deltas() {
+                    let new = delta.new_file();
+                    let gitlink = new.mode() == git2::FileMode::Commit;
+                    if new.exists() && !gitlink && !new.id().is_zero() && !odb.exists(new.id()) {
+                        return Err(missing(dir, "blob", new.id(), "object not found"));
+                    }
+                }
+                return Ok(Some(id));
+            }
+            Err(e) => return Err(missing(dir, "a tree of HEAD", tree.id(), e.message())),
+        }
+    }
+    let mut problem = None;
+    let walked = tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        // Subtrees are read by the walk itself (a missing one ends it with an error).
+        if entry.kind() == Some(ObjectType::Blob) && !odb.exists(entry.id()) {
+            problem = Some(missing(dir, "blob", entry.id(), "object not found"));
+            return git2::TreeWalkResult::Abort;
+        }
+        git2::TreeWalkResult::Ok
+    });
+    match (problem, walked) {
+        (Some(f), _) => Err(f),
+        (None, Err(e)) => Err(missing(dir, "a tree of HEAD", tree.id(), e.message())),
+        (None, Ok(())) => Ok(Some(id)),
+    }
+}
+
+/// The first error [`diagnose`] finds (a repository that does not open: its full diagnosis is
+/// no dearer than the reason); when it finds none, the repository is as good as a read needs.
+fn first_error(dir: &Path) -> Result<Option<String>, Finding> {
+    match diagnose(dir).into_iter().find(|f| f.severity == Severity::Error) {
+        Some(f) => Err(f),
+        None => Ok(None),
+    }
+}
+
+/// An object reachable from HEAD that cannot be read, and how to get it back.
+fn missing(dir: &Path, what: &str, id: Oid, why: &str) -> Finding {
+    let d = dir.display();
+    finding(
+        Severity::Error,
+        format!("{what} {id} is missing or corrupt: {why}"),
+        format!(
+            "fetch the objects back from a clone (`git -C {d} fetch <clone-or-remote>`) or restore .git from a backup; `git -C {d} fsck --full` lists every damaged object. The files in the working tree are intact and readable."
+        ),
+    )
+}
+
 fn broken_ref(repo: &Repository, dir: &Path, branch: &str, why: &str) -> Finding {
     let d = dir.display();
     let last_good = repo.reflog(branch).ok().and_then(|log| {
@@ -158,16 +261,7 @@ fn broken_ref(repo: &Repository, dir: &Path, branch: &str, why: &str) -> Finding
 
 /// The first commit, tree or blob reachable from `head` that cannot be read.
 fn missing_object(repo: &Repository, dir: &Path, head: Oid) -> Option<Finding> {
-    let d = dir.display();
-    let bad = |what: &str, id: Oid, why: &str| {
-        finding(
-            Severity::Error,
-            format!("{what} {id} is missing or corrupt: {why}"),
-            format!(
-                "fetch the objects back from a clone (`git -C {d} fetch <clone-or-remote>`) or restore .git from a backup; `git -C {d} fsck --full` lists every damaged object. The files in the working tree are intact and readable."
-            ),
-        )
-    };
+    let bad = |what: &str, id: Oid, why: &str| missing(dir, what, id, why);
     let mut walk = match repo.revwalk() {
         Ok(w) => w,
         Err(e) => return Some(bad("history", head, e.message())),
@@ -491,4 +585,47 @@ pub fn replaced_files(repo: &Repository, dir: &Path) -> Vec<String> {
             ReplacedBy::Link(target) => format!("{} replaced by a symbolic link (to {target})", r.path),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commits `files` (top-level paths) on HEAD; the new commit's id.
+    fn commit(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut tb = repo.treebuilder(None).expect("treebuilder");
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).expect("blob");
+            tb.insert(path, blob, 0o100_644).expect("insert");
+        }
+        let tree = repo.find_tree(tb.write().expect("tree")).expect("find tree");
+        let sig = git2::Signature::now("t", "t@example.invalid").expect("signature");
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &sig, &sig, "m", &tree, &parents).expect("commit")
+    }
+
+    #[test]
+    fn quick_check_finds_a_missing_blob_by_a_whole_walk_or_since_a_whole_commit() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let repo = Repository::init(dir).expect("init");
+        assert_eq!(quick_check(dir, None), Ok(None), "no commit yet: nothing to read");
+        commit(&repo, &[("a.md", "a")]);
+        let whole = quick_check(dir, None).expect("whole").expect("a commit");
+        assert_eq!(quick_check(dir, Some(&whole)), Ok(Some(whole.clone())));
+
+        commit(&repo, &[("a.md", "a"), ("b.md", "b")]);
+        let b = repo.blob(b"b").expect("the blob's id").to_string();
+        fs::remove_file(dir.join(".git/objects").join(&b[..2]).join(&b[2..])).expect("remove the blob");
+        let since = quick_check(dir, Some(&whole)).expect_err("the blob the new commit added is missing");
+        assert!(since.problem.contains(&b) && since.severity == Severity::Error, "{}", since.problem);
+        let walked = quick_check(dir, None).expect_err("a whole walk finds it too");
+        assert_eq!(walked.problem, since.problem);
+
+        let branch = repo.head().expect("head").name().expect("a name").to_owned();
+        fs::write(dir.join(".git").join(&branch), "not a commit id\n").expect("write the ref");
+        let broken = quick_check(dir, Some(&whole)).expect_err("the branch does not resolve");
+        assert!(broken.problem.contains("does not resolve to a commit"), "{}", broken.problem);
+    }
 }

@@ -82,27 +82,21 @@ pub(crate) async fn packs(State(state): State<Arc<UiState>>) -> Result<Response,
     Ok(json_response(StatusCode::OK, &Value::Array(list)))
 }
 
-/// Every pack with its counts (the home page uses the same).
+/// Every pack with its counts (the home page uses the same). A damaged pack
+/// ([`crate::ops::Engram::survey`]) carries `"damaged": {"name", "diagnosis", "doctor"}`
+/// (else `null`), a pack whose `meta.json` is broken included; it never hides the others.
 pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
+    let survey = state.engram.survey();
     let mut out = Vec::new();
-    for p in state.engram.packs().list() {
-        // One pack that cannot be read is shown with its error; it never hides the others.
+    for (p, health) in &survey.packs {
+        let damage = health.damage().cloned();
         let (head, listing) = match state.memories(&p.name, None) {
             Ok(read) => read,
-            Err(failure) => {
-                out.push(json!({
-                    "name": p.name,
-                    "description": p.meta.get("description").cloned().unwrap_or(Value::Null),
-                    "memories": 0,
-                    "head": Value::Null,
-                    "categories": {},
-                    "types": {},
-                    "knowledge": 0,
-                    "examples": 0,
-                    "sync": Value::Null,
-                    "lint": Value::Null,
-                    "error": crate::secrets::mask_url_credentials(&failure.to_string()),
-                }));
+            Err(e) => {
+                let damage = damage.unwrap_or_else(|| state.engram.damage_of(&p.dir, &e));
+                let mut row = empty_row(&p.name, p.meta.get("description").cloned(), &damage);
+                row["error"] = json!(crate::secrets::mask_url_credentials(&e.to_string()));
+                out.push(row);
                 continue;
             }
         };
@@ -122,9 +116,30 @@ pub(crate) fn pack_overview(state: &UiState) -> Result<Vec<Value>, Failure> {
             "sync": super::packs::sync_state(state, &p.name),
             "lint": super::packs::lint_counts(state, &p.name, head.as_deref())
                 .map(|(e, w)| json!({"errors": e, "warnings": w})),
+            "damaged": damage,
         }));
     }
+    for damage in &survey.unlisted {
+        out.push(empty_row(&damage.name, None, damage));
+    }
     Ok(out)
+}
+
+/// The row of a pack nothing could be read from.
+fn empty_row(name: &str, description: Option<Value>, damage: &crate::ops::Damage) -> Value {
+    json!({
+        "name": name,
+        "description": description.unwrap_or(Value::Null),
+        "memories": 0,
+        "head": Value::Null,
+        "categories": {},
+        "types": {},
+        "knowledge": 0,
+        "examples": 0,
+        "sync": Value::Null,
+        "lint": Value::Null,
+        "damaged": damage,
+    })
 }
 
 /// `GET /api/packs/<pack>/memories`.

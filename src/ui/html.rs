@@ -144,6 +144,8 @@ const TEXTS: &[(&str, &str, &str)] = &[
     ("files", "文件", "Files"),
     ("lint", "检查", "Lint"),
     ("lint_ok", "通过", "clean"),
+    ("damaged", "已损坏", "damaged"),
+    ("damaged_hint", "其他包不受影响。修复方法：", "The other packs are unaffected. How to repair it:"),
     ("errors", "错误", "errors"),
     ("warnings", "警告", "warnings"),
     ("knowledge", "知识", "Knowledge"),

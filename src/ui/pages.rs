@@ -18,6 +18,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use serde_json::Value;
+
 use super::api::query_pairs;
 use super::html::{LANG_COOKIE, Lang, esc, page, url};
 use super::{Failure, UiState, blocking};
@@ -144,8 +146,18 @@ pub(crate) async fn home(
                 ),
                 _ => "—".to_owned(),
             };
+            let damage = p["damaged"]
+                .as_object()
+                .map(|d| {
+                    damage_badge(
+                        l,
+                        d.get("diagnosis").and_then(Value::as_str).unwrap_or_default(),
+                        d.get("doctor").and_then(Value::as_str).unwrap_or_default(),
+                    )
+                })
+                .unwrap_or_default();
             body.push_str(&format!(
-                "<tr><td><a href=\"/p/{u}\">{n}</a><div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td>{types}</td><td>{k} {lk} · {e} {le}</td><td>{sync}</td><td>{lint}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                "<tr><td><a href=\"/p/{u}\">{n}</a>{damage}<div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td>{types}</td><td>{k} {lk} · {e} {le}</td><td>{sync}</td><td>{lint}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
                 u = url(name),
                 n = esc(name),
                 d = esc(desc),
@@ -166,7 +178,19 @@ pub(crate) async fn home(
     cx.html(StatusCode::OK, page(l, l.t("packs"), None, "/", &body))
 }
 
-/// `GET /p/<pack>`.
+/// The warning a damaged pack carries on the home page and its own: a badge, the one-line
+/// diagnosis and the `engram doctor` command.
+fn damage_badge(l: Lang, diagnosis: &str, doctor: &str) -> String {
+    format!(
+        " <span class=\"badge damaged\" title=\"{d}\">⚠ {b}</span><div class=\"damage\" role=\"alert\">{d}<br>{h} <code>{c}</code></div>",
+        b = l.t("damaged"),
+        d = esc(diagnosis),
+        h = esc(l.t("damaged_hint")),
+        c = esc(doctor),
+    )
+}
+
+/// `GET /p/<pack>`. A damaged pack shows its warning and what can still be read.
 pub(crate) async fn pack(
     State(state): State<Arc<UiState>>,
     Path(name): Path<String>,
@@ -177,9 +201,20 @@ pub(crate) async fn pack(
     let l = cx.lang;
     let n = name.clone();
     let read = blocking(move || {
-        let pack = state.engram.resolve(&n)?;
-        let (head, listing) = state.memories(&n, None)?;
-        let editable = super::packs::editable_files(&state, &n)?;
+        let pack = state.engram.packs().resolve_for_repair(&n).map_err(crate::ops::EngramError::from)?;
+        let mut damage = state.engram.pack_health(&pack.dir).damage().cloned();
+        let (head, cats) = match state.memories(&n, None) {
+            Ok((head, listing)) => (head, listing.by_category().to_vec()),
+            Err(e) => {
+                damage.get_or_insert_with(|| state.engram.damage_of(&pack.dir, &e));
+                (None, Vec::new())
+            }
+        };
+        let editable = match super::packs::editable_files(&state, &n) {
+            Ok(files) => files,
+            Err(_) if damage.is_some() => Vec::new(),
+            Err(f) => return Err(f),
+        };
         let files: Vec<(&'static str, Option<String>)> =
             ["role.md", "workflow.md", "rules.md", "knowledge/_index.md", "examples/_index.md"]
                 .into_iter()
@@ -189,15 +224,16 @@ pub(crate) async fn pack(
             .ok()
             .and_then(|m| m.get("description").and_then(|d| d.as_str().map(str::to_owned)))
             .unwrap_or_default();
-        Ok((head, listing.by_category().to_vec(), files, desc, editable))
+        Ok((head, cats, files, desc, editable, damage))
     })
     .await;
     let here = format!("/p/{}", url(&name));
-    let (head, cats, files, desc, editable) = match read {
+    let (head, cats, files, desc, editable, damage) = match read {
         Ok(r) => r,
         Err(f) => return cx.failure(&f, "/"),
     };
-    let mut body = format!("<h1>{}</h1><p>{}</p>\n", esc(&name), esc(&desc));
+    let warning = damage.map(|d| damage_badge(l, &d.diagnosis, &d.doctor)).unwrap_or_default();
+    let mut body = format!("<h1>{}</h1>{warning}<p>{}</p>\n", esc(&name), esc(&desc));
     if let Some(h) = head {
         body.push_str(&format!(
             "<p class=\"muted\">{} <code>{}</code></p>",

@@ -11,6 +11,7 @@ mod common;
 mod compat;
 mod concurrency;
 mod corruption;
+mod damaged_pack;
 mod engram_tools;
 mod faults;
 mod first_hour;

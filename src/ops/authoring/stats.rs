@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::memory::{IndexEntry, parse_index_line};
-use crate::ops::{Engram, Result};
+use crate::ops::{Damage, Engram, Result};
 
 /// The CSV's type columns, in the reference's order.
 const CSV_TYPES: [&str; 7] = ["fact", "preference", "decision", "history", "general", "inferred", "stated"];
@@ -63,10 +63,13 @@ impl Engram {
             .collect()
     }
 
-    fn pack_stats(&self) -> (Vec<PackStats>, Vec<IndexEntry>) {
+    /// Each listed pack's figures (a damaged one's are what can be read), the global
+    /// memory's entries, and the damaged packs ([`Engram::survey`]).
+    fn pack_stats(&self) -> (Vec<PackStats>, Vec<IndexEntry>, Vec<Damage>) {
         let packs = self.packs();
+        let survey = self.survey();
         let mut out = Vec::new();
-        for p in packs.list() {
+        for (p, _) in &survey.packs {
             let count = |k: &str| p.meta.get(k).and_then(Value::as_i64).unwrap_or(0);
             let entries = self.entries_of(&p.dir);
             let types = count_in_order(entries.iter().map(|e| e.memory_type.as_str()));
@@ -79,20 +82,27 @@ impl Engram {
             });
         }
         let global = self.entries_of(&packs.global_dir());
-        (out, global)
+        (out, global, survey.damaged())
     }
 
     /// `stats_engrams(format)`: `plain` (or empty), `json` or `csv`; anything else is refused
-    /// with the reference's text. Reads only.
+    /// with the reference's text. Reads only. A damaged pack adds a warning line to the plain
+    /// text and a `damaged` list to the JSON; the CSV stays a table.
     pub fn stats_engrams(&self, format: &str) -> Result<String> {
+        Ok(self.stats_report(format, true)?.0)
+    }
+
+    /// The report of `stats_engrams` and the damaged packs; with `notes`, the report names
+    /// them itself (the tool), without, the caller does (`engram stats`, on standard error).
+    pub fn stats_report(&self, format: &str, notes: bool) -> Result<(String, Vec<Damage>)> {
         let format = format.trim().to_lowercase();
         if !matches!(format.as_str(), "" | "plain" | "json" | "csv") {
-            return Ok("不支持的 format。可选：plain/json/csv".to_owned());
+            return Ok(("不支持的 format。可选：plain/json/csv".to_owned(), Vec::new()));
         }
-        let (packs, global) = self.pack_stats();
+        let (packs, global, damaged) = self.pack_stats();
         // JSON keeps first-seen order, the plain text sorts (both as the reference does).
         let global_cats = count_in_order(global.iter().map(|e| e.category.as_str()));
-        Ok(match format.as_str() {
+        let text = match format.as_str() {
             "json" => {
                 let engrams: Vec<Value> = packs
                     .iter()
@@ -108,7 +118,7 @@ impl Engram {
                     })
                     .collect();
                 let generated = self.now().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false);
-                let report = json!({
+                let mut report = json!({
                     "generated_at": generated,
                     "engrams": engrams,
                     "global_memory": {
@@ -117,6 +127,9 @@ impl Engram {
                         "type_distribution": as_map(&count_in_order(global.iter().map(|e| e.memory_type.as_str()))),
                     },
                 });
+                if notes && !damaged.is_empty() {
+                    report["damaged"] = json!(damaged);
+                }
                 crate::jsonfmt::python_pretty(&report)
             }
             "csv" => {
@@ -143,9 +156,11 @@ impl Engram {
             _ => {
                 let mut sorted = global_cats;
                 sorted.sort_by(|a, b| a.0.cmp(&b.0));
-                self.stats_plain(&packs, &global, &sorted)
+                let text = self.stats_plain(&packs, &global, &sorted);
+                if notes { crate::ops::with_notes(text, &damaged) } else { text }
             }
-        })
+        };
+        Ok((text, damaged))
     }
 
     fn stats_plain(

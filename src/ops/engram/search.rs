@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use crate::ops::{Engram, EngramError, Result};
+use crate::ops::{Damage, Engram, EngramError, Result};
 use crate::pack::GLOBAL_DIR;
 use crate::packsearch::extract::{KIND_EXAMPLE, KIND_KNOWLEDGE, KIND_MEMORY, KINDS, format_ts};
 use crate::packsearch::{At, PackIndex};
@@ -111,6 +111,10 @@ pub struct SearchOutcome {
     /// `as_of` as given, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
+    /// Packs left out of a search over all packs because they are damaged
+    /// ([`Engram::pack_health`]), or because reading them failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<Damage>,
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> EngramError {
@@ -165,12 +169,18 @@ impl Engram {
             req.snippet_chars = n;
         }
 
+        // Over all packs, a damaged one is left out and named: it never fails the search.
+        let mut damaged = Vec::new();
         let mut targets: Vec<(String, std::path::PathBuf)> = match &q.name {
             Some(name) => {
                 let pack = self.resolve(name)?;
                 vec![(name.clone(), pack.dir)]
             }
-            None => self.packs().list().into_iter().map(|p| (p.name, p.dir)).collect(),
+            None => {
+                let survey = self.survey();
+                damaged = survey.damaged();
+                survey.healthy().map(|p| (p.name.clone(), p.dir.clone())).collect()
+            }
         };
         let wants_memory = q.kinds.is_empty() || q.kinds.iter().any(|k| k == KIND_MEMORY);
         let global = self.packs().global_dir();
@@ -179,8 +189,9 @@ impl Engram {
         }
 
         let mut hits = Vec::new();
-        for (name, dir) in &targets {
-            let found = self.with_existing_repo(dir, |repo| {
+        let mut searched = Vec::new();
+        for (name, dir) in targets {
+            let found = self.with_existing_repo(&dir, |repo| {
                 let commit = match (as_of, as_of_day) {
                     // A proposing caller searches its proposal branch (`serve --propose`).
                     (None, _) => repo.read_target()?,
@@ -196,17 +207,26 @@ impl Engram {
                     })?),
                 };
                 let at = commit.as_deref().map_or(At::Head, At::Commit);
-                Ok(self.search_cache.with_index(repo, name, at, |index, _| hits_of(index, name, &req))?)
-            })?;
+                Ok(self.search_cache.with_index(repo, &name, at, |index, _| hits_of(index, &name, &req))?)
+            });
+            let found = match found {
+                Ok(found) => found,
+                Err(e) if q.name.is_none() && matches!(e, EngramError::Store(_)) => {
+                    damaged.push(self.damage_of(&dir, &e));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let found = match found {
                 Some(found) => found,
                 // A folder that is not a repository yet: searched as it is (no history to search).
                 None if as_of.is_none() => {
-                    hits_of(&PackIndex::of_files(name, working_tree_files(dir)), name, &req)
+                    hits_of(&PackIndex::of_files(&name, working_tree_files(&dir)), &name, &req)
                 }
                 None => Vec::new(),
             };
             hits.extend(found);
+            searched.push(name);
         }
         hits.sort_by(|a, b| {
             b.score.total_cmp(&a.score).then_with(|| (&a.pack, &a.id).cmp(&(&b.pack, &b.id)))
@@ -214,16 +234,18 @@ impl Engram {
         hits.truncate(limit);
         Ok(SearchOutcome {
             query: query.to_owned(),
-            packs: targets.into_iter().map(|t| t.0).collect(),
+            packs: searched,
             hits,
             as_of: as_of.map(str::to_owned),
+            damaged,
         })
     }
 
     /// `search_memory`: a search rendered as text.
     pub fn search_memory(&self, q: &SearchQuery) -> Result<String> {
         let q = SearchQuery { include_global: true, ..q.clone() };
-        Ok(render(&self.search(&q)?))
+        let outcome = self.search(&q)?;
+        Ok(with_notes(render(&outcome), &outcome.damaged))
     }
 
     /// `search_engram_knowledge`: the knowledge and example passages of one
@@ -303,7 +325,20 @@ fn hits_of(index: &PackIndex, pack: &str, req: &SearchRequest) -> Vec<SearchHit>
         .collect()
 }
 
-/// Renders an outcome as the text the tools return (see the module docs).
+/// `text`, then one line for each damaged pack a search over all packs left out (nothing
+/// added when there is none).
+pub fn with_notes(mut text: String, damaged: &[Damage]) -> String {
+    for d in damaged {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&d.note());
+    }
+    text
+}
+
+/// Renders an outcome as the text the tools return (see the module docs); the damaged
+/// packs it left out are not in it (see [`with_notes`]).
 pub fn render(o: &SearchOutcome) -> String {
     let scope = if o.packs.is_empty() { "(no packs)".to_owned() } else { o.packs.join(", ") };
     let as_of = o.as_of.as_ref().map(|a| format!(" — as of {a}")).unwrap_or_default();

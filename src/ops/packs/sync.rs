@@ -26,7 +26,7 @@ use chrono::{DateTime, Utc};
 use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR};
 use crate::memmerge::{self, CONFLICTS_FILE, CONFLICTS_HEADER, MemorySide};
 use crate::memory::{is_entry_line, parse_blocks};
-use crate::ops::{Caller, Engram, EngramError, Result};
+use crate::ops::{Caller, Damage, Engram, EngramError, Result};
 use crate::pack::USERS_DIR;
 use crate::store::{
     ChangeKind, Changes, Credentials, Integrated, Integration, MergeView, PackRepo, PushOutcome, RemoteInfo,
@@ -709,16 +709,21 @@ impl Engram {
         Ok(report)
     }
 
-    /// Syncs every pack that has a remote; packs without one are skipped.
-    pub fn sync_all(&self, caller: &Caller) -> Vec<(String, Result<SyncReport>)> {
-        self.packs_to_sync()
+    /// Syncs every pack that has a remote; packs without one are skipped, and so are damaged
+    /// packs ([`Engram::survey`]), which are handed back to be named.
+    pub fn sync_all(&self, caller: &Caller) -> (Vec<(String, Result<SyncReport>)>, Vec<Damage>) {
+        let survey = self.survey();
+        let mut names: Vec<String> = survey.healthy().map(|p| p.name.clone()).collect();
+        names.extend(self.user_packs());
+        let results = names
             .into_iter()
             .filter(|name| self.has_remote(name))
             .map(|name| {
                 let r = self.sync_pack(&name, caller);
                 (name, r)
             })
-            .collect()
+            .collect();
+        (results, survey.damaged())
     }
 
     /// Packs with a remote whose branch has commits the remote has not seen (no network).

@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::ops::{Caller, Engram};
+use crate::ops::{Caller, Damage, Engram};
 
 /// Handle to the background sync thread.
 pub struct SyncWorker {
@@ -22,6 +22,14 @@ const IDLE: Duration = Duration::from_secs(24 * 3600);
 
 fn caller() -> Caller {
     Caller { tool: "sync".into(), client: Some("engram-serve".into()) }
+}
+
+/// The damaged packs a sync of all packs left out, then its results.
+fn log_all((results, damaged): (Vec<(String, crate::ops::Result<crate::ops::SyncReport>)>, Vec<Damage>)) {
+    for d in damaged {
+        eprintln!("engram: sync skipped {}", d.note());
+    }
+    log_results(results);
 }
 
 fn log_results(results: Vec<(String, crate::ops::Result<crate::ops::SyncReport>)>) {
@@ -47,7 +55,7 @@ impl SyncWorker {
         let (tx, rx) = mpsc::channel::<()>();
         let spawned = std::thread::Builder::new().name("engram-sync".into()).spawn(move || {
             if on_start {
-                log_results(engram.sync_all(&caller()));
+                log_all(engram.sync_all(&caller()));
             }
             loop {
                 match rx.recv_timeout(interval.unwrap_or(IDLE)) {
@@ -66,7 +74,7 @@ impl SyncWorker {
                     }
                     Err(RecvTimeoutError::Timeout) => {
                         if interval.is_some() {
-                            log_results(engram.sync_all(&caller()));
+                            log_all(engram.sync_all(&caller()));
                         }
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
