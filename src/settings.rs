@@ -36,6 +36,9 @@ pub const ENV_SSH_KEY: &str = "ENGRAM_SSH_KEY";
 /// A certificate authority (PEM file) trusted for https remotes besides the system's
 /// (else git's `http.sslCAInfo`).
 pub const ENV_GIT_CA: &str = "ENGRAM_GIT_CA";
+/// The language of the CLI's messages, `zh` or `en` (else the locale: `LC_ALL`, `LC_MESSAGES`,
+/// `LANG`; see [`crate::lang::Lang::from_env`]). MCP tool texts never change with it.
+pub const ENV_LANG: &str = "ENGRAM_LANG";
 /// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
 pub const ENV_HOST: &str = "ENGRAM_HOST";
 

@@ -64,7 +64,7 @@ pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> 
             }
         }),
     };
-    super::report(res)
+    super::report(res, crate::lang::Lang::from_env())
 }
 
 /// Runs `engram sync`. Exit 1 when a pack could not be fully synced.
