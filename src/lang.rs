@@ -1,7 +1,7 @@
 //! The language a person reads: Chinese or English.
 //!
 //! The MCP tools answer in the Python Engram server's Chinese texts whatever the locale, so the
-//! language is chosen only at the edges a person reads: the CLI ([`Lang::from_env`]), the web
+//! language is chosen only at the edges a person reads: the CLI ([`crate::settings::lang`]), the web
 //! page (`ui::html`, from the browser). Library code returns [`Said`] (both texts) or
 //! structured values, and the edge picks one.
 
@@ -30,11 +30,6 @@ impl Lang {
             Some("en") => Some(Lang::En),
             _ => None,
         }
-    }
-
-    /// The CLI's language from this process's environment (see [`Lang::from_vars`]).
-    pub fn from_env() -> Lang {
-        Lang::from_vars(|k| std::env::var(k).ok())
     }
 
     /// The CLI's language from environment variables read through `var`:

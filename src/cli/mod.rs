@@ -328,7 +328,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    let lang = Lang::from_env();
+    let lang = crate::settings::lang();
     let result = run(cli, lang);
     match result {
         Ok(code) => code,
