@@ -26,7 +26,7 @@ fn main() -> anyhow::Result<()> {
     let engram = Engram::new(Config::new(packs.clone()))?;
     let caller = Caller { tool: "load_engram".into(), client: Some("profile".into()) };
     if !pack.exists() {
-        engram.init_engram("bench", false)?;
+        engram.init_engram("bench", false, engram::lang::Lang::Zh)?;
         let started = Instant::now();
         for i in 0..n {
             let req = CaptureRequest {

@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     let packs = tmp.join("packs");
     std::fs::create_dir_all(&packs)?;
     let engram = Engram::new(Config::new(packs.clone()))?;
-    engram.init_engram("bench", false)?;
+    engram.init_engram("bench", false, engram::lang::Lang::Zh)?;
     let caller = Caller { tool: "bench-prefill".into(), client: Some("bench".into()) };
     let started = Instant::now();
     let mut times = Vec::with_capacity(n);

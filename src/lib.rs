@@ -12,6 +12,7 @@ pub mod cli;
 pub mod frontmatter;
 pub mod graph;
 pub mod jsonfmt;
+pub mod lang;
 pub mod lint;
 pub mod llm;
 pub mod markdown_text;

@@ -55,6 +55,18 @@ pub enum PackError {
     },
 }
 
+impl PackError {
+    /// The message in `lang`: `Display` (the reference's Chinese) for [`Lang::Zh`], English
+    /// for [`Lang::En`].
+    pub fn text(&self, lang: crate::lang::Lang) -> String {
+        match (self, lang) {
+            (_, crate::lang::Lang::Zh) | (Self::BadMeta { .. }, _) => self.to_string(),
+            (Self::NotFound { name }, _) => format!("no pack named {name} (`engram list` lists them)"),
+            (Self::InvalidName { name, reason }, _) => format!("invalid pack name {name:?}: {reason}"),
+        }
+    }
+}
+
 /// A resolved pack.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackDir {

@@ -36,6 +36,9 @@ pub const ENV_SSH_KEY: &str = "ENGRAM_SSH_KEY";
 /// A certificate authority (PEM file) trusted for https remotes besides the system's
 /// (else git's `http.sslCAInfo`).
 pub const ENV_GIT_CA: &str = "ENGRAM_GIT_CA";
+/// The language of the CLI's messages, `zh` or `en` (else the locale: `LC_ALL`, `LC_MESSAGES`,
+/// `LANG`; see [`lang`]). MCP tool texts never change with it.
+pub const ENV_LANG: &str = "ENGRAM_LANG";
 /// This device's name in `conflict/<host>` branches and `.conflict-<host>` files (default: the host name).
 pub const ENV_HOST: &str = "ENGRAM_HOST";
 
@@ -66,6 +69,12 @@ pub fn host_name() -> String {
         .collect();
     let clean = clean.trim_matches(|c| c == '.' || c == '-').to_owned();
     if clean.is_empty() { "device".into() } else { clean }
+}
+
+/// The language of the CLI's messages in this process's environment (see
+/// [`Lang::from_vars`](crate::lang::Lang::from_vars)).
+pub fn lang() -> crate::lang::Lang {
+    crate::lang::Lang::from_vars(|k| std::env::var(k).ok())
 }
 
 fn non_empty_env(name: &str) -> Option<String> {

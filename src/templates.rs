@@ -7,6 +7,8 @@ use std::path::Path;
 
 use include_dir::{Dir, include_dir};
 
+use crate::lang::Lang;
+
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
 /// A bundled file: path relative to the pack, and bytes.
@@ -31,15 +33,24 @@ fn files_of(name: &str) -> Option<Vec<BundledFile>> {
     Some(out)
 }
 
-/// The `init` template: the reference's own (`templates/examples/template`), so an init'd
-/// pack has the same files and texts as one the Python server made.
-pub fn pack_template() -> Vec<BundledFile> {
-    files_of(&format!("{EXAMPLES}/template")).unwrap_or_default()
+/// The `init` template in `lang`: in Chinese the reference's own
+/// (`templates/examples/template`), so an init'd pack has the same files and texts as one
+/// the Python server made; in English `templates/template-en` (the same files, English names
+/// and texts).
+pub fn pack_template(lang: Lang) -> Vec<BundledFile> {
+    match lang {
+        Lang::Zh => files_of(&format!("{EXAMPLES}/template")),
+        Lang::En => files_of(TEMPLATE_EN),
+    }
+    .unwrap_or_default()
 }
 
-/// A bundled ready pack other than the template (`templates/<name>`).
+/// The English `init` template's folder.
+const TEMPLATE_EN: &str = "template-en";
+
+/// A bundled ready pack other than the templates (`templates/<name>`).
 pub fn builtin_pack(name: &str) -> Option<Vec<BundledFile>> {
-    if name == EXAMPLES || crate::pack::validate_name(name).is_err() {
+    if name == EXAMPLES || name == TEMPLATE_EN || crate::pack::validate_name(name).is_err() {
         return None;
     }
     files_of(name)
@@ -78,7 +89,12 @@ pub fn write_files(target: &Path, files: Vec<BundledFile>) -> std::io::Result<()
     Ok(())
 }
 
-/// Sets `name` (and an empty `description`) in a template meta.json, as the reference's init does.
-pub fn finalize_meta(meta_json: &str, name: &str) -> Result<String, String> {
-    crate::lint::finalize_template_meta(meta_json, name).map_err(|e| e.to_string())
+/// Sets `name` (and an empty `description`) in a template meta.json, as the reference's init
+/// does; the English template's description is `<name> expert pack`.
+pub fn finalize_meta(meta_json: &str, name: &str, lang: Lang) -> Result<String, String> {
+    match lang {
+        Lang::Zh => crate::lint::finalize_template_meta(meta_json, name),
+        Lang::En => crate::lint::finalize_template_meta_with(meta_json, name, &format!("{name} expert pack")),
+    }
+    .map_err(|e| e.to_string())
 }

@@ -109,8 +109,10 @@ pub fn run(engram: &Engram, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     bar.finish();
     match res {
         Ok(r) => {
+            let lang = crate::settings::lang();
             outln!(
-                "构建完成 / built: {} — {} documents, {} knowledge files, {} examples",
+                "{}: {} — {} documents, {} knowledge files, {} examples",
+                lang.pick("构建完成 / built", "built"),
                 r.dir.display(),
                 r.documents,
                 r.knowledge_files,
@@ -119,11 +121,11 @@ pub fn run(engram: &Engram, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             for (subject, id) in &r.commits {
                 outln!("  {id} {subject}");
             }
-            outln!("校验结果 / lint: {} errors, {} warnings", r.lint.0, r.lint.1);
+            outln!("{}: {} errors, {} warnings", lang.pick("校验结果 / lint", "lint"), r.lint.0, r.lint.1);
             Ok(if r.lint.0 > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", e.text(crate::settings::lang()));
             Ok(ExitCode::from(1))
         }
     }

@@ -27,10 +27,10 @@ pub fn show(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCod
 
 /// `engram revert <pack> <commit>`.
 pub fn revert(engram: &Engram, pack: &str, commit: &str) -> anyhow::Result<ExitCode> {
-    super::report(engram.revert_memory(pack, commit, &cli_caller("engram-revert")))
+    super::report(engram.revert_memory(pack, commit, &cli_caller("engram-revert")), crate::settings::lang())
 }
 
 /// `engram undo <pack> [-n N] [--client C]`.
 pub fn undo(engram: &Engram, pack: &str, n: usize, client: Option<&str>) -> anyhow::Result<ExitCode> {
-    super::report(engram.undo_last(pack, n, client, &cli_caller("engram-undo")))
+    super::report(engram.undo_last(pack, n, client, &cli_caller("engram-undo")), crate::settings::lang())
 }

@@ -133,7 +133,7 @@ fn git_pre_commit(engram: anyhow::Result<std::sync::Arc<Engram>>, dir: &Path) ->
     let msgs = crate::lint::lint_pack(dir, parent);
     if msgs.iter().any(|m| m.level == crate::lint::Level::Error) {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        eprintln!("{}", crate::lint::render_report(&name, &msgs));
+        eprintln!("{}", crate::lint::render_report(&name, &msgs, crate::settings::lang()));
         failed = true;
     }
     let index_file = std::env::var_os("GIT_INDEX_FILE").map(PathBuf::from);

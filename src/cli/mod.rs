@@ -27,6 +27,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
+use crate::lang::Lang;
 use crate::mcp::{EngramServer, Toolset};
 use crate::ops::Engram;
 
@@ -59,9 +60,13 @@ enum Command {
     Init {
         /// Pack name (directory name)
         name: String,
-        /// Add a knowledge group with its own index (knowledge/分组示例/_index.md)
+        /// Add a knowledge group with its own index (knowledge/<group>/_index.md)
         #[arg(long)]
         nested: bool,
+        /// The template's language: zh (the Python Engram server's template) or en
+        /// (default: the language of engram's messages, ENGRAM_LANG or the locale)
+        #[arg(long, value_enum)]
+        lang: Option<TemplateLang>,
     },
     /// Install a pack from a git URL, a local path or a registry name
     Install {
@@ -177,6 +182,24 @@ enum Command {
     },
     /// Serve a local web page over the packs: browse, search, add, correct, delete, history, revert
     Ui(ui::UiArgs),
+}
+
+/// `engram init --lang`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum TemplateLang {
+    /// 中文
+    Zh,
+    /// English
+    En,
+}
+
+impl From<TemplateLang> for Lang {
+    fn from(l: TemplateLang) -> Lang {
+        match l {
+            TemplateLang::Zh => Lang::Zh,
+            TemplateLang::En => Lang::En,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -305,14 +328,33 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    let result = run(cli);
+    let lang = crate::settings::lang();
+    let result = run(cli, lang);
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("engram: {}", crate::secrets::mask_url_credentials(&format!("{e:#}")));
+            eprintln!("engram: {}", crate::secrets::mask_url_credentials(&error_text(&e, lang)));
             ExitCode::from(1)
         }
     }
+}
+
+/// The CLI's error line in `lang`: an [`EngramError`](crate::ops::EngramError) anywhere in the
+/// chain is said in `lang`, under the context the command added.
+fn error_text(e: &anyhow::Error, lang: Lang) -> String {
+    let mut parts = Vec::new();
+    for cause in e.chain() {
+        if let Some(engram) = cause.downcast_ref::<crate::ops::EngramError>() {
+            parts.push(engram.text(lang));
+            break;
+        }
+        if let Some(pack) = cause.downcast_ref::<crate::pack::PackError>() {
+            parts.push(pack.text(lang));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
 }
 
 fn engram(cli: &Cli, durable: bool) -> anyhow::Result<Arc<Engram>> {
@@ -320,7 +362,7 @@ fn engram(cli: &Cli, durable: bool) -> anyhow::Result<Arc<Engram>> {
     Ok(Arc::new(Engram::new(config)?))
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+fn run(cli: Cli, lang: Lang) -> anyhow::Result<ExitCode> {
     match &cli.command {
         None => serve(&cli, &cli.serve),
         Some(Command::Serve(args)) => serve(&cli, args),
@@ -329,7 +371,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             outln!("{}", engram(&cli, false)?.list_engrams());
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Init { name, nested }) => report(engram(&cli, false)?.init_engram(name, *nested)),
+        Some(Command::Init { name, nested, lang: template }) => {
+            let template = template.map_or(lang, Lang::from);
+            report(
+                engram(&cli, false)?
+                    .init_engram(name, *nested, template)
+                    .map(|said| said.get(lang).to_owned()),
+                lang,
+            )
+        }
         Some(Command::Install { source }) => {
             let e = engram(&cli, false)?;
             let mut last = 0;
@@ -342,9 +392,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
             });
-            report(res)
+            report(res.map(|said| said.get(lang).to_owned()), lang)
         }
-        Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref()),
+        Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref(), lang),
         Some(Command::Log(args)) => log::run(&*engram(&cli, false)?, args),
         Some(Command::Show { pack, commit }) => history::show(&*engram(&cli, false)?, pack, commit),
         Some(Command::Revert { pack, commit }) => history::revert(&*engram(&cli, false)?, pack, commit),
@@ -366,7 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Review(cmd)) => review::run(&*engram(&cli, false)?, cmd),
         Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),
         Some(Command::BenchSearch(args)) => searchbench::run(args),
-        Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref()),
+        Some(Command::Doctor { name }) => doctor(&*engram(&cli, false)?, name.as_deref(), lang),
         Some(Command::Graph(args)) => graph::run(engram(&cli, false)?, args),
         Some(Command::Stats { json, csv }) => {
             let format = if *json {
@@ -399,10 +449,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let res = engram(&cli, false)?.import_knowledge(pack, &title, None, &text, &caller).map(
                 |(index, n, c)| {
                     let id = c.map(|c| format!("\ncommit: {c}")).unwrap_or_default();
-                    format!("已导入知识: {index} — {n} 章 / chapters{id}")
+                    match lang {
+                        Lang::Zh => format!("已导入知识: {index} — {n} 章 / chapters{id}"),
+                        Lang::En => format!("imported: {index} — {n} chapters{id}"),
+                    }
                 },
             );
-            report(res)
+            report(res, lang)
         }
         Some(Command::Build(args)) => build::run(&*engram(&cli, false)?, args),
         Some(Command::Registry { action: RegistryAction::Search { query } }) => {
@@ -421,31 +474,34 @@ pub(crate) fn warn(notes: &[String]) {
     }
 }
 
-fn report(res: Result<String, crate::ops::EngramError>) -> anyhow::Result<ExitCode> {
+/// Prints a command's answer, or its error in `lang` (exit 1).
+fn report(res: Result<String, crate::ops::EngramError>, lang: Lang) -> anyhow::Result<ExitCode> {
     match res {
         Ok(text) => {
             outln!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{}", crate::secrets::mask_url_credentials(&e.to_string()));
+            eprintln!("{}", crate::secrets::mask_url_credentials(&e.text(lang)));
             Ok(ExitCode::from(1))
         }
     }
 }
 
-fn lint(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
-    let (report, errors) = engram.lint_engrams(name, false);
+fn lint(engram: &Engram, name: Option<&str>, lang: Lang) -> anyhow::Result<ExitCode> {
+    let (report, errors) = engram.lint_engrams(name, false, lang);
     outln!("{report}");
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-fn doctor(engram: &Engram, name: Option<&str>) -> anyhow::Result<ExitCode> {
+fn doctor(engram: &Engram, name: Option<&str>, lang: Lang) -> anyhow::Result<ExitCode> {
     let report = engram.doctor(name);
     if report.is_empty() {
-        match name {
-            Some(n) => outln!("未找到 Engram: {n} (no such pack directory)"),
-            None => outln!("暂无 Engram (no pack directories)."),
+        match (name, lang) {
+            (Some(n), Lang::Zh) => outln!("未找到 Engram: {n} (no such pack directory)"),
+            (Some(n), Lang::En) => outln!("no pack named {n} (no such pack directory)"),
+            (None, Lang::Zh) => outln!("暂无 Engram (no pack directories)."),
+            (None, Lang::En) => outln!("no packs yet (no pack directories)."),
         }
         return Ok(ExitCode::from(u8::from(name.is_some())));
     }

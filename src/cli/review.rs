@@ -59,5 +59,5 @@ pub fn run(engram: &Engram, cmd: &ReviewCommand) -> anyhow::Result<ExitCode> {
         ReviewCommand::Enable { pack } => engram.set_pack_review(pack, true),
         ReviewCommand::Disable { pack } => engram.set_pack_review(pack, false),
     };
-    super::report(res)
+    super::report(res, crate::settings::lang())
 }

@@ -49,12 +49,14 @@ fn caller() -> Caller {
 
 /// Runs `engram remote …`.
 pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> {
+    let lang = crate::settings::lang();
     let res = match cmd {
         RemoteCommand::Add { pack, url, name } => engram.remote_add(pack, url, Some(name)),
         RemoteCommand::Remove { pack, name } => engram.remote_remove(pack, Some(name)),
         RemoteCommand::List { pack } => engram.remote_list(pack).map(|remotes| {
             if remotes.is_empty() {
-                format!("{pack}: 没有远端 (no remote) — engram remote add {pack} <url>")
+                let none = lang.pick("没有远端 (no remote)", "no remote");
+                format!("{pack}: {none} — engram remote add {pack} <url>")
             } else {
                 remotes
                     .iter()
@@ -64,7 +66,7 @@ pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> 
             }
         }),
     };
-    super::report(res)
+    super::report(res, lang)
 }
 
 /// Runs `engram sync`. Exit 1 when a pack could not be fully synced. Over all packs, a
@@ -76,7 +78,9 @@ pub fn run(engram: &Engram, args: &SyncArgs) -> anyhow::Result<ExitCode> {
         None => {
             let (r, damaged) = engram.sync_all(&caller());
             if r.is_empty() {
-                outln!("没有配置了远端的 Engram (no pack has a remote) — engram remote add <pack> <url>");
+                let none = crate::settings::lang()
+                    .pick("没有配置了远端的 Engram (no pack has a remote)", "no pack has a remote");
+                outln!("{none} — engram remote add <pack> <url>");
             }
             super::warn(&damaged.iter().map(crate::ops::Damage::note).collect::<Vec<_>>());
             r

@@ -4,6 +4,7 @@ use std::fs;
 
 use super::message::LintMessage;
 use super::packfs::PackFs;
+use super::texts;
 
 /// Warn about every knowledge file (pack-relative paths, already sorted) whose size is 0.
 /// Files that cannot be stat'ed are skipped, like the reference.
@@ -13,7 +14,7 @@ pub(crate) fn lint_empty_knowledge(fs: &PackFs, knowledge_files: &[String], msgs
             continue;
         };
         if meta.len() == 0 {
-            msgs.push(LintMessage::warning(rel.clone(), "知识文件为空（0 字节）"));
+            msgs.push(LintMessage::warning(rel.clone(), texts::knowledge_empty()));
         }
     }
 }

@@ -44,7 +44,7 @@ pub(crate) fn lint_memory_index(fs: &PackFs, msgs: &mut Vec<LintMessage>) {
             return;
         }
         Probe::File | Probe::Other => {
-            msgs.push(LintMessage::warning(MEMORY, texts::MEMORY_NOT_DIR));
+            msgs.push(LintMessage::warning(MEMORY, texts::memory_not_dir()));
             return;
         }
     }

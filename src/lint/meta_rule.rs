@@ -28,7 +28,7 @@ pub(crate) fn lint_meta(fs: &PackFs, packs_root: &Path, msgs: &mut Vec<LintMessa
             return;
         }
         Probe::Missing | Probe::Dir | Probe::Other => {
-            msgs.push(LintMessage::error(META, "缺少 meta.json"));
+            msgs.push(LintMessage::error(META, texts::meta_missing()));
             return;
         }
     }
@@ -36,7 +36,7 @@ pub(crate) fn lint_meta(fs: &PackFs, packs_root: &Path, msgs: &mut Vec<LintMessa
     let text = match fs.read_text(Path::new(META)) {
         ReadOutcome::Text(decoded) if decoded.valid_utf8 => decoded.text,
         ReadOutcome::Text(_) => {
-            msgs.push(LintMessage::error(META, texts::META_NOT_UTF8));
+            msgs.push(LintMessage::error(META, texts::meta_not_utf8()));
             return;
         }
         ReadOutcome::Outside => {
@@ -45,37 +45,34 @@ pub(crate) fn lint_meta(fs: &PackFs, packs_root: &Path, msgs: &mut Vec<LintMessa
         }
         // The reference catches OSError together with JSONDecodeError here.
         ReadOutcome::Failed(_) => {
-            msgs.push(LintMessage::error(META, "meta.json 不是合法 JSON"));
+            msgs.push(LintMessage::error(META, texts::meta_not_json()));
             return;
         }
     };
 
     let Some(meta) = parse_python_json(&text) else {
-        msgs.push(LintMessage::error(META, "meta.json 不是合法 JSON"));
+        msgs.push(LintMessage::error(META, texts::meta_not_json()));
         return;
     };
     let Value::Object(map) = meta else {
-        msgs.push(LintMessage::error(META, texts::META_NOT_OBJECT));
+        msgs.push(LintMessage::error(META, texts::meta_not_object()));
         return;
     };
 
     if !map.get("name").is_some_and(py_truthy) {
-        msgs.push(LintMessage::error(META, "meta.json 缺少 name 字段"));
+        msgs.push(LintMessage::error(META, texts::meta_no_name()));
     } else if let Some(problem) = crate::pack::meta_name_problem(&map) {
-        msgs.push(LintMessage::error(
-            META,
-            format!("meta.json {problem} — the name is ignored (the pack answers to its directory's name)"),
-        ));
+        msgs.push(LintMessage::error(META, texts::meta_name_ignored(&problem)));
     }
     if !map.get("description").is_some_and(py_truthy) {
-        msgs.push(LintMessage::error(META, "meta.json 缺少 description 字段"));
+        msgs.push(LintMessage::error(META, texts::meta_no_description()));
     }
     if let Some(Value::String(parent)) = map.get("extends")
         && !py_strip(parent).is_empty()
     {
         let parent_is_dir = fs::metadata(packs_root.join(parent)).is_ok_and(|m| m.is_dir());
         if !parent_is_dir {
-            msgs.push(LintMessage::error(META, format!("extends 引用的父 Engram 不存在：{parent}")));
+            msgs.push(LintMessage::error(META, texts::extends_missing(parent)));
         }
     }
 }

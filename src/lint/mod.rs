@@ -37,7 +37,7 @@ use std::path::Path;
 pub use crate::jsonfmt::dumps_indent2;
 pub use error::LintError;
 pub use message::{Level, LintMessage, count_levels, render_report};
-pub use template_meta::finalize_template_meta;
+pub use template_meta::{finalize_template_meta, finalize_template_meta_with};
 
 use packfs::{PackFs, posix_string};
 
@@ -55,7 +55,7 @@ pub fn lint_pack(pack_dir: &Path, packs_root: &Path) -> Vec<LintMessage> {
     let root = match fs::canonicalize(pack_dir) {
         Ok(root) => root,
         Err(e) if is_not_found(&e) => {
-            msgs.push(LintMessage::error(posix_string(pack_dir), "Engram 目录不存在"));
+            msgs.push(LintMessage::error(posix_string(pack_dir), texts::pack_dir_missing()));
             return msgs;
         }
         Err(e) => {
@@ -66,7 +66,7 @@ pub fn lint_pack(pack_dir: &Path, packs_root: &Path) -> Vec<LintMessage> {
     match fs::metadata(&root) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => {
-            msgs.push(LintMessage::error(posix_string(pack_dir), "Engram 目录不存在"));
+            msgs.push(LintMessage::error(posix_string(pack_dir), texts::pack_dir_missing()));
             return msgs;
         }
         Err(e) => {

@@ -15,7 +15,7 @@ pub(crate) fn read_for_lint(fs: &PackFs, rel: &Path, msgs: &mut Vec<LintMessage>
     match fs.read_text(rel) {
         ReadOutcome::Text(decoded) => {
             if !decoded.valid_utf8 {
-                msgs.push(LintMessage::warning(file, texts::NOT_UTF8));
+                msgs.push(LintMessage::warning(file, texts::not_utf8()));
             }
             decoded.text
         }

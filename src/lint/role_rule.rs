@@ -16,7 +16,7 @@ pub(crate) fn lint_role(fs: &PackFs, msgs: &mut Vec<LintMessage>) {
         }
         Probe::Error(e) => msgs.push(LintMessage::error(ROLE, texts::cannot_access(&e))),
         Probe::Dir | Probe::Missing | Probe::Other => {
-            msgs.push(LintMessage::error(ROLE, "缺少最小必需文件 role.md"));
+            msgs.push(LintMessage::error(ROLE, texts::role_missing()));
         }
     }
 }

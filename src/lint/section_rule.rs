@@ -28,7 +28,7 @@ pub(crate) fn lint_section(fs: &PackFs, section: &str, msgs: &mut Vec<LintMessag
             return Vec::new();
         }
         Probe::File | Probe::Missing | Probe::Other => {
-            msgs.push(LintMessage::error(section, format!("缺少目录：{section}/")));
+            msgs.push(LintMessage::error(section, texts::section_missing(section)));
             return Vec::new();
         }
     }
@@ -41,8 +41,9 @@ pub(crate) fn lint_section(fs: &PackFs, section: &str, msgs: &mut Vec<LintMessag
             msgs.push(LintMessage::error(root_index_str.clone(), texts::outside_symlink_not_read()))
         }
         Probe::Error(e) => msgs.push(LintMessage::error(root_index_str.clone(), texts::cannot_access(&e))),
-        Probe::Dir | Probe::Missing | Probe::Other => msgs
-            .push(LintMessage::error(root_index_str.clone(), format!("缺少索引文件：{section}/_index.md"))),
+        Probe::Dir | Probe::Missing | Probe::Other => {
+            msgs.push(LintMessage::error(root_index_str.clone(), texts::section_index_missing(section)))
+        }
     }
 
     let walk = fs.walk(section_rel);
@@ -68,7 +69,7 @@ pub(crate) fn lint_section(fs: &PackFs, section: &str, msgs: &mut Vec<LintMessag
     }
 
     for orphan in discovered.iter().filter(|rel| !listed_nfc.contains(&nfc(rel))) {
-        msgs.push(LintMessage::warning(orphan.clone(), format!("孤儿文件：未在 {section} 索引中列出")));
+        msgs.push(LintMessage::warning(orphan.clone(), texts::orphan(section)));
     }
     // Listed ones were already reported at the index that references them.
     for link in escaping.iter().filter(|rel| !listed_nfc.contains(&nfc(rel))) {
@@ -130,7 +131,7 @@ fn lint_indexes(
                     msgs.push(LintMessage::error(index_str.clone(), texts::index_ref_inaccessible(rel, &e)));
                 }
                 Probe::Dir | Probe::Missing | Probe::Other => {
-                    msgs.push(LintMessage::error(index_str.clone(), format!("索引引用文件不存在：`{rel}`")));
+                    msgs.push(LintMessage::error(index_str.clone(), texts::index_ref_missing(rel)));
                 }
             }
         }
@@ -153,10 +154,7 @@ fn lint_indexes(
                     ));
                 }
                 Probe::Dir | Probe::Missing | Probe::Other => {
-                    msgs.push(LintMessage::error(
-                        index_str.clone(),
-                        format!("索引引用子索引不存在：{nested}"),
-                    ));
+                    msgs.push(LintMessage::error(index_str.clone(), texts::sub_index_missing(nested)));
                 }
             }
         }

@@ -17,13 +17,25 @@ use crate::jsonfmt::dumps_indent2;
 /// [`LintError::TemplateMetaJson`] if the text is not JSON, [`LintError::TemplateMetaNotObject`]
 /// if it is not a JSON object.
 pub fn finalize_template_meta(meta_json: &str, name: &str) -> Result<String, LintError> {
+    finalize_template_meta_with(meta_json, name, &format!("{name} 专家记忆包"))
+}
+
+/// [`finalize_template_meta`] with another default `description` (the English template's).
+///
+/// # Errors
+/// As [`finalize_template_meta`].
+pub fn finalize_template_meta_with(
+    meta_json: &str,
+    name: &str,
+    description: &str,
+) -> Result<String, LintError> {
     let value: Value = serde_json::from_str(meta_json)?;
     let Value::Object(mut meta) = value else {
         return Err(LintError::TemplateMetaNotObject);
     };
     meta.insert("name".to_string(), Value::String(name.to_string()));
     if !meta.get("description").is_some_and(py_truthy) {
-        meta.insert("description".to_string(), Value::String(format!("{name} 专家记忆包")));
+        meta.insert("description".to_string(), Value::String(description.to_owned()));
     }
     let mut out = dumps_indent2(&Value::Object(meta));
     out.push('\n');

@@ -7,6 +7,7 @@ use super::frontmatter::parse_uses;
 use super::message::LintMessage;
 use super::packfs::{PackFs, Probe};
 use super::reading::read_for_lint;
+use super::texts;
 
 /// Check the `uses` of every example file (pack-relative paths, already sorted).
 pub(crate) fn lint_uses(fs: &PackFs, example_files: &[String], msgs: &mut Vec<LintMessage>) {
@@ -16,11 +17,11 @@ pub(crate) fn lint_uses(fs: &PackFs, example_files: &[String], msgs: &mut Vec<Li
             // Reference: `(engram_dir / ref).resolve()` must be `relative_to(engram_dir)`.
             let resolved = fs.resolve(Path::new(&target));
             let Ok(inside) = resolved.strip_prefix(fs.root()) else {
-                msgs.push(LintMessage::error(rel.clone(), format!("uses 路径越界：{target}")));
+                msgs.push(LintMessage::error(rel.clone(), texts::uses_outside(&target)));
                 continue;
             };
             if !matches!(fs.probe_nfc(inside).0, Probe::File) {
-                msgs.push(LintMessage::error(rel.clone(), format!("uses 引用文件不存在：{target}")));
+                msgs.push(LintMessage::error(rel.clone(), texts::uses_missing(&target)));
             }
         }
     }

@@ -155,7 +155,10 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<InitParams>,
     ) -> Result<String, String> {
-        self.run("init_engram", &peer, move |e, _| e.init_engram(&p.name, p.nested)).await
+        self.run("init_engram", &peer, move |e, _| {
+            e.init_engram(&p.name, p.nested, crate::lang::Lang::Zh).map(|said| said.zh)
+        })
+        .await
     }
 
     #[tool(
@@ -167,7 +170,10 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<LintParams>,
     ) -> Result<String, String> {
-        self.run("lint_engrams", &peer, move |e, _| Ok(e.lint_engrams(p.name.as_deref(), true).0)).await
+        self.run("lint_engrams", &peer, move |e, _| {
+            Ok(e.lint_engrams(p.name.as_deref(), true, crate::lang::Lang::Zh).0)
+        })
+        .await
     }
 
     #[tool(

@@ -254,6 +254,9 @@ impl EngramServer {
         peer: Peer<RoleServer>,
         Parameters(p): Parameters<InstallParams>,
     ) -> Result<String, String> {
-        self.run("install_engram", &peer, move |e, _| e.install_engram(&p.source, &mut |_, _| {})).await
+        self.run("install_engram", &peer, move |e, _| {
+            e.install_engram(&p.source, &mut |_, _| {}).map(|said| said.zh)
+        })
+        .await
     }
 }

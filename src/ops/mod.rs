@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
+use crate::lang::{Lang, Said};
 use crate::pack::{PackDir, PackError, Packs};
 use crate::store::{CommitMessage, PackRepo, StoreError, StoreOptions};
 
@@ -69,7 +70,7 @@ pub enum EngramError {
     #[error(transparent)]
     Pack(#[from] PackError),
     /// The store failed. Only trouble that may be damage points to `engram doctor`.
-    #[error("{}", store_error_text(.0))]
+    #[error("{}", store_error_text(.0, Lang::Zh))]
     Store(StoreError),
     /// The store failed under the graph module.
     #[error("操作失败 (storage error): {}", graph_error_text(.0))]
@@ -155,12 +156,13 @@ pub enum EngramError {
         /// Why.
         reason: String,
     },
-    /// Installing a pack failed (message in the reference's form).
+    /// Installing a pack failed (Chinese in the reference's form, and English).
     #[error("{0}")]
-    Install(String),
-    /// Initialising a pack failed (message in the reference's form).
+    Install(Said),
+    /// Initialising a pack (or an authoring tool) failed (Chinese in the reference's form,
+    /// and English).
     #[error("{0}")]
-    Init(String),
+    Init(Said),
     /// The pack has no remote to sync with.
     #[error(
         "同步失败：{name} 没有配置远端 (no remote) — add one with `engram remote add {name} <url>` (a git URL or a local path)"
@@ -186,6 +188,46 @@ pub enum EngramError {
 }
 
 impl EngramError {
+    /// The message in `lang`: for [`Lang::Zh`] the `Display` text (the reference's Chinese
+    /// first), which is what the MCP tools answer; for [`Lang::En`] English alone, for a
+    /// person's English command line.
+    pub fn text(&self, lang: Lang) -> String {
+        if lang == Lang::Zh {
+            return self.to_string();
+        }
+        match self {
+            Self::Pack(e) => e.text(lang),
+            Self::Store(e) => store_error_text(e, lang),
+            Self::Graph(e) => format!("storage error: {}", graph_error_text(e)),
+            Self::Secret(e) | Self::Refused(e) => e.to_string(),
+            Self::RevertConflict { commit, subject, conflicts } => format!(
+                "cannot revert commit {commit} ({subject}): a later change conflicts:{}\nRevert the later commit first (it is named above), or fix the memory with correct_memory / delete_memory.",
+                conflicts_text(conflicts)
+            ),
+            Self::FileNotFound { path } => format!("file not found: {path}"),
+            Self::BadPath { path, reason } => format!("invalid path: {path} — {reason}"),
+            Self::InvalidText { field, reason } => format!("invalid argument `{field}`: {reason}"),
+            Self::Invalid { field, reason } => format!("invalid argument `{field}`: {reason}"),
+            Self::NoMatch { category, summary, candidates } => format!(
+                "no memory entry matches: [{category}] {summary}{}",
+                candidate_list_in(candidates, "\n(no entries in this category)", "\ncandidates:")
+            ),
+            Self::Ambiguous { category, summary, candidates } => format!(
+                "several memory entries match: [{category}] {summary} — give the exact summary of one{}",
+                candidate_list_in(candidates, "\n(no entries in this category)", "\ncandidates:")
+            ),
+            Self::Unreadable { path, reason } => format!("cannot read the file: {path} — {reason}"),
+            Self::Install(said) | Self::Init(said) => said.en.clone(),
+            Self::NoRemote { name } => format!(
+                "sync failed: {name} has no remote — add one with `engram remote add {name} <url>` (a git URL or a local path)"
+            ),
+            Self::Sync(m) => format!("sync failed: {m}"),
+            Self::Stale { id, .. } => format!(
+                "the memory changed since you read it: {id} — nothing was written; reload it and apply your change again"
+            ),
+        }
+    }
+
     /// The stable code the JSON toolsets (notes, workspace) report for this error:
     /// `invalid_argument`, `pack_error` or `storage_error`.
     pub fn code(&self) -> &'static str {
@@ -220,17 +262,19 @@ impl From<StoreError> for EngramError {
 
 /// The message of a store error: a full disk says so and what to do, damage
 /// points to `engram doctor`, passing trouble (a lock, a race, the network) to neither.
-fn store_error_text(e: &StoreError) -> String {
+fn store_error_text(e: &StoreError, lang: Lang) -> String {
     if e.is_disk_full() {
+        let head = lang.pick("磁盘已满 (disk full)", "disk full");
         format!(
-            "磁盘已满 (disk full): {e} — the write did not go through; free some space on that disk and retry (reads still work)"
+            "{head}: {e} — the write did not go through; free some space on that disk and retry (reads still work)"
         )
     } else if e.may_be_damage() {
-        format!("操作失败 (storage error): {e} (`engram doctor` diagnoses a damaged pack)")
+        let head = lang.pick("操作失败 (storage error)", "storage error");
+        format!("{head}: {e} (`engram doctor` diagnoses a damaged pack)")
     } else if matches!(e, StoreError::Remote { .. } | StoreError::Clone { .. }) {
-        format!("远端操作失败 (remote error): {e}")
+        format!("{}: {e}", lang.pick("远端操作失败 (remote error)", "remote error"))
     } else {
-        format!("操作失败 (storage error): {e}")
+        format!("{}: {e}", lang.pick("操作失败 (storage error)", "storage error"))
     }
 }
 
@@ -253,10 +297,15 @@ fn candidates_text(c: &[String]) -> String {
 
 /// The candidates an error lists (the first 20), or `none` when there are none.
 pub(crate) fn candidate_list(c: &[String], none: &str) -> String {
+    candidate_list_in(c, none, "\n候选 (candidates):")
+}
+
+/// [`candidate_list`] under another `header`.
+fn candidate_list_in(c: &[String], none: &str, header: &str) -> String {
     if c.is_empty() {
         return none.to_owned();
     }
-    let mut s = String::from("\n候选 (candidates):");
+    let mut s = String::from(header);
     for x in c.iter().take(20) {
         s.push_str("\n- ");
         s.push_str(x);

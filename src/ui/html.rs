@@ -6,34 +6,15 @@
 
 use axum::http::HeaderMap;
 
-/// The interface language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lang {
-    /// 中文.
-    Zh,
-    /// English.
-    En,
-}
+pub(crate) use crate::lang::Lang;
 
 /// The cookie that keeps the language chosen with the switch.
 pub(crate) const LANG_COOKIE: &str = "engram_ui_lang";
 
 impl Lang {
-    /// The `lang` attribute.
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            Lang::Zh => "zh-CN",
-            Lang::En => "en",
-        }
-    }
-
     /// `?lang=` first, then the switch's cookie, then `Accept-Language`; English otherwise.
     pub(crate) fn choose(query: Option<&str>, headers: &HeaderMap) -> Lang {
-        let pick = |v: &str| match v.trim().get(..2).map(str::to_ascii_lowercase).as_deref() {
-            Some("zh") => Some(Lang::Zh),
-            Some("en") => Some(Lang::En),
-            _ => None,
-        };
+        let pick = Lang::parse;
         if let Some(l) = query.and_then(pick) {
             return l;
         }

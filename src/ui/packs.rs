@@ -110,7 +110,7 @@ pub(crate) async fn init(State(state): State<Arc<UiState>>, headers: HeaderMap, 
         return cx.failure(&Failure::bad_request(e.to_string()), "/");
     }
     let n = name.clone();
-    match blocking(move || Ok(state.engram.init_engram(&n, nested)?)).await {
+    match blocking(move || Ok(state.engram.init_engram(&n, nested, crate::lang::Lang::Zh)?)).await {
         Ok(_) => see_other(&format!("/p/{}?done=init", url(&name))),
         Err(f) => cx.failure(&f, "/"),
     }
@@ -120,6 +120,7 @@ pub(crate) async fn init(State(state): State<Arc<UiState>>, headers: HeaderMap, 
 /// 303 to `/jobs/<id>`, which shows its progress until it ends.
 pub(crate) async fn install(State(state): State<Arc<UiState>>, headers: HeaderMap, bytes: Bytes) -> Response {
     let cx = Ctx::new(&headers, None);
+    let lang = cx.lang;
     let source = field(&form(&bytes), "source").trim().to_owned();
     if source.is_empty() {
         return cx.failure(&Failure::bad_request("give a git URL, a local path or a registry name"), "/");
@@ -139,7 +140,11 @@ pub(crate) async fn install(State(state): State<Arc<UiState>>, headers: HeaderMa
         let mut progress = move |got: usize, total: usize| {
             progress_state.jobs.update(id, |j| j.progress = (got, total));
         };
-        let out = st.engram.install_engram(&source, &mut progress).map_err(|e| e.to_string());
+        let out = st
+            .engram
+            .install_engram(&source, &mut progress)
+            .map(|said| said.get(lang).to_owned())
+            .map_err(|e| e.text(lang));
         st.jobs.update(id, |j| j.done = Some(out));
     });
     see_other(&format!("/jobs/{id}"))

@@ -13,9 +13,13 @@ pub fn bin() -> PathBuf {
 
 /// What every engram process a test starts inherits from the test process (`PATH`,
 /// `HOME`; tests override `HOME`): start from `cmd.env_clear().envs(base_env())`,
-/// so a developer's `ENGRAM_*` variables cannot change a result.
+/// so a developer's `ENGRAM_*` variables cannot change a result. Plus `ENGRAM_LANG=zh`: the
+/// tests assert the Python Engram server's Chinese CLI texts, while a process with no locale
+/// speaks English (tests/it/cli_lang.rs runs the other languages).
 pub fn base_env() -> Vec<(&'static str, std::ffi::OsString)> {
-    engram::settings::child_env()
+    let mut env = engram::settings::child_env();
+    env.push((engram::settings::ENV_LANG, "zh".into()));
+    env
 }
 
 /// A pinned "now" so expiry and timestamps are reproducible.

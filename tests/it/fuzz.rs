@@ -383,7 +383,7 @@ fn commits_other_than_expiry_since(dir: &std::path::Path, before: &str) -> Vec<S
 fn fuzz_tool_arguments() {
     let root = tempfile::tempdir().expect("tempdir");
     let engram = Arc::new(engram_over(root.path()));
-    engram.init_engram("p", false).expect("init");
+    engram.init_engram("p", false, engram::lang::Lang::Zh).expect("init");
     let pack = root.path().join("p");
     let caller = Caller { tool: "fuzz".into(), client: Some("proptest".into()) };
     let arg = || prop_oneof![formatish(10), label(), Just(String::new())];

@@ -7,6 +7,7 @@ mod blame;
 mod browser;
 mod browser_pages;
 mod build;
+mod cli_lang;
 mod common;
 mod compat;
 mod concurrency;

@@ -122,7 +122,10 @@ fn stage(done: usize, total: usize, label: &str) -> BuildEvent {
 }
 
 fn failed(stage: &str, why: impl std::fmt::Display) -> EngramError {
-    EngramError::Init(format!("构建失败 (build failed) at stage {stage}: {why}"))
+    EngramError::Init(crate::lang::Said::new(
+        format!("构建失败 (build failed) at stage {stage}: {why}"),
+        format!("build failed at stage {stage}: {why}"),
+    ))
 }
 
 /// The title of a document: its first `# ` heading, else the file name without extension.

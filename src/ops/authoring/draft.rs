@@ -163,7 +163,10 @@ pub fn create_engram_assistant(req: &DraftRequest) -> String {
 
 /// A draft that cannot be written: the reference's failure prefix and why.
 fn bad_draft(why: impl std::fmt::Display) -> EngramError {
-    EngramError::Init(format!("落盘失败：写入草稿时发生错误：{why}"))
+    EngramError::Init(crate::lang::Said::new(
+        format!("落盘失败：写入草稿时发生错误：{why}"),
+        format!("writing the draft failed: {why}"),
+    ))
 }
 
 fn text(v: Option<&Value>) -> String {
@@ -342,7 +345,12 @@ impl Engram {
         if !req.confirm {
             return Ok("已取消创建：未确认落盘。".to_owned());
         }
-        let not_a_draft = || EngramError::Init("落盘失败：draft_json 不是合法草稿 JSON。".to_owned());
+        let not_a_draft = || {
+            EngramError::Init(crate::lang::Said::new(
+                "落盘失败：draft_json 不是合法草稿 JSON。",
+                "writing the draft failed: draft_json is not a draft's JSON.",
+            ))
+        };
         let payload: Value = serde_json::from_str(&req.draft_json).map_err(|_| not_a_draft())?;
         let Value::Object(mut object) = payload else { return Err(not_a_draft()) };
         let draft = match object.remove("draft") {
@@ -359,12 +367,15 @@ impl Engram {
         };
         let target = req.name.clone().filter(|n| !n.is_empty()).unwrap_or(draft_name).trim().to_owned();
         if crate::pack::validate_new_name(&target).is_err() {
-            return Err(EngramError::Init(format!("落盘失败：非法名称 {target}")));
+            return Err(EngramError::Init(crate::lang::Said::new(
+                format!("落盘失败：非法名称 {target}"),
+                format!("writing the draft failed: invalid name {target}"),
+            )));
         }
         let today = self.now().format("%Y-%m-%d").to_string();
         // Everything is checked before the pack exists.
         let files = materialize(&draft, &target, &today)?;
-        self.init_pack(&target, req.nested)?;
+        self.init_pack(&target, req.nested, crate::lang::Lang::Zh)?;
         let dir = self.config.packs_dir.join(&target);
         let now = self.now().timestamp();
         let written = self.with_repo(&dir, |repo| {

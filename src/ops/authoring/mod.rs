@@ -47,6 +47,14 @@ pub struct TraceRequest {
     pub conversation_id: Option<String>,
 }
 
+/// `未找到 Engram: <name>`, the reference's text when the tool traces' pack is missing.
+fn not_found(name: &str) -> EngramError {
+    EngramError::Init(crate::lang::Said::new(
+        format!("未找到 Engram: {name}"),
+        format!("no pack named {name}"),
+    ))
+}
+
 /// The raw lines and entries of a pack's (or the global) memory index, read from HEAD or,
 /// for a folder that is not a repository yet, as it is.
 pub(crate) fn memory_index(engram: &Engram, dir: &Path) -> Result<Vec<String>> {
@@ -62,37 +70,38 @@ pub(crate) fn memory_index(engram: &Engram, dir: &Path) -> Result<Vec<String>> {
 
 impl Engram {
     /// `lint_engrams(name?)`: the lint report of one pack or of every pack, with the
-    /// reference's `总计` line when `total`; and the number of errors. All packs are
+    /// reference's `总计` line when `total`; and the number of errors. The texts are in `lang`
+    /// ([`Lang::Zh`](crate::lang::Lang::Zh), the reference's, over MCP). All packs are
     /// labelled by meta name, as in the reference, but each is linted in its own directory
     /// (the reference re-resolves the meta name as a directory name, so it lints the packs
     /// root for a pack named `""` and misses a renamed pack: §11.3).
-    pub fn lint_engrams(&self, name: Option<&str>, total: bool) -> (String, usize) {
+    pub fn lint_engrams(&self, name: Option<&str>, total: bool, lang: crate::lang::Lang) -> (String, usize) {
         let packs = self.packs();
         let targets: Vec<(String, Option<std::path::PathBuf>)> = match name.filter(|n| !n.is_empty()) {
             Some(n) => vec![(n.to_owned(), packs.resolve(n).ok().map(|p| p.dir))],
             None => packs.list().into_iter().map(|p| (p.name, Some(p.dir))).collect(),
         };
         if targets.is_empty() {
-            return ("暂无可校验 Engram。".to_owned(), 0);
+            return (lang.pick("暂无可校验 Engram。", "No packs to check.").to_owned(), 0);
         }
         let (mut errors, mut warnings) = (0, 0);
         let mut out = Vec::new();
         for (t, dir) in &targets {
             let msgs = match dir {
                 Some(dir) => crate::lint::lint_pack(dir, dir.parent().unwrap_or(packs.packs_dir())),
-                None => vec![crate::lint::LintMessage {
-                    level: crate::lint::Level::Error,
-                    file: ".".into(),
-                    message: "未找到 Engram".into(),
-                }],
+                None => vec![crate::lint::LintMessage::error(
+                    ".",
+                    crate::lang::Said::new("未找到 Engram", "no such pack"),
+                )],
             };
             let e = msgs.iter().filter(|m| m.level == crate::lint::Level::Error).count();
             errors += e;
             warnings += msgs.len() - e;
-            out.push(crate::lint::render_report(t, &msgs));
+            out.push(crate::lint::render_report(t, &msgs, lang));
         }
         if total {
-            out.push(format!("总计: {} Engram, {errors} errors, {warnings} warnings", targets.len()));
+            let label = lang.pick("总计", "Total");
+            out.push(format!("{label}: {} Engram, {errors} errors, {warnings} warnings", targets.len()));
         }
         (out.join("\n"), errors)
     }
@@ -101,10 +110,13 @@ impl Engram {
     /// tags `tool:<t>`, `status:<s>` and the caller's), through `capture_memory` (one
     /// commit; the same trace again within 5 s writes nothing).
     pub fn capture_tool_trace(&self, req: &TraceRequest, caller: &Caller) -> Result<String> {
-        self.resolve(&req.name).map_err(|_| EngramError::Init(format!("未找到 Engram: {}", req.name)))?;
+        self.resolve(&req.name).map_err(|_| not_found(&req.name))?;
         let (tool, intent, result) = (req.tool_name.trim(), req.intent.trim(), req.result_summary.trim());
         if tool.is_empty() || intent.is_empty() || result.is_empty() {
-            return Err(EngramError::Init(TRACE_EMPTY.to_owned()));
+            return Err(EngramError::Init(crate::lang::Said::new(
+                TRACE_EMPTY,
+                "recording the tool trace failed: tool_name, intent and result_summary must not be empty.",
+            )));
         }
         let status = match req.status.trim().to_lowercase() {
             s if s.is_empty() => "ok".to_owned(),
@@ -150,7 +162,7 @@ impl Engram {
     /// `list_tool_traces(name, limit=10)`: the newest `limit` (1–50) trace index lines
     /// that have not expired, oldest first. Reads only.
     pub fn list_tool_traces(&self, name: &str, limit: i64) -> Result<String> {
-        let pack = self.resolve(name).map_err(|_| EngramError::Init(format!("未找到 Engram: {name}")))?;
+        let pack = self.resolve(name).map_err(|_| not_found(name))?;
         let limit = limit.clamp(1, 50) as usize;
         let today = self.now().date_naive();
         let needle = format!("`memory/{TRACE_CATEGORY}.md`");

@@ -473,7 +473,7 @@ mod tests {
         use crate::ops::{Caller, CaptureRequest, Config, Engram};
         let tmp = tempfile::tempdir().expect("tempdir");
         let engram = Engram::new(Config::new(tmp.path().to_owned())).expect("engram");
-        engram.init_engram("p", false).expect("init");
+        engram.init_engram("p", false, crate::lang::Lang::Zh).expect("init");
         let caller = Caller { tool: "capture_memory".into(), client: None };
         let capture = |i: usize| {
             let req = CaptureRequest {

@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::lang::{Lang, Said};
 use crate::ops::{Engram, EngramError, Result};
 use crate::pack::{read_meta, validate_new_name};
 use crate::store::PackRepo;
@@ -89,8 +90,14 @@ pub(crate) fn leftover_staging(packs_dir: &Path, remove: bool) -> Vec<Staging> {
     left
 }
 
-fn fail(msg: impl Into<String>) -> EngramError {
-    EngramError::Install(msg.into())
+/// An install failure: `安装失败：<zh>` (the reference's form) and `install failed: <en>`.
+fn fail(zh: impl std::fmt::Display, en: impl std::fmt::Display) -> EngramError {
+    EngramError::Install(Said::new(format!("安装失败：{zh}"), format!("install failed: {en}")))
+}
+
+/// An init failure: `初始化失败：<zh>` (the reference's form) and `init failed: <en>`.
+fn init_fail(zh: impl std::fmt::Display, en: impl std::fmt::Display) -> EngramError {
+    EngramError::Init(Said::new(format!("初始化失败：{zh}"), format!("init failed: {en}")))
 }
 
 /// The directory name a URL or path installs into: its last segment minus `.git`.
@@ -164,15 +171,17 @@ fn oversized_file(dir: &Path) -> Option<std::io::Error> {
 
 impl Engram {
     /// `install_engram(source)`: a URL, a local path, `builtin:<name>` or a registry name.
-    pub fn install_engram(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
+    /// The answer in both languages: the MCP tool answers its Chinese (the reference's text).
+    pub fn install_engram(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<Said> {
         let source = source.trim();
         if source.is_empty() {
-            return Err(fail("安装失败：未在 registry 中找到 ".to_owned()));
+            return Err(fail("未在 registry 中找到 ", "give a git URL, a local path or a registry name"));
         }
         if source.starts_with('-') {
-            return Err(fail(format!(
-                "安装失败：非法来源 {source:?} (give a git URL, a local path or a registry name)"
-            )));
+            return Err(fail(
+                format_args!("非法来源 {source:?} (give a git URL, a local path or a registry name)"),
+                format_args!("invalid source {source:?} (give a git URL, a local path or a registry name)"),
+            ));
         }
         if let Some(builtin) = source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
@@ -189,12 +198,19 @@ impl Engram {
         // Name mode: a pack shipped with engram (the reference's examples) first; when its
         // directory is taken, no registry fallback (as in the reference).
         if let Some(files) = templates::example_pack(source) {
-            return self.install_bundled(source, files, &format!(" (来源: 本地 examples/{source})"));
+            return self.install_bundled(source, files, &example_suffix(source));
         }
         let registry = self.registry();
         let entry = registry.find(source).filter(|e| !e.source.trim().is_empty()).cloned();
         let Some(entry) = entry else {
-            return Err(fail(format!("安装失败：未在 registry 中找到 {source}")));
+            return Err(fail(
+                format_args!("未在 registry 中找到 {source}"),
+                if source.contains('/') {
+                    format!("{source} is neither a directory nor a pack in the registry")
+                } else {
+                    format!("no pack named {source} in the registry (`engram registry search` lists them)")
+                },
+            ));
         };
         if let Some(builtin) = entry.source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
@@ -203,43 +219,48 @@ impl Engram {
     }
 
     /// Installs a pack shipped in the binary (`builtin:<name>`: the demo pack or an example).
-    fn install_builtin(&self, name: &str) -> Result<String> {
+    fn install_builtin(&self, name: &str) -> Result<Said> {
         if let Some(files) = templates::example_pack(name) {
-            return self.install_bundled(name, files, &format!(" (来源: 本地 examples/{name})"));
+            return self.install_bundled(name, files, &example_suffix(name));
         }
         let Some(files) = templates::builtin_pack(name) else {
-            return Err(fail(format!("安装失败：没有内置包 {name}")));
+            return Err(fail(
+                format_args!("没有内置包 {name}"),
+                format_args!("no built-in pack named {name}"),
+            ));
         };
-        self.install_bundled(name, files, " (来源: 内置 builtin)")
+        self.install_bundled(name, files, &Said::new(" (来源: 内置 builtin)", " (built in)"))
     }
 
     /// Writes bundled files into a staging directory, renames it into place and makes it
     /// a repository whose one commit holds them (the publish path's `adopt:` commit).
-    fn install_bundled(
-        &self,
-        name: &str,
-        files: Vec<templates::BundledFile>,
-        suffix: &str,
-    ) -> Result<String> {
+    fn install_bundled(&self, name: &str, files: Vec<templates::BundledFile>, suffix: &Said) -> Result<Said> {
         let target = self.config.packs_dir.join(name);
         if target.exists() {
-            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
+            return Err(target_exists(name));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = crate::store::remove_pack_dir(&tmp);
         let placed = templates::write_files(&tmp, files).and_then(|()| fs::rename(&tmp, &target));
         if let Err(e) = placed {
             let _ = crate::store::remove_pack_dir(&tmp);
-            return Err(fail(format!("安装失败：复制目录出错。{e}")));
+            return Err(fail(
+                format_args!("复制目录出错。{e}"),
+                format_args!("copying the files failed. {e}"),
+            ));
         }
         self.adopt_installed(&target, &format!("install: {name} (bundled)"))?;
         self.install_message(&target, name, suffix)
     }
 
-    fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<String> {
+    fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<Said> {
         let name = target_name(source);
-        validate_new_name(&name)
-            .map_err(|e| fail(format!("安装失败：无法从 {source} 得到合法目录名 ({e})")))?;
+        validate_new_name(&name).map_err(|e| {
+            fail(
+                format_args!("无法从 {source} 得到合法目录名 ({e})"),
+                format_args!("{source} gives no usable directory name ({})", e.text(Lang::En)),
+            )
+        })?;
         // On a team server a local source must lie in a directory the operator allowed
         // (never the packs directory: it holds every user's own packs).
         let checked;
@@ -247,7 +268,7 @@ impl Engram {
             Some(path) if self.config.server_paths.is_closed() => {
                 checked = self
                     .server_path(&path)
-                    .map_err(|e| fail(format!("安装失败：{e}")))?
+                    .map_err(|e| fail(&e, e.text(Lang::En)))?
                     .to_string_lossy()
                     .into_owned();
                 checked.as_str()
@@ -256,7 +277,7 @@ impl Engram {
         };
         let target = self.config.packs_dir.join(&name);
         if target.exists() {
-            return Err(fail(format!("安装失败：目标目录已存在 {name}")));
+            return Err(target_exists(&name));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = crate::store::remove_pack_dir(&tmp);
@@ -266,7 +287,8 @@ impl Engram {
         let plain_folder =
             local.is_dir() && !PackRepo::is_repository(local) && !crate::store::is_bare_repository(local);
         let fetched = if plain_folder {
-            copy_tree(local, &tmp).map_err(|e| format!("复制失败 (copy failed): {e}"))
+            copy_tree(local, &tmp)
+                .map_err(|e| (format!("复制失败 (copy failed): {e}"), format!("copying failed: {e}")))
         } else {
             crate::store::clone_pack(
                 source,
@@ -275,33 +297,39 @@ impl Engram {
                 MAX_PACK_FILE_BYTES as u64,
                 progress,
             )
-            .map_err(|e| format!("git clone 出错。{e}"))
+            .map_err(|e| (format!("git clone 出错。{e}"), format!("git clone failed. {e}")))
         };
         let fetched = fetched.and_then(|()| match oversized_file(&tmp) {
-            Some(e) => Err(e.to_string()),
+            Some(e) => Err((e.to_string(), e.to_string())),
             None => Ok(()),
         });
-        if let Err(e) = fetched {
+        if let Err((zh, en)) = fetched {
             let _ = crate::store::remove_pack_dir(&tmp);
-            return Err(fail(format!("安装失败：{e}")));
+            return Err(fail(zh, en));
         }
         match read_meta(&tmp) {
             Ok(_) => {}
             Err(problem) => {
                 let _ = crate::store::remove_pack_dir(&tmp);
-                return Err(fail(if problem == "is missing" {
-                    "安装失败：仓库根目录缺少 meta.json，已回滚。".to_owned()
+                return Err(if problem == "is missing" {
+                    fail(
+                        "仓库根目录缺少 meta.json，已回滚。",
+                        "there is no meta.json at the root; nothing was installed.",
+                    )
                 } else {
-                    format!("安装失败：meta.json 不是合法 JSON，已回滚。({problem})")
-                }));
+                    fail(
+                        format_args!("meta.json 不是合法 JSON，已回滚。({problem})"),
+                        format_args!("meta.json is not valid JSON; nothing was installed. ({problem})"),
+                    )
+                });
             }
         }
         if let Err(e) = fs::rename(&tmp, &target) {
             let _ = crate::store::remove_pack_dir(&tmp);
-            return Err(fail(format!("安装失败：{e}")));
+            return Err(fail(&e, &e));
         }
         self.adopt_installed(&target, &format!("install: {name} from {source}"))?;
-        self.install_message(&target, &name, "")
+        self.install_message(&target, &name, &Said::new("", ""))
     }
 
     fn adopt_installed(&self, target: &Path, _subject: &str) -> Result<()> {
@@ -310,55 +338,71 @@ impl Engram {
         Ok(())
     }
 
-    fn install_message(&self, target: &Path, dir_name: &str, suffix: &str) -> Result<String> {
+    fn install_message(&self, target: &Path, dir_name: &str, suffix: &Said) -> Result<Said> {
         let meta = read_meta(target).unwrap_or_default();
         // An empty meta name shows the directory's (the reference shows nothing: §11.5).
         let name = meta.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()).unwrap_or(dir_name);
         let desc = meta.get("description").and_then(|v| v.as_str()).unwrap_or("");
-        Ok(format!("安装成功：{name} - {desc}{suffix}"))
+        Ok(Said::new(
+            format!("安装成功：{name} - {desc}{}", suffix.zh),
+            format!("installed: {name} - {desc}{}", suffix.en),
+        ))
     }
 
-    /// `init_engram(name, nested)` / `engram init <name>`: a new pack from the bundled template.
-    pub fn init_engram(&self, name: &str, nested: bool) -> Result<String> {
-        let target = self.init_pack(name, nested)?;
+    /// `init_engram(name, nested)` / `engram init <name>`: a new pack from the bundled template
+    /// in `template`'s language. The answer in both languages (the MCP tool answers its Chinese).
+    pub fn init_engram(&self, name: &str, nested: bool, template: Lang) -> Result<Said> {
+        let target = self.init_pack(name, nested, template)?;
         let shown = target.canonicalize().unwrap_or(target);
-        Ok(format!("初始化成功：{}", shown.display()))
+        Ok(Said::new(format!("初始化成功：{}", shown.display()), format!("initialized: {}", shown.display())))
     }
 
-    /// Makes pack `name` from the bundled template (with `nested`, plus a knowledge group
-    /// and its `_index.md`): built in a staging directory, renamed into place, and adopted
-    /// as the pack's first commit through the publish path. Returns its directory.
-    pub(crate) fn init_pack(&self, name: &str, nested: bool) -> Result<PathBuf> {
+    /// Makes pack `name` from the bundled template in `lang` (with `nested`, plus a knowledge
+    /// group and its `_index.md`): built in a staging directory, renamed into place, and
+    /// adopted as the pack's first commit through the publish path. Returns its directory.
+    pub(crate) fn init_pack(&self, name: &str, nested: bool, lang: Lang) -> Result<PathBuf> {
         // The reference's text exactly: it names the refused name and nothing else.
-        if validate_new_name(name).is_err() {
-            return Err(EngramError::Init(format!("初始化失败：非法名称 {name}")));
+        if let Err(e) = validate_new_name(name) {
+            return Err(init_fail(format_args!("非法名称 {name}"), e.text(Lang::En)));
         }
         let target = self.config.packs_dir.join(name);
         if target.exists() {
-            return Err(EngramError::Init(format!("初始化失败：目标目录已存在 {name}")));
+            return Err(init_fail(
+                format_args!("目标目录已存在 {name}"),
+                format_args!("the directory already exists: {name}"),
+            ));
         }
-        let mut files = templates::pack_template();
+        let mut files = templates::pack_template(lang);
         let meta = files
             .iter()
             .find(|(p, _)| p == "meta.json")
             .map(|(_, b)| String::from_utf8_lossy(b).into_owned());
-        let meta = templates::finalize_meta(&meta.unwrap_or_default(), name)
-            .map_err(|e| EngramError::Init(format!("初始化失败：模板 meta.json 无法解析。{e}")))?;
+        let meta = templates::finalize_meta(&meta.unwrap_or_default(), name, lang).map_err(|e| {
+            init_fail(
+                format_args!("模板 meta.json 无法解析。{e}"),
+                format_args!("the template's meta.json cannot be read. {e}"),
+            )
+        })?;
         let mut owned: Vec<(String, Vec<u8>)> =
             files.drain(..).filter(|(p, _)| p != "meta.json").map(|(p, b)| (p, b.to_vec())).collect();
         owned.push(("meta.json".into(), meta.into_bytes()));
         if nested {
+            let (index, group, [group_index, group_file]) = match lang {
+                Lang::Zh => (NESTED_INDEX, "分组示例", [NESTED_GROUP_INDEX, NESTED_GROUP_FILE]),
+                Lang::En => (NESTED_INDEX_EN, "example-group", [NESTED_GROUP_INDEX_EN, NESTED_GROUP_FILE_EN]),
+            };
+            let group_file_name = lang.pick("示例知识.md", "example-topic.md");
             owned.retain(|(p, _)| p != "knowledge/_index.md");
-            owned.push(("knowledge/_index.md".into(), NESTED_INDEX.as_bytes().to_vec()));
-            owned.push(("knowledge/分组示例/_index.md".into(), NESTED_GROUP_INDEX.as_bytes().to_vec()));
-            owned.push(("knowledge/分组示例/示例知识.md".into(), NESTED_GROUP_FILE.as_bytes().to_vec()));
+            owned.push(("knowledge/_index.md".into(), index.as_bytes().to_vec()));
+            owned.push((format!("knowledge/{group}/_index.md"), group_index.as_bytes().to_vec()));
+            owned.push((format!("knowledge/{group}/{group_file_name}"), group_file.as_bytes().to_vec()));
         }
         let tmp = self.config.packs_dir.join(format!("{INSTALL_STAGING}{}-{name}", std::process::id()));
         let _ = crate::store::remove_pack_dir(&tmp);
         let placed = write_owned(&tmp, &owned).and_then(|()| fs::rename(&tmp, &target));
         if let Err(e) = placed {
             let _ = crate::store::remove_pack_dir(&tmp);
-            return Err(EngramError::Init(format!("初始化失败：{e}")));
+            return Err(init_fail(&e, &e));
         }
         self.repo(&target)?;
         Ok(target)
@@ -372,6 +416,23 @@ const NESTED_INDEX: &str = "## 知识索引\n\n### 基础主题\n- `knowledge/�
 const NESTED_GROUP_INDEX: &str = "## 分组示例索引\n\n- `knowledge/分组示例/示例知识.md` - 分组内知识样例。\n";
 /// The group's sample file (the reference's text).
 const NESTED_GROUP_FILE: &str = "# 示例知识\n\n在这里沉淀该分组下的系统性知识。";
+
+/// [`NESTED_INDEX`] of the English template.
+const NESTED_INDEX_EN: &str = "## Knowledge index\n\n### Basics\n- `knowledge/topic-a.md` - The basics of topic A.\n- `knowledge/topic-b.md` - The basics of topic B.\n\n### Groups\n- `knowledge/example-group/_index.md` - The group's own index.\n";
+/// [`NESTED_GROUP_INDEX`] of the English template.
+const NESTED_GROUP_INDEX_EN: &str = "## Example group index\n\n- `knowledge/example-group/example-topic.md` - A sample knowledge file of the group.\n";
+/// [`NESTED_GROUP_FILE`] of the English template.
+const NESTED_GROUP_FILE_EN: &str = "# Example topic\n\nWrite the group's systematic knowledge here.";
+
+/// ` (来源: 本地 examples/<name>)`, the reference's suffix for a bundled example pack.
+fn example_suffix(name: &str) -> Said {
+    Said::new(format!(" (来源: 本地 examples/{name})"), format!(" (from the bundled examples/{name})"))
+}
+
+/// The target directory of an install exists.
+fn target_exists(name: &str) -> EngramError {
+    fail(format_args!("目标目录已存在 {name}"), format_args!("the directory already exists: {name}"))
+}
 
 /// Writes files (pack-relative paths) under `dir`.
 fn write_owned(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {

@@ -1,6 +1,7 @@
 //! The reference (Python Engram) lint rules: messages, `file` strings and emit order.
 
 use super::common::{Packs, e, triples, w};
+use engram::lang::Lang;
 use engram::lint::{lint_pack, render_report};
 
 #[test]
@@ -8,7 +9,7 @@ fn valid_pack_is_clean() {
     let packs = Packs::new();
     packs.valid("ok");
     assert!(packs.lint("ok").is_empty());
-    assert_eq!(render_report("ok", &packs.lint("ok")), "ok: 0 errors, 0 warnings");
+    assert_eq!(render_report("ok", &packs.lint("ok"), Lang::Zh), "ok: 0 errors, 0 warnings");
 }
 
 #[test]
@@ -296,7 +297,7 @@ fn full_emit_order() {
     packs.write("p/knowledge/a.md", "");
     packs.write("p/knowledge/orphan.md", "x");
     packs.write("p/examples/e.md", "---\nuses: [../x.md, knowledge/none.md]\n---\n");
-    let report = render_report("p", &packs.lint("p"));
+    let report = render_report("p", &packs.lint("p"), Lang::Zh);
     assert_eq!(
         report,
         "p: 7 errors, 2 warnings\n\

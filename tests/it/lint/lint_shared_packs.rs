@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use engram::lang::Lang;
 use engram::lint::{lint_pack, render_report};
 
 fn shared_packs_dir() -> Option<PathBuf> {
@@ -60,7 +61,7 @@ fn shipped_packs_lint_like_the_reference() {
     for (group, pack, expected) in EXPECTED {
         let root = dir.join(group);
         let msgs = lint_pack(&root.join(pack), &root);
-        assert_eq!(&render_report(pack, &msgs), expected, "{group}/{pack}");
+        assert_eq!(&render_report(pack, &msgs, Lang::Zh), expected, "{group}/{pack}");
     }
 }
 
