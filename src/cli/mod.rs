@@ -37,7 +37,6 @@ use crate::ops::Engram;
     name = "engram",
     version,
     about,
-    args_conflicts_with_subcommands = true,
     after_help = "Without a command, engram serves MCP over stdio: `engram serve --help` lists its options."
 )]
 pub struct Cli {
@@ -322,9 +321,32 @@ pub fn command() -> clap::Command {
     })
 }
 
+/// `engram --http list`: a `serve` option before another command is an error (it would be
+/// ignored). The global `--packs-dir` goes anywhere (`engram --packs-dir D list`).
+fn refuse_serve_options_before_a_command(matches: &clap::ArgMatches) {
+    let Some(sub) = matches.subcommand_name() else { return };
+    let mut cmd = command();
+    let given = cmd
+        .get_arguments()
+        .filter(|a| !matches!(a.get_id().as_str(), "packs_dir" | "help" | "version"))
+        .find(|a| matches.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|a| a.get_long().map_or_else(|| a.get_id().to_string(), |l| format!("--{l}")));
+    if let Some(flag) = given {
+        cmd.error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!(
+                "{flag} is an option of `engram serve`, not of `engram {sub}`: write `engram serve {flag} …`"
+            ),
+        )
+        .exit();
+    }
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+    let matches = command().get_matches();
+    refuse_serve_options_before_a_command(&matches);
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };

@@ -225,3 +225,28 @@ fn the_demo_says_how_to_get_engram_on_path() {
     let found = run(&with);
     assert!(found.contains("`engram` is on your PATH"), "{found}");
 }
+
+/// `--packs-dir` is global: before the command as after it. A `serve` option before another
+/// command is refused by name (it would be ignored), with the way to write it.
+#[test]
+fn packs_dir_goes_before_the_command_and_serve_options_are_refused_there() {
+    let env = TestEnv::new();
+    env.init("coach");
+    let run = |args: &[&str]| {
+        std::process::Command::new(bin())
+            .args(args)
+            .current_dir(env.dir.path())
+            .env_clear()
+            .envs(base_env())
+            .output()
+            .expect("run engram")
+    };
+    let packs = env.packs.display().to_string();
+    let out = run(&["--packs-dir", &packs, "list"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("coach"));
+    let out = run(&["--packs-dir", &packs, "--read-only", "list"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("--read-only is an option of `engram serve`, not of `engram list`"), "{said}");
+}
