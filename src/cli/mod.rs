@@ -37,6 +37,10 @@ use crate::ops::Engram;
     name = "engram",
     version,
     about,
+    // `serve`'s options are also the top level's (`engram` alone serves): their requirements
+    // (`--auth-token` needs `--http`, also from the environment) hold for the top level only
+    // when no command is given.
+    subcommand_negates_reqs = true,
     after_help = "Without a command, engram serves MCP over stdio: `engram serve --help` lists its options."
 )]
 pub struct Cli {
