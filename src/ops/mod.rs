@@ -28,6 +28,7 @@ pub use authoring::{
     BuildEvent, BuildModels, BuildReport, BuildRequest, DraftRequest, FinalizeRequest, TraceRequest,
     TracedCall, create_engram_assistant,
 };
+pub use engram::activity::{Activity, Writer};
 pub use engram::entry_history::EntryHistory;
 pub use engram::history::{HistoryFilter, commit_header, describe_commit, is_memory_managed};
 pub use engram::hooks::compact_reminder;

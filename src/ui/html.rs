@@ -48,6 +48,7 @@ const TEXTS: &[(&str, &str, &str)] = &[
     ("pack", "记忆包", "Pack"),
     ("memories", "记忆", "Memories"),
     ("history", "历史", "History"),
+    ("activity", "活动", "Activity"),
     ("overview", "概览", "Overview"),
     (
         "no_packs",
@@ -224,10 +225,11 @@ pub(crate) fn page(lang: Lang, title: &str, pack: Option<&str>, here: &str, body
     if let Some(p) = pack {
         let u = url(p);
         nav.push_str(&format!(
-            " › <a href=\"/p/{u}\">{}</a> · <a href=\"/p/{u}/memory\">{}</a> · <a href=\"/p/{u}/history\">{}</a>",
+            " › <a href=\"/p/{u}\">{}</a> · <a href=\"/p/{u}/memory\">{}</a> · <a href=\"/p/{u}/history\">{}</a> · <a href=\"/p/{u}/activity\">{}</a>",
             esc(p),
             lang.t("memories"),
-            lang.t("history")
+            lang.t("history"),
+            lang.t("activity")
         ));
     }
     let sep = if here.contains('?') { '&' } else { '?' };

@@ -26,6 +26,7 @@
 //! - `assets/` — the stylesheet and script, embedded in the binary.
 
 mod actions;
+mod activity;
 mod api;
 mod auth;
 mod diff;
@@ -327,6 +328,7 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/personal", get(personal::personal_page))
         .route("/graph", get(personal::graph_page))
         .route("/p/{pack}/history", get(pages::history))
+        .route("/p/{pack}/activity", get(activity::activity))
         .route("/p/{pack}/revert", post(pages::revert))
         .route("/p/{pack}/undo", post(actions::undo))
         .route("/sync", get(actions::sync_page))

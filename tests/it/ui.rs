@@ -914,3 +914,34 @@ fn the_kept_memory_files_never_hide_a_change_by_another_process_or_by_git() {
         assert!(list.to_string().contains("Drinks coffee."), "{list}");
     }
 }
+
+/// `/p/<pack>/activity` draws the last 90 days of commits as an SVG chart, stacked by client,
+/// and lists who wrote what: the page (`web-ui`), an MCP client, and a person's git.
+#[test]
+fn the_activity_page_charts_commits_by_client_and_lists_the_writers() {
+    let env = TestEnv::with_real_clock();
+    env.init("p");
+    capture_elsewhere(&env, "facts", "by an agent", "an agent wrote this");
+    let pack = env.pack("p");
+    let agent = git(&pack, &["log", "-1", "--format=%(trailers:key=Engram-Client,valueonly)"]);
+    std::fs::write(pack.join("knowledge/by-hand.md"), "# By hand\n").expect("write");
+    git(&pack, &["add", "-A"]);
+    git(&pack, &["commit", "-qm", "a note by hand"]);
+    let ui = UiServer::start(&env);
+    let (status, _) = ui.api(
+        "POST",
+        "/api/packs/p/memories",
+        Some(json!({"category": "facts", "summary": "from the page", "content": "typed on the page"})),
+    );
+    assert_eq!(status, 201);
+    let auth = format!("Bearer {}", ui.token);
+    let (status, head, body) = ui.request("GET", "/p/p/activity", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200, "{head}");
+    assert!(body.contains("<svg id=\"activity-chart\""), "{body}");
+    assert!(body.matches("<rect class=\"bar\"").count() >= 3, "three clients today: {body}");
+    let table = body.split("<table id=\"writers\">").nth(1).expect("writers table");
+    for who in ["web-ui", "git", agent.trim()] {
+        assert!(table.contains(&format!("</span> {who}</td>")), "{who} in {table}");
+    }
+    assert!(server_time(&head).is_some(), "{head}");
+}

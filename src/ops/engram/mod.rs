@@ -2,6 +2,7 @@
 //! pack, capture and correct memories, knowledge files, search, history and
 //! undo, the system prompt and the hook texts.
 
+pub(super) mod activity;
 pub(super) mod chapters;
 pub(super) mod entry_history;
 pub(super) mod history;
