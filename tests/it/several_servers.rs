@@ -123,9 +123,11 @@ fn memory_texts(pack: &Path, category: &str) -> (String, String) {
 }
 
 /// Waits until every node's HEAD of each pack is the remote's branch (then their trees are
-/// identical); panics with each node's state and log after [`CONVERGE_BOUND`].
-async fn wait_converged(nodes: &[Node], ssh: &SshServer) {
-    let deadline = Instant::now() + CONVERGE_BOUND;
+/// identical); panics with each node's state and log after [`CONVERGE_BOUND`]. Returns how
+/// long it took (printed, never asserted).
+async fn wait_converged(nodes: &[Node], ssh: &SshServer) -> Duration {
+    let started = Instant::now();
+    let deadline = started + CONVERGE_BOUND;
     loop {
         let mut state = String::new();
         let mut same = true;
@@ -139,7 +141,7 @@ async fn wait_converged(nodes: &[Node], ssh: &SshServer) {
             }
         }
         if same {
-            return;
+            return started.elapsed();
         }
         if Instant::now() > deadline {
             let logs: String =
@@ -288,7 +290,8 @@ async fn three_servers_one_ssh_remote_converge_with_nothing_lost() {
     // Two servers will push at once when the remote is back: one of them loses the race.
     hold_pushes_in_pairs(&ssh.repo(TEAM));
     ssh.resume();
-    wait_converged(&nodes, &ssh).await;
+    let took = wait_converged(&nodes, &ssh).await;
+    eprintln!("converged {:.1} s after the remote came back", took.as_secs_f64());
 
     let logs: String = nodes.iter().map(|n| n.server().log()).collect();
     // A push that lost the race is refused and merged by the next sync, never a failure.
@@ -376,8 +379,17 @@ async fn three_servers_one_ssh_remote_converge_with_nothing_lost() {
         json!({"name": TEAM, "category": "facts", "summary": "meeting on wednesday"}),
     )
     .await;
-    wait_converged(&nodes, &ssh).await;
+    // ... and the person removes its item from memory/_conflicts.md with git, beside the server.
+    let gamma_team = nodes[2].pack(TEAM);
+    let listed = std::fs::read_to_string(gamma_team.join("memory/_conflicts.md")).expect("conflicts");
+    let header = &listed[..listed.find("\n## ").expect("a section")];
+    std::fs::write(gamma_team.join("memory/_conflicts.md"), format!("{header}\n")).expect("write");
+    git(&gamma_team, &["commit", "-qam", "resolved: the meeting is on tuesday"]);
+    let took = wait_converged(&nodes, &ssh).await;
+    eprintln!("converged {:.1} s after the last write", took.as_secs_f64());
     for n in &nodes {
+        let status = ok(&n.client().await, "sync_status", json!({"name": TEAM})).await;
+        assert!(status.contains("- memory conflicts: none"), "{}: {status}", n.host);
         let (facts, _) = memory_texts(&n.pack(TEAM), "facts");
         assert_eq!(facts.matches("周二开会 (alpha)").count(), 1, "{}: {facts}", n.host);
         assert!(!facts.contains("周三开会 (beta)"), "{}: {facts}", n.host);
