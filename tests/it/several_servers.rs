@@ -236,7 +236,7 @@ async fn three_servers_one_ssh_remote_converge_with_nothing_lost() {
     {
         let (a, b) = (nodes[0].client().await, nodes[1].client().await);
         let g = nodes[2].client().await;
-        let gamma = RefCell::new(nodes[2].server.take());
+        let gamma = nodes[2].server.take();
         let gamma_writes = async {
             for i in 0.. {
                 let t = token("gamma", "killed", i);
@@ -248,15 +248,20 @@ async fn three_servers_one_ssh_remote_converge_with_nothing_lost() {
                         break;
                     }
                 }
-                if i == 10 {
-                    drop(gamma.borrow_mut().take()); // SIGKILL, with a write about to arrive
-                }
             }
+        };
+        // SIGKILL once gamma acknowledged 10 writes, while its next one is in flight.
+        let kill_gamma = async {
+            while ledger.borrow().acked.iter().filter(|t| t.starts_with("<gamma-killed")).count() < 10 {
+                tokio::time::sleep(Duration::from_millis(1)).await; // polling, not timing
+            }
+            drop(gamma);
         };
         tokio::join!(
             write_batch(&a, "alpha", "kill", 20, &ledger),
             write_batch(&b, "beta", "kill", 20, &ledger),
             gamma_writes,
+            kill_gamma,
         );
         nodes[2].start();
         let g = nodes[2].client().await;
