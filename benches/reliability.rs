@@ -357,7 +357,7 @@ fn dir_bytes(path: &Path) -> u64 {
 }
 
 /// A bare repository holding the pack `bench` with `memories` memories, written through the
-/// library (one commit each, as the tools write them), packed by `engram gc`.
+/// library (one commit each, as the tools write them); the push sends it as one pack.
 fn seed_remote(dir: &Path, memories: usize) -> PathBuf {
     use engram::ops::{Caller, CaptureRequest, Config, Engram};
     let packs = dir.join("seed");
@@ -380,7 +380,6 @@ fn seed_remote(dir: &Path, memories: usize) -> PathBuf {
         }
     }
     drop(engram);
-    engram_ok(&packs, dir, &["gc", "bench"]);
     let bare = dir.join("seed.git");
     git_out(dir, &["init", "--bare", "-q", &bare.display().to_string()]);
     engram_ok(&packs, dir, &["remote", "add", "bench", &bare.display().to_string()]);
