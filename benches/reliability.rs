@@ -47,6 +47,10 @@ fn http_server(packs: &Path, home: &Path) -> Server {
 }
 
 fn http_server_with(packs: &Path, home: &Path, extra: &[&str]) -> Server {
+    http_server_env(packs, home, extra, &[])
+}
+
+fn http_server_env(packs: &Path, home: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
     let mut child = Command::new(bin())
         .env_clear()
         .envs(engram::settings::child_env())
@@ -54,6 +58,7 @@ fn http_server_with(packs: &Path, home: &Path, extra: &[&str]) -> Server {
         .arg(packs)
         .args(extra)
         .env("HOME", home)
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -311,6 +316,200 @@ async fn team_load(users: usize, per_user: usize, secs: u64, propose: bool) -> T
     }
 }
 
+/// Runs `engram args… --packs-dir packs` with HOME `home`; panics with its output on failure.
+fn engram_ok(packs: &Path, home: &Path, args: &[&str]) {
+    let out = Command::new(bin())
+        .env_clear()
+        .envs(engram::settings::child_env())
+        .env("HOME", home)
+        .args(args)
+        .arg("--packs-dir")
+        .arg(packs)
+        .output()
+        .expect("engram");
+    assert!(out.status.success(), "engram {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `git -C dir args…` (no configuration outside the repository); its trimmed stdout.
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Bytes under `path`.
+fn dir_bytes(path: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(path) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// A bare repository holding the pack `bench` with `memories` memories, written through the
+/// library (one commit each, as the tools write them); the push sends it as one pack.
+fn seed_remote(dir: &Path, memories: usize) -> PathBuf {
+    use engram::ops::{Caller, CaptureRequest, Config, Engram};
+    let packs = dir.join("seed");
+    init(&packs, "bench");
+    let engram = Engram::new(Config::new(packs.clone())).expect("engram");
+    let caller = Caller { tool: "bench-prefill".into(), client: Some("bench".into()) };
+    let started = Instant::now();
+    for i in 0..memories {
+        let req = CaptureRequest {
+            name: "bench".into(),
+            content: format!("第{i}条记忆：用户提到 project-{} 的进展 (note {i}).", i % 37),
+            category: format!("cat{}", i % 10),
+            summary: format!("记忆 {i} 摘要"),
+            memory_type: Some("fact".into()),
+            ..CaptureRequest::default()
+        };
+        engram.capture_memory(&req, &caller).expect("prefill capture");
+        if (i + 1) % 2000 == 0 {
+            eprintln!("  prefilled {}/{memories} ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
+        }
+    }
+    drop(engram);
+    let bare = dir.join("seed.git");
+    git_out(dir, &["init", "--bare", "-q", &bare.display().to_string()]);
+    engram_ok(&packs, dir, &["remote", "add", "bench", &bare.display().to_string()]);
+    engram_ok(&packs, dir, &["sync", "bench"]);
+    bare
+}
+
+/// What one run of several servers measured.
+struct ServersRow {
+    servers: usize,
+    writes: usize,
+    errors: usize,
+    per_sec: f64,
+    p50: Duration,
+    converged: Option<Duration>,
+    remote_before: u64,
+    remote_after: u64,
+    lost: usize,
+    fsck_clean: bool,
+}
+
+/// `servers` servers on copies of `seed` (each its own packs directory, all one remote),
+/// `clients` HTTP clients spread over them capturing for `secs`; then waits (up to 10
+/// minutes) until every server's branch is the remote's.
+async fn several_servers(seed: &Path, servers: usize, clients: usize, secs: u64) -> ServersRow {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bare = dir.path().join("bench.git"); // `engram install` names the pack after it
+    git_out(dir.path(), &["clone", "--bare", "-q", &seed.display().to_string(), &bare.display().to_string()]);
+    let remote_before = dir_bytes(&bare);
+    let url = bare.display().to_string();
+    let mut running = Vec::new();
+    let mut pack_dirs = Vec::new();
+    for s in 0..servers {
+        let home = dir.path().join(format!("server{s}"));
+        let packs = home.join("packs");
+        std::fs::create_dir_all(&packs).expect("mkdir");
+        engram_ok(&packs, &home, &["install", &url]);
+        let host = format!("server{s}");
+        let server =
+            http_server_env(&packs, &home, &["--sync-interval", "1"], &[("ENGRAM_HOST", host.as_str())]);
+        pack_dirs.push(packs.join("bench"));
+        running.push(server);
+    }
+    let mut conns = Vec::new();
+    for c in 0..clients {
+        let client = McpClient::connect_http(&running[c % servers].1, None).await.expect("connect");
+        conns.push((client, format!("s{}c{c}", c % servers)));
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(secs);
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|(c, tag)| {
+            tokio::spawn(async move {
+                let (mut lat, mut acked, mut errors) = (Vec::new(), Vec::new(), 0usize);
+                let mut n = 0usize;
+                while Instant::now() < deadline {
+                    let summary = format!("bench-{tag}-w{n}");
+                    let t = Instant::now();
+                    let r = c
+                        .call(
+                            "capture_memory",
+                            json!({"name": "bench", "category": format!("cat{}", n % 10), "content": format!("{summary}: a fact"), "summary": summary}),
+                        )
+                        .await;
+                    match r {
+                        Ok(r) if !r.is_error => {
+                            lat.push(t.elapsed());
+                            acked.push(summary);
+                        }
+                        _ => errors += 1,
+                    }
+                    n += 1;
+                }
+                let _ = c.close().await;
+                (lat, acked, errors)
+            })
+        })
+        .collect();
+    let (mut all, mut acked, mut errors) = (Vec::new(), Vec::new(), 0);
+    for t in tasks {
+        let (l, a, e) = t.await.expect("task");
+        all.extend(l);
+        acked.extend(a);
+        errors += e;
+    }
+    let last_write = Instant::now();
+    let elapsed = last_write - started;
+    let branch = git_out(&pack_dirs[0], &["symbolic-ref", "--short", "HEAD"]);
+    let converged = loop {
+        let remote = git_out(&bare, &["rev-parse", &branch]);
+        if pack_dirs.iter().all(|p| git_out(p, &["rev-parse", "HEAD"]) == remote) {
+            break Some(last_write.elapsed());
+        }
+        if last_write.elapsed() > Duration::from_secs(600) {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    drop(running);
+    all.sort();
+    // Every acknowledged write in the remote's tree, exactly as written.
+    let grep = Command::new("git")
+        .arg("-C")
+        .arg(&bare)
+        .args(["grep", "-h", "-o", "-E", "bench-s[0-9]+c[0-9]+-w[0-9]+", &branch, "--", "memory"])
+        .output()
+        .expect("git grep");
+    let found: std::collections::HashSet<String> =
+        String::from_utf8_lossy(&grep.stdout).split_whitespace().map(str::to_owned).collect();
+    let lost = acked.iter().filter(|s| !found.contains(*s)).count();
+    let fsck = Command::new("git").arg("-C").arg(&bare).args(["fsck", "--strict", "--no-progress"]).output();
+    ServersRow {
+        servers,
+        writes: all.len(),
+        errors,
+        per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&all, 0.5),
+        converged,
+        remote_before,
+        remote_after: dir_bytes(&bare),
+        lost,
+        fsck_clean: fsck.is_ok_and(|o| o.status.success()),
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful: run only under bench.
     if !std::env::args().any(|a| a == "--bench") {
@@ -320,6 +519,39 @@ fn main() {
     let n: usize = std::env::var("ENGRAM_BENCH_WRITES").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
+    if std::env::args().any(|a| a == "servers") {
+        let secs: u64 = env_or("ENGRAM_BENCH_SECS", 60);
+        let servers: usize = env_or("ENGRAM_BENCH_SERVERS", 10);
+        let memories: usize = env_or("ENGRAM_BENCH_MEMORIES", 10_000);
+        let clients = servers.max(10);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let seed = seed_remote(dir.path(), memories);
+        println!(
+            "### several servers, one remote (a local path): {memories} memories, {clients} HTTP clients, {secs} s, `--sync-interval 1`\n"
+        );
+        println!(
+            "| servers | writes | errors | writes/s | p50 (ms) | last write → converged (s) | remote MiB before → after | lost writes | fsck |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for n in [servers, 1] {
+            let r = rt.block_on(several_servers(&seed, n, clients, secs));
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            println!(
+                "| {} | {} | {} | {:.0} | {} | {} | {:.1} → {:.1} | {} | {} |",
+                r.servers,
+                r.writes,
+                r.errors,
+                r.per_sec,
+                ms(r.p50),
+                r.converged.map_or("not in 600 s".to_owned(), |d| format!("{:.1}", d.as_secs_f64())),
+                mib(r.remote_before),
+                mib(r.remote_after),
+                r.lost,
+                if r.fsck_clean { "clean" } else { "FAILED" }
+            );
+        }
+        return;
+    }
     if std::env::args().any(|a| a == "team") {
         let secs: u64 = std::env::var("ENGRAM_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
         println!("### team load: 5 users × 10 HTTP clients, two shared packs, {secs} s each\n");

@@ -150,7 +150,18 @@ impl PackRepo {
             let mut opts = PushOptions::new();
             opts.remote_callbacks(cb);
             let spec = format!("{local_ref}:{remote_ref}");
-            r.push(&[spec.as_str()], Some(&mut opts)).map_err(|e| session.error("pushing", &e))?;
+            match r.push(&[spec.as_str()], Some(&mut opts)) {
+                Ok(()) => {}
+                // libgit2 refuses before sending when the remote's branch is not an ancestor of
+                // ours: another device pushed since our fetch. That is a push the remote would
+                // refuse, not a failure: the next sync merges it and pushes again.
+                Err(e) if e.code() == ErrorCode::NotFastForward => {
+                    return Ok(PushOutcome::Rejected(format!(
+                        "{remote_ref}: the remote moved since the last fetch (another device pushed first)"
+                    )));
+                }
+                Err(e) => return Err(session.error("pushing", &e)),
+            }
         }
         Ok(match rejected {
             Some(m) => PushOutcome::Rejected(m),

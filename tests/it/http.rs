@@ -14,6 +14,8 @@ pub struct HttpServer {
     pub url: String,
     /// `127.0.0.1:PORT`.
     pub authority: String,
+    /// What the server wrote to stderr after its address line.
+    log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl HttpServer {
@@ -51,13 +53,17 @@ impl HttpServer {
                 }
             }
         };
-        // Keep draining stderr so the server never blocks on a full pipe.
+        // Keep draining stderr so the server never blocks on a full pipe; keep it for `log`.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = log.clone();
         std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk) {
+                sink.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(&chunk[..n]);
+            }
         });
         let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
-        Ok(Self { child, url, authority })
+        Ok(Self { child, url, authority, log })
     }
 
     /// A loopback server on a free port.
@@ -68,6 +74,12 @@ impl HttpServer {
     /// An MCP client connected over HTTP.
     pub async fn client(&self, token: Option<&str>) -> StdioClient {
         StdioClient::connect_http(&self.url, token).await.expect("connect over HTTP")
+    }
+
+    /// What the server has written to stderr since its address line (its background sync's
+    /// reports, …).
+    pub fn log(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
     }
 
     /// The server's process id.

@@ -43,6 +43,7 @@ mod round3;
 mod search;
 mod secrets;
 mod security;
+mod several_servers;
 mod stress;
 mod symlink_race;
 mod sync;

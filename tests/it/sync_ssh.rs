@@ -35,6 +35,31 @@ pub(crate) fn keygen(path: &Path) {
     );
 }
 
+/// Starts sshd with the configuration in `d` and waits until it listens on `port`.
+fn spawn_sshd(d: &Path, port: u16) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(d.join("sshd.log")).expect("log");
+    let mut child = Command::new(SSHD)
+        .arg("-D")
+        .arg("-e")
+        .arg("-f")
+        .arg(d.join("sshd_config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start sshd");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
+            panic!("sshd exited ({status}):\n{log}");
+        }
+        assert!(Instant::now() < deadline, "sshd did not start listening on {port}");
+        std::thread::yield_now();
+    }
+    child
+}
+
 impl SshServer {
     /// Starts sshd, or `None` (with a message) when OpenSSH's server is not installed.
     pub(crate) fn start() -> Option<Self> {
@@ -62,27 +87,19 @@ impl SshServer {
             d = d.display()
         );
         std::fs::write(d.join("sshd_config"), config).expect("sshd_config");
-        let log = std::fs::File::create(d.join("sshd.log")).expect("log");
-        let mut child = Command::new(SSHD)
-            .arg("-D")
-            .arg("-e")
-            .arg("-f")
-            .arg(d.join("sshd_config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start sshd");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
-                panic!("sshd exited ({status}):\n{log}");
-            }
-            assert!(Instant::now() < deadline, "sshd did not start listening on {port}");
-            std::thread::yield_now();
-        }
+        let child = spawn_sshd(d, port);
         Some(Self { child, dir, port, user })
+    }
+
+    /// Stops the server: the remote is unreachable (connections are refused) until [`Self::resume`].
+    pub(crate) fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port, with the same keys and repositories.
+    pub(crate) fn resume(&mut self) {
+        self.child = spawn_sshd(self.dir.path(), self.port);
     }
 
     /// Creates an empty bare repository whose HEAD names `branch`; returns its ssh URL.
@@ -126,7 +143,7 @@ impl Drop for SshServer {
 }
 
 /// Writes a file under the device's `~/.ssh` (0600, like ssh wants).
-fn put_ssh_file(env: &TestEnv, name: &str, content: &[u8]) {
+pub(crate) fn put_ssh_file(env: &TestEnv, name: &str, content: &[u8]) {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = env.dir.path().join(".ssh");
     std::fs::create_dir_all(&dir).expect("mkdir .ssh");
@@ -135,7 +152,7 @@ fn put_ssh_file(env: &TestEnv, name: &str, content: &[u8]) {
 }
 
 /// A device trusting the server's host key, authenticating with the key at `~/.ssh/id_ed25519`.
-fn device_with_default_key(host: &str, server: &SshServer) -> TestEnv {
+pub(crate) fn device_with_default_key(host: &str, server: &SshServer) -> TestEnv {
     let env = device(host);
     put_ssh_file(&env, "id_ed25519", &std::fs::read(server.user_key()).expect("key"));
     put_ssh_file(&env, "known_hosts", server.known_hosts_line().as_bytes());
