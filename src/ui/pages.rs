@@ -116,6 +116,8 @@ pub(crate) async fn home(
     if let Some(done) = cx.get("done") {
         body.push_str(&format!("<p role=\"status\" id=\"status\">{} · {}</p>", l.t("done"), esc(done)));
     }
+    // Above the list, so that creating or installing a pack never means scrolling past all.
+    body.push_str(&super::packs::home_forms(l));
     if packs.is_empty() {
         body.push_str(&format!("<p>{}</p>", esc(l.t("no_packs"))));
     } else {
@@ -157,7 +159,14 @@ pub(crate) async fn home(
                 })
                 .unwrap_or_default();
             body.push_str(&format!(
-                "<tr><td><a href=\"/p/{u}\">{n}</a>{damage}<div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td>{types}</td><td>{k} {lk} · {e} {le}</td><td>{sync}</td><td>{lint}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                "<tr><td><a href=\"/p/{u}\">{n}</a>{damage}<div class=\"muted\">{d}</div></td><td data-label=\"{lm}\"><a href=\"/p/{u}/memory\">{c}</a></td><td data-label=\"{lcat}\">{cats}</td><td data-label=\"{lty}\">{types}</td><td data-label=\"{lf}\">{k} {lk} · {e} {le}</td><td data-label=\"{ls}\">{sync}</td><td data-label=\"{ll}\">{lint}</td><td data-label=\"{lh}\"><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                lm = l.t("memories"),
+                lcat = l.t("categories"),
+                lty = l.t("types"),
+                lf = l.t("files"),
+                ls = l.t("sync"),
+                ll = l.t("lint"),
+                lh = l.t("last_commit"),
                 u = url(name),
                 n = esc(name),
                 d = esc(desc),
@@ -174,7 +183,6 @@ pub(crate) async fn home(
         }
         body.push_str("</tbody></table>");
     }
-    body.push_str(&super::packs::home_forms(l));
     cx.html(StatusCode::OK, page(l, l.t("packs"), None, "/", &body))
 }
 
@@ -250,6 +258,8 @@ pub(crate) async fn pack(
         ));
     }
     body.push_str("</ul>\n");
+    // A file the pack holds, named in a text (`knowledge/topic.md` in the index), is a link.
+    let links = |f: &str| editable.iter().any(|e| e == f).then(|| format!("{here}/file?path={}", url(f)));
     for (file, text) in files {
         let title = match file {
             "role.md" => l.t("role"),
@@ -263,7 +273,7 @@ pub(crate) async fn pack(
                 "<section><h2>{title} <a class=\"edit-file\" href=\"{here}/file?path={}\">{}</a></h2><div class=\"md\">{}</div></section>\n",
                 url(file),
                 l.t("edit_file"),
-                super::markdown::render(&super::packs::file_text(file, &t))
+                super::markdown::render_with(&super::packs::file_text(file, &t), &links)
             ));
         }
     }

@@ -18,13 +18,13 @@ use crate::webdriver::{Browser, wait_for};
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A browser holding the page's cookie.
-fn open(b: &Browser, ui: &UiServer) -> String {
+pub(crate) fn open(b: &Browser, ui: &UiServer) -> String {
     b.goto(&ui.url);
     wait_for(WAIT, "the redirect without the token", || (!b.url().contains("token=")).then_some(()));
     crate::webdriver::origin(&b.url())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
