@@ -3,9 +3,10 @@
 //! | page | what |
 //! |---|---|
 //! | `/` | packs with memory counts by category and the last commit |
-//! | `/p/<pack>` | description, role, workflow and rules (as text) |
+//! | `/p/<pack>` | description, role, workflow, rules and indexes (Markdown; files named are links) |
 //! | `/p/<pack>/memory?q=&category=&type=&page=` | memories newest first, 50 a page; add, correct, delete |
 //! | `/p/<pack>/history?page=` | commits with their memory changes; "revert this" |
+//! | `/p/<pack>/history?memory=<id>[&part=1]` | one memory's commits (`part`: only them, for its card) |
 //!
 //! A form post answers 303 back to its page with `?done=<commit>` (shown as a status line), or
 //! the page again with the error; a correction or deletion of a memory that changed since the
@@ -369,6 +370,16 @@ pub(crate) async fn history(
     };
     let u = url(&name);
     let here = format!("/p/{u}/history");
+    // `part=1`: only the memory's commits, for its card on the memory page (`app.js`).
+    if let (Some(m), Some(_)) = (&item, cx.get("part")) {
+        let mut part: String = rows.iter().map(|(c, diffs)| commit_html(l, &u, c, diffs)).collect();
+        part.push_str(&format!(
+            "<a class=\"memory-history\" href=\"{here}?memory={}\">{}</a>",
+            url(&m.id),
+            l.t("full_page")
+        ));
+        return cx.html(StatusCode::OK, part);
+    }
     let mut body = format!("<h1>{} · {}</h1>\n", esc(&name), l.t("history"));
     match &item {
         Some(m) => body.push_str(&format!(
@@ -396,27 +407,7 @@ pub(crate) async fn history(
         ));
     }
     for (c, diffs) in &rows {
-        let id = c["id"].as_str().unwrap_or_default();
-        let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
-            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-            .unwrap_or_default();
-        body.push_str(&format!(
-            "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
-<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>{diffs}\
-<a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
-<form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
-<button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
-            id = esc(id),
-            s = esc(short(id)),
-            lt = l.t("tool"),
-            tool = esc(c["tool"].as_str().unwrap_or("—")),
-            lc = l.t("client"),
-            client = esc(c["client"].as_str().unwrap_or("—")),
-            subject = esc(c["subject"].as_str().unwrap_or_default()),
-            changes = esc(c["changes"].as_str().unwrap_or_default()),
-            rv = l.t("revert"),
-            va = l.t("view_as_of"),
-        ));
+        body.push_str(&commit_html(l, &u, c, diffs));
     }
     if more {
         body.push_str(&format!(
@@ -427,6 +418,32 @@ pub(crate) async fn history(
         ));
     }
     cx.html(StatusCode::OK, page(l, l.t("history"), Some(&name), &here, &body))
+}
+
+/// One commit on the history page (and in a memory's card): what it changed, the word diffs,
+/// the list as of it and "revert this".
+fn commit_html(l: Lang, u: &str, c: &Value, diffs: &str) -> String {
+    let id = c["id"].as_str().unwrap_or_default();
+    let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    format!(
+        "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
+<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>{diffs}\
+<a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
+<form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
+<button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
+        id = esc(id),
+        s = esc(short(id)),
+        lt = l.t("tool"),
+        tool = esc(c["tool"].as_str().unwrap_or("—")),
+        lc = l.t("client"),
+        client = esc(c["client"].as_str().unwrap_or("—")),
+        subject = esc(c["subject"].as_str().unwrap_or_default()),
+        changes = esc(c["changes"].as_str().unwrap_or_default()),
+        rv = l.t("revert"),
+        va = l.t("view_as_of"),
+    )
 }
 
 /// `POST /p/<pack>/revert`.
