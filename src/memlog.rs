@@ -117,7 +117,7 @@ struct IndexFile {
 }
 
 /// Where an index line sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LinePos {
     file: usize,
     line: usize,
@@ -571,7 +571,7 @@ pub struct CategoryLog {
 }
 
 /// Where a block sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct BlockPos {
     file: usize,
     block: usize,

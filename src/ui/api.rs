@@ -341,15 +341,18 @@ struct BaseBody {
     base: Option<String>,
 }
 
-/// Deletes a memory as `delete_memory` does, if it is unchanged since `base`.
+/// Deletes memories as `delete_memory` does, all in one commit, if each is unchanged since `base`.
 pub(crate) fn delete_memory(
     state: &Arc<UiState>,
     pack: &str,
-    id: &str,
+    ids: &[String],
     base: Option<&str>,
 ) -> Result<crate::ops::WriteOutcome, Failure> {
-    let target = target_at(state, pack, id, base)?;
-    let out = state.engram.delete_memory_item(pack, &target, &UiState::caller("delete_memory"))?;
+    if ids.is_empty() {
+        return Err(Failure::bad_request("no memory was selected"));
+    }
+    let targets = ids.iter().map(|id| target_at(state, pack, id, base)).collect::<Result<Vec<_>, _>>()?;
+    let out = state.engram.delete_memory_items(pack, &targets, &UiState::caller("delete_memory"))?;
     state.catch_up_later(pack);
     Ok(out)
 }
@@ -363,7 +366,7 @@ pub(crate) async fn delete(
 ) -> Result<Response, Failure> {
     let b: BaseBody = if bytes.is_empty() { BaseBody::default() } else { body(&bytes)? };
     let base = b.base.or_else(|| param(&query_pairs(q.as_deref()), "base").map(str::to_owned));
-    let out = blocking(move || delete_memory(&state, &pack, &id, base.as_deref())).await?;
+    let out = blocking(move || delete_memory(&state, &pack, &[id], base.as_deref())).await?;
     Ok(json_response(StatusCode::OK, &json!({"commit": out.commit, "text": out.text})))
 }
 

@@ -1,8 +1,9 @@
 //! `/p/<pack>/memory`: the memories of a commit, newest first (best first for a text filter),
-//! 50 a page; filters (text through the search engine, category, type, tags, time range,
-//! expired and archived entries behind a toggle); likely duplicates marked; each memory's menu
-//! (correct, delete, its history); add; consolidate a category. Every form works without
-//! JavaScript; every write is the MCP tool's operation, one commit by client `web-ui`.
+//! 50 a page; one search box (the search engine) and the other filters folded until asked for
+//! (category, type, tags, time range, expired and archived entries); likely duplicates marked;
+//! each memory's history, opened in its card; its menu (correct, delete); several ticked and
+//! deleted in one commit; add; consolidate a category. Every form works without JavaScript;
+//! every write is the MCP tool's operation, one commit by client `web-ui`.
 
 use std::sync::Arc;
 
@@ -64,12 +65,23 @@ pub(crate) fn memory_html(
         })
         .unwrap_or_default();
     let (summary, content) = draft.unwrap_or((&m.summary, &m.content));
+    // Ticked, it joins the list's "delete the selected" form (`#bulk`, outside the article).
+    let pick = match base {
+        Some(_) => format!(
+            "<label class=\"pick\"><input type=\"checkbox\" name=\"id\" value=\"{id}\" form=\"bulk\"><span class=\"visually-hidden\">{sel}: {sum}</span></label>",
+            sel = l.t("select"),
+            sum = esc(&m.summary),
+        ),
+        None => String::new(),
+    };
     let mut out = format!(
         "<article class=\"memory\" id=\"m-{id}\" data-id=\"{id}\">\
-<div class=\"meta\"><time>{ts}</time> · <span class=\"cat\">{cat}</span> · <span class=\"type\">{ty}</span>{tags}{expires}{dup}</div>\
+<div class=\"meta\">{pick}<time>{ts}</time> · <span class=\"cat\">{cat}</span> · <span class=\"type\">{ty}</span>{tags}{expires}{dup}</div>\
 <h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>\
-<details class=\"menu\"{open}><summary aria-label=\"{menu}: {sum}\">{menu}</summary>\
-<a class=\"memory-history\" href=\"/p/{u}/history?memory={id}\">{hist}</a>",
+<details class=\"history\" data-src=\"/p/{u}/history?memory={id}&amp;part=1\"><summary aria-label=\"{hist}: {sum}\">{lh}</summary>\
+<div class=\"commits\"><a class=\"memory-history\" href=\"/p/{u}/history?memory={id}\">{hist}</a></div></details>\
+<details class=\"menu\"{open}><summary aria-label=\"{menu}: {sum}\">{menu}</summary>",
+        lh = l.t("history"),
         ts = esc(&m.ts),
         cat = esc(&m.category),
         ty = esc(&m.memory_type),
@@ -185,14 +197,29 @@ fn memory_list(
     let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
     body.push_str(&format!(
         "<form method=\"get\" class=\"filter\" role=\"search\">\
-<label for=\"q\">{ls}</label><input id=\"q\" name=\"q\" type=\"search\" value=\"{q}\" placeholder=\"{lsh}\">\
+<label for=\"q\">{ls}</label><div class=\"searchbox\"><input id=\"q\" name=\"q\" type=\"search\" value=\"{q}\" placeholder=\"{lsh}\">\
+<button type=\"submit\">{lf}</button></div>\
+<details class=\"filters\"{folded}><summary>{more}</summary><div class=\"fields\">\
 <label for=\"category\">{lc}</label><select id=\"category\" name=\"category\">{co}</select>\
 <label for=\"type\">{lt}</label><select id=\"type\" name=\"type\">{to}</select>\
 <label for=\"f-tags\">{lg}</label><input id=\"f-tags\" name=\"tags\" value=\"{tags}\">\
 <label for=\"from\">{lfrom}</label><input id=\"from\" name=\"from\" type=\"date\" value=\"{from}\">\
 <label for=\"to\">{lto}</label><input id=\"to\" name=\"to\" type=\"date\" value=\"{tov}\">\
 <label class=\"check\"><input type=\"checkbox\" id=\"old\" name=\"old\" value=\"1\"{old}> {lold}</label>{at}\
-<button type=\"submit\">{lf}</button></form>\n",
+<button type=\"submit\">{lf}</button></div></details></form>\n",
+        // Folded until asked for, or until one of them is set.
+        folded = if filter.category.is_some()
+            || filter.memory_type.is_some()
+            || !filter.tags.is_empty()
+            || filter.from.is_some()
+            || filter.to.is_some()
+            || filter.old
+        {
+            " open"
+        } else {
+            ""
+        },
+        more = l.t("more_filters"),
         at = if editable {
             String::new()
         } else {
@@ -239,6 +266,14 @@ fn memory_list(
     ));
     if shown.items.is_empty() {
         body.push_str(&format!("<p>{}</p>", l.t("no_memories")));
+    } else if editable {
+        // The memories' checkboxes belong to this form (`form="bulk"`): one commit for all.
+        body.push_str(&format!(
+            "<form method=\"post\" action=\"/p/{u}/memory/delete\" id=\"bulk\" class=\"bulk\">\
+<input type=\"hidden\" name=\"base\" value=\"{}\"><button type=\"submit\" class=\"danger\">{}</button></form>\n",
+            esc(head),
+            l.t("delete_selected")
+        ));
     }
     for &i in shown.items.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE) {
         let Some(m) = listing.item(i) else { continue };
@@ -406,7 +441,22 @@ pub(crate) async fn memory_delete(
 ) -> Response {
     let f = form(&bytes);
     let (st, n, base) = (state.clone(), name.clone(), optional(&f, "base"));
-    let out = blocking(move || super::api::delete_memory(&st, &n, &id, base.as_deref())).await;
+    let out = blocking(move || super::api::delete_memory(&st, &n, &[id], base.as_deref())).await;
+    written(state, &headers, &name, out, None).await
+}
+
+/// `POST /p/<pack>/memory/delete` (`base`, `id` once per memory): deletes them all in one
+/// commit, or none when one changed since `base` (409).
+pub(crate) async fn memory_delete_many(
+    State(state): State<Arc<UiState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let f = form(&bytes);
+    let ids: Vec<String> = f.iter().filter(|(k, _)| k == "id").map(|(_, v)| v.clone()).collect();
+    let (st, n, base) = (state.clone(), name.clone(), optional(&f, "base"));
+    let out = blocking(move || super::api::delete_memory(&st, &n, &ids, base.as_deref())).await;
     written(state, &headers, &name, out, None).await
 }
 

@@ -109,7 +109,8 @@ fn render(cx: &Ctx, pack: &str, categories: &[Category], notes: &[Note]) -> Stri
             "<tr data-category=\"{n}\"><td><a href=\"/notes?category={u}\">{n}</a></td><td>\
 <form method=\"post\" action=\"/notes/category\" class=\"inline describe\"><input type=\"hidden\" name=\"name\" value=\"{n}\">\
 <label class=\"visually-hidden\" for=\"desc-{n}\">{ld}: {n}</label><input id=\"desc-{n}\" name=\"description\" value=\"{d}\">\
-<button type=\"submit\">{save}</button></form></td><td>{count}</td><td>{delete}</td></tr>\n",
+<button type=\"submit\">{save}</button></form></td><td data-label=\"{ln}\">{count}</td><td>{delete}</td></tr>\n",
+            ln = l.t("notes"),
             n = esc(&c.name),
             u = url(&c.name),
             ld = l.t("description"),

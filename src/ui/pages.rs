@@ -3,9 +3,10 @@
 //! | page | what |
 //! |---|---|
 //! | `/` | packs with memory counts by category and the last commit |
-//! | `/p/<pack>` | description, role, workflow and rules (as text) |
+//! | `/p/<pack>` | description, role, workflow, rules and indexes (Markdown; files named are links) |
 //! | `/p/<pack>/memory?q=&category=&type=&page=` | memories newest first, 50 a page; add, correct, delete |
 //! | `/p/<pack>/history?page=` | commits with their memory changes; "revert this" |
+//! | `/p/<pack>/history?memory=<id>[&part=1]` | one memory's commits (`part`: only them, for its card) |
 //!
 //! A form post answers 303 back to its page with `?done=<commit>` (shown as a status line), or
 //! the page again with the error; a correction or deletion of a memory that changed since the
@@ -116,6 +117,8 @@ pub(crate) async fn home(
     if let Some(done) = cx.get("done") {
         body.push_str(&format!("<p role=\"status\" id=\"status\">{} · {}</p>", l.t("done"), esc(done)));
     }
+    // Above the list, so that creating or installing a pack never means scrolling past all.
+    body.push_str(&super::packs::home_forms(l));
     if packs.is_empty() {
         body.push_str(&format!("<p>{}</p>", esc(l.t("no_packs"))));
     } else {
@@ -157,7 +160,14 @@ pub(crate) async fn home(
                 })
                 .unwrap_or_default();
             body.push_str(&format!(
-                "<tr><td><a href=\"/p/{u}\">{n}</a>{damage}<div class=\"muted\">{d}</div></td><td><a href=\"/p/{u}/memory\">{c}</a></td><td>{cats}</td><td>{types}</td><td>{k} {lk} · {e} {le}</td><td>{sync}</td><td>{lint}</td><td><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                "<tr><td><a href=\"/p/{u}\">{n}</a>{damage}<div class=\"muted\">{d}</div></td><td data-label=\"{lm}\"><a href=\"/p/{u}/memory\">{c}</a></td><td data-label=\"{lcat}\">{cats}</td><td data-label=\"{lty}\">{types}</td><td data-label=\"{lf}\">{k} {lk} · {e} {le}</td><td data-label=\"{ls}\">{sync}</td><td data-label=\"{ll}\">{lint}</td><td data-label=\"{lh}\"><a href=\"/p/{u}/history\"><code>{h}</code></a></td></tr>\n",
+                lm = l.t("memories"),
+                lcat = l.t("categories"),
+                lty = l.t("types"),
+                lf = l.t("files"),
+                ls = l.t("sync"),
+                ll = l.t("lint"),
+                lh = l.t("last_commit"),
                 u = url(name),
                 n = esc(name),
                 d = esc(desc),
@@ -174,7 +184,6 @@ pub(crate) async fn home(
         }
         body.push_str("</tbody></table>");
     }
-    body.push_str(&super::packs::home_forms(l));
     cx.html(StatusCode::OK, page(l, l.t("packs"), None, "/", &body))
 }
 
@@ -250,6 +259,8 @@ pub(crate) async fn pack(
         ));
     }
     body.push_str("</ul>\n");
+    // A file the pack holds, named in a text (`knowledge/topic.md` in the index), is a link.
+    let links = |f: &str| editable.iter().any(|e| e == f).then(|| format!("{here}/file?path={}", url(f)));
     for (file, text) in files {
         let title = match file {
             "role.md" => l.t("role"),
@@ -263,7 +274,7 @@ pub(crate) async fn pack(
                 "<section><h2>{title} <a class=\"edit-file\" href=\"{here}/file?path={}\">{}</a></h2><div class=\"md\">{}</div></section>\n",
                 url(file),
                 l.t("edit_file"),
-                super::markdown::render(&super::packs::file_text(file, &t))
+                super::markdown::render_with(&super::packs::file_text(file, &t), &links)
             ));
         }
     }
@@ -359,6 +370,16 @@ pub(crate) async fn history(
     };
     let u = url(&name);
     let here = format!("/p/{u}/history");
+    // `part=1`: only the memory's commits, for its card on the memory page (`app.js`).
+    if let (Some(m), Some(_)) = (&item, cx.get("part")) {
+        let mut part: String = rows.iter().map(|(c, diffs)| commit_html(l, &u, c, diffs)).collect();
+        part.push_str(&format!(
+            "<a class=\"memory-history\" href=\"{here}?memory={}\">{}</a>",
+            url(&m.id),
+            l.t("full_page")
+        ));
+        return cx.html(StatusCode::OK, part);
+    }
     let mut body = format!("<h1>{} · {}</h1>\n", esc(&name), l.t("history"));
     match &item {
         Some(m) => body.push_str(&format!(
@@ -386,27 +407,7 @@ pub(crate) async fn history(
         ));
     }
     for (c, diffs) in &rows {
-        let id = c["id"].as_str().unwrap_or_default();
-        let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
-            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-            .unwrap_or_default();
-        body.push_str(&format!(
-            "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
-<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>{diffs}\
-<a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
-<form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
-<button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
-            id = esc(id),
-            s = esc(short(id)),
-            lt = l.t("tool"),
-            tool = esc(c["tool"].as_str().unwrap_or("—")),
-            lc = l.t("client"),
-            client = esc(c["client"].as_str().unwrap_or("—")),
-            subject = esc(c["subject"].as_str().unwrap_or_default()),
-            changes = esc(c["changes"].as_str().unwrap_or_default()),
-            rv = l.t("revert"),
-            va = l.t("view_as_of"),
-        ));
+        body.push_str(&commit_html(l, &u, c, diffs));
     }
     if more {
         body.push_str(&format!(
@@ -417,6 +418,32 @@ pub(crate) async fn history(
         ));
     }
     cx.html(StatusCode::OK, page(l, l.t("history"), Some(&name), &here, &body))
+}
+
+/// One commit on the history page (and in a memory's card): what it changed, the word diffs,
+/// the list as of it and "revert this".
+fn commit_html(l: Lang, u: &str, c: &Value, diffs: &str) -> String {
+    let id = c["id"].as_str().unwrap_or_default();
+    let when = chrono::DateTime::from_timestamp(c["time"].as_i64().unwrap_or_default(), 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    format!(
+        "<article class=\"commit\" data-commit=\"{id}\"><div class=\"meta\"><code>{s}</code> · <time>{when}</time> · {lt} {tool} · {lc} {client}</div>\
+<h3 class=\"subject\">{subject}</h3><pre class=\"diff\">{changes}</pre>{diffs}\
+<a href=\"/p/{u}/memory?at={id}\" class=\"as-of\">{va}</a> \
+<form method=\"post\" action=\"/p/{u}/revert\" class=\"inline\"><input type=\"hidden\" name=\"commit\" value=\"{id}\">\
+<button type=\"submit\" class=\"revert\" aria-label=\"{rv}: {subject}\">{rv}</button></form></article>\n",
+        id = esc(id),
+        s = esc(short(id)),
+        lt = l.t("tool"),
+        tool = esc(c["tool"].as_str().unwrap_or("—")),
+        lc = l.t("client"),
+        client = esc(c["client"].as_str().unwrap_or("—")),
+        subject = esc(c["subject"].as_str().unwrap_or_default()),
+        changes = esc(c["changes"].as_str().unwrap_or_default()),
+        rv = l.t("revert"),
+        va = l.t("view_as_of"),
+    )
 }
 
 /// `POST /p/<pack>/revert`.

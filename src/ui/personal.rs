@@ -87,7 +87,9 @@ pub(crate) async fn personal_page(
     for r in &records {
         let key = show(&r["key"]);
         body.push_str(&format!(
-            "<tr data-key=\"{k}\"><td><a href=\"/personal?key={u}#history\">{k}</a></td><td class=\"text\">{v}</td><td>{c}</td><td><time>{t}</time></td></tr>\n",
+            "<tr data-key=\"{k}\"><td><a href=\"/personal?key={u}#history\">{k}</a></td><td class=\"text\">{v}</td><td data-label=\"{lc}\">{c}</td><td data-label=\"{lu}\"><time>{t}</time></td></tr>\n",
+            lc = l.t("category"),
+            lu = l.t("updated"),
             k = esc(&key),
             u = url(&key),
             v = esc(&show(&r["value"])),
@@ -135,7 +137,9 @@ pub(crate) async fn personal_page(
     for e in &list {
         let status = show(&e["status"]);
         body.push_str(&format!(
-            "<tr data-entity=\"{id}\"><td>{n}</td><td>{t}</td><td><span class=\"badge status-{s}\">{s}</span></td><td class=\"text\">{a}</td><td><time>{u}</time></td></tr>\n",
+            "<tr data-entity=\"{id}\"><td>{n}</td><td data-label=\"{lt}\">{t}</td><td><span class=\"badge status-{s}\">{s}</span></td><td class=\"text\">{a}</td><td data-label=\"{lu}\"><time>{u}</time></td></tr>\n",
+            lt = l.t("type"),
+            lu = l.t("updated"),
             id = esc(&show(&e["id"])),
             n = esc(&show(&e["name"])),
             t = esc(&show(&e["entity_type"])),
@@ -247,9 +251,12 @@ pub(crate) async fn graph_page(
     ));
     for r in &relations {
         body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td data-label=\"{}\">{}</td><td data-label=\"{}\">{}</td><td data-label=\"{}\">{}</td></tr>",
+            l.t("from"),
             esc(&show(&r["from"])),
+            l.t("relation"),
             esc(&show(&r["relationType"])),
+            l.t("to"),
             esc(&show(&r["to"]))
         ));
     }

@@ -78,7 +78,7 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     // Correct.
     let art = memory_article(&b, "walks").expect("the new memory");
     let id = data_id(&b, &art);
-    b.click(&b.find(&format!("#m-{id} details > summary")));
+    b.click(&b.find(&format!("#m-{id} details.menu > summary")));
     b.fill(&b.find(&format!("#s-{id}")), "cycles");
     b.fill(&b.find(&format!("#c-{id}")), "The user cycles to work.");
     let text = b.submit(&b.find(&format!("#m-{id} button.save")), WAIT);
@@ -95,7 +95,7 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
         Some(json!({"base": head, "summary": "drives", "content": "The user drives to work."})),
     );
     assert_eq!(status, 200, "{v}");
-    b.click(&b.find(&format!("#m-{id} details > summary")));
+    b.click(&b.find(&format!("#m-{id} details.menu > summary")));
     b.fill(&b.find(&format!("#c-{id}")), "The user runs to work.");
     b.click(&b.find(&format!("#m-{id} button.save")));
     b.find("#stale");

@@ -18,13 +18,13 @@ use crate::webdriver::{Browser, wait_for};
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A browser holding the page's cookie.
-fn open(b: &Browser, ui: &UiServer) -> String {
+pub(crate) fn open(b: &Browser, ui: &UiServer) -> String {
     b.goto(&ui.url);
     wait_for(WAIT, "the redirect without the token", || (!b.url().contains("token=")).then_some(()));
     crate::webdriver::origin(&b.url())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
@@ -171,12 +171,87 @@ fn memory_search_finds_chinese_and_history_shows_word_diffs_in_a_browser() {
         b.find_all("article.commit:first-of-type .wdiff ins").iter().map(|e| b.text(e)).collect();
     assert!(del.contains(&"walks".to_owned()) && ins.contains(&"cycles".to_owned()), "{}", b.text(&first));
 
-    // The memory's own history, from its menu.
+    // The memory's own history, opened in its card, then on its own page.
     b.goto(&format!("{base}/p/p/memory?q=cycles"));
-    b.click(&b.find(&format!("#m-{id} details.menu > summary")));
-    b.click(&b.find(&format!("#m-{id} a.memory-history")));
+    b.click(&b.find(&format!("#m-{id} details.history > summary")));
+    b.find(&format!("#m-{id} details.history .commits[data-state=loaded]"));
+    assert!(b.url().contains("/p/p/memory"), "in place: {}", b.url());
+    let in_card = b.find_all(&format!("#m-{id} details.history article.commit"));
+    assert_eq!(in_card.len(), 2, "its capture and its correction");
+    let ins: Vec<String> =
+        b.find_all(&format!("#m-{id} details.history .wdiff ins")).iter().map(|e| b.text(e)).collect();
+    assert!(ins.contains(&"cycles".to_owned()), "the word diff in the card: {ins:?}");
+    b.click(&b.find(&format!("#m-{id} details.history a.memory-history")));
     b.find("#memory-history");
-    assert_eq!(b.find_all("article.commit").len(), 2, "its capture and its correction");
+    assert_eq!(b.find_all("article.commit").len(), 2, "the same commits on their own page");
+}
+
+#[test]
+fn memory_list_folds_filters_and_deletes_several_memories_in_one_commit_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    for (category, summary) in
+        [("prefs", "tea"), ("prefs", "coffee"), ("work", "standup"), ("work", "review")]
+    {
+        let content = format!("The user's {summary} habit.");
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": category, "summary": summary, "content": content})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let base = open(&b, &ui);
+
+    // One search box; the other filters folded until asked for (or set).
+    b.goto(&format!("{base}/p/p/memory"));
+    let hidden = |css: &str| b.eval_on(&b.find(css), "return !arguments[0].checkVisibility();");
+    assert_eq!(hidden("#q"), json!(false), "the search box is shown");
+    assert_eq!(hidden("#category"), json!(true), "the filters are folded");
+    b.click(&b.find("details.filters > summary"));
+    assert_eq!(hidden("#category"), json!(false), "asked for, they unfold");
+    b.goto(&format!("{base}/p/p/memory?category=work"));
+    assert_eq!(hidden("#category"), json!(false), "a filter in use is shown");
+
+    // Three ticked, one button: one commit by web-ui, and they are gone.
+    b.goto(&format!("{base}/p/p/memory"));
+    let n = commit_count(&dir);
+    let ids: Vec<String> = ["tea", "standup", "review"]
+        .iter()
+        .map(|s| {
+            let art = b
+                .find_all("article.memory")
+                .into_iter()
+                .find(|a| b.text(a).contains(&format!("The user's {s} habit.")))
+                .unwrap_or_else(|| panic!("memory {s}"));
+            b.eval_on(&art, "return arguments[0].getAttribute('data-id');")
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    for id in &ids {
+        b.click(&b.find(&format!("#m-{id} label.pick input")));
+    }
+    let text = b.submit(&b.find("#bulk button[type=submit]"), WAIT);
+    assert_eq!(commit_count(&dir), n + 1, "one commit for three memories");
+    let msg = git(&dir, &["log", "-1", "--format=%B"]);
+    assert!(msg.starts_with("delete: 3 memories") && msg.contains("Engram-Tool: delete_memory"), "{msg}");
+    assert!(msg.contains("Engram-Client: web-ui"), "{msg}");
+    for gone in ["tea", "standup", "review"] {
+        assert!(!text.contains(&format!("The user's {gone} habit.")), "{gone} is still listed: {text}");
+    }
+    assert!(text.contains("The user's coffee habit."), "{text}");
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    let left: Vec<&str> =
+        list["items"].as_array().into_iter().flatten().filter_map(|i| i["summary"].as_str()).collect();
+    assert_eq!(left, ["coffee"], "{list}");
+    let files = git(&dir, &["grep", "-h", "-o", "The user's [a-z]* habit", "HEAD", "--", "memory"]);
+    assert_eq!(files.trim(), "The user's coffee habit.".trim_end_matches('.'), "the entries left the files");
+    assert_fsck(&dir);
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod authoring_parity;
 mod background_gc;
 mod blame;
 mod browser;
+mod browser_layout;
 mod browser_pages;
 mod build;
 mod cli_lang;

@@ -945,3 +945,59 @@ fn the_activity_page_charts_commits_by_client_and_lists_the_writers() {
     }
     assert!(server_time(&head).is_some(), "{head}");
 }
+
+#[test]
+fn deleting_several_memories_is_one_commit_or_none() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    for (c, s) in [("a", "one"), ("a", "two"), ("b", "three")] {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": c, "summary": s, "content": format!("Thing {s}.")})),
+        );
+        assert_eq!(status, 201, "{v}");
+    }
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    let id = |s: &str| -> String {
+        list["items"].as_array().unwrap().iter().find(|i| i["summary"] == s).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let head = list["commit"].as_str().unwrap().to_owned();
+    let auth = format!("Bearer {}", ui.token);
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/x-www-form-urlencoded")];
+    let n = commit_count(&dir);
+
+    // Nothing ticked: refused, nothing written.
+    let (status, _, _) = ui.request("POST", "/p/p/memory/delete", &headers, &format!("base={head}"));
+    assert_eq!(status, 400);
+    // One of them changed since the page's `base`: none is deleted (409).
+    let (status, v) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{}", id("three")),
+        Some(json!({"base": head, "summary": "three", "content": "Thing three, changed."})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let body = format!("base={head}&id={}&id={}", id("one"), id("three"));
+    let (status, _, page) = ui.request("POST", "/p/p/memory/delete", &headers, &body);
+    assert_eq!(status, 409, "{page}");
+    assert_eq!(commit_count(&dir), n + 1, "only the correction");
+
+    // From a fresh page: both in one commit; the other entry of their category stays.
+    let head = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    let body = format!("base={head}&id={}&id={}&id={}", id("one"), id("three"), id("one"));
+    let (status, head_text, _) = ui.request("POST", "/p/p/memory/delete", &headers, &body);
+    assert_eq!(status, 303, "{head_text}");
+    assert_eq!(commit_count(&dir), n + 2, "one commit for both");
+    let msg = last_message(&dir);
+    assert!(msg.starts_with("delete: 2 memories") && msg.contains("Engram-Tool: delete_memory"), "{msg}");
+    let (_, after) = ui.api("GET", "/api/packs/p/memories", None);
+    let left: Vec<&str> =
+        after["items"].as_array().unwrap().iter().filter_map(|i| i["summary"].as_str()).collect();
+    assert_eq!(left, ["two"], "{after}");
+    assert_fsck(&dir);
+}

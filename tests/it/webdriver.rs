@@ -131,6 +131,16 @@ impl Browser {
         self.cmd("POST", "/url", Some(json!({ "url": url })));
     }
 
+    /// Resizes the window (headless: the page's viewport is as wide as the window).
+    pub fn set_size(&self, width: u32, height: u32) {
+        self.cmd("POST", "/window/rect", Some(json!({"width": width, "height": height})));
+    }
+
+    /// Runs a script and answers its value.
+    pub fn eval(&self, script: &str) -> Value {
+        self.cmd("POST", "/execute/sync", Some(json!({"script": script, "args": []})))
+    }
+
     /// The address shown now.
     pub fn url(&self) -> String {
         self.cmd("GET", "/url", None).as_str().unwrap_or_default().to_owned()

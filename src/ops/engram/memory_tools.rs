@@ -448,17 +448,28 @@ impl Engram {
         Ok(self.delete_entry(name, Select::Summary(&category, summary), caller)?.text)
     }
 
-    /// `delete_memory` of the entry a [`MemoryTarget`] names (the web page).
-    pub fn delete_memory_item(
+    /// `delete_memory` of the entries the [`MemoryTarget`]s name (the web page): all of them in
+    /// one commit, or none when one of them is missing or changed.
+    pub fn delete_memory_items(
         &self,
         name: &str,
-        target: &MemoryTarget,
+        targets: &[MemoryTarget],
         caller: &Caller,
     ) -> Result<WriteOutcome> {
-        self.delete_entry(name, Select::Target(target), caller)
+        let selects: Vec<Select<'_>> = targets.iter().map(Select::Target).collect();
+        self.delete_entries(name, &selects, caller)
     }
 
     fn delete_entry(&self, name: &str, select: Select<'_>, caller: &Caller) -> Result<WriteOutcome> {
+        self.delete_entries(name, &[select], caller)
+    }
+
+    /// Removes the entries `selects` pick (each once) from the index and their category logs,
+    /// in one commit.
+    fn delete_entries(&self, name: &str, selects: &[Select<'_>], caller: &Caller) -> Result<WriteOutcome> {
+        if selects.is_empty() {
+            return Err(invalid("ids", "name at least one memory to delete"));
+        }
         let root = self.resolve(name)?.dir;
         let now = self.now().timestamp();
         let (commit, deleted) = self.with_repo(&root, |repo| {
@@ -467,28 +478,63 @@ impl Engram {
                 let mut index = FullIndex::load(snap)?;
                 let hand_edited = index.hot_hand_edited();
                 let entries = index.entries();
-                let i = select.pick(snap, &entries)?;
-                let rank = same_meta_rank(&entries, i);
-                let (pos, entry) = entries[i].clone();
-                let category = entry.category.clone();
-                let mut changes = Changes::for_memory();
-                let mut log = CategoryLog::load(snap, &category)?;
-                if let Some(bp) = log.find(&entry, rank) {
-                    log.remove(bp);
-                    log.write(&mut changes);
+                let mut picked = Vec::with_capacity(selects.len());
+                for select in selects {
+                    let i = select.pick(snap, &entries)?;
+                    if !picked.contains(&i) {
+                        picked.push(i);
+                    }
                 }
-                index.remove(pos);
+                let mut changes = Changes::for_memory();
+                // Each category's blocks and the index lines, removed from the last one back
+                // so that the positions found before stay right.
+                let mut categories: Vec<&str> =
+                    picked.iter().map(|&i| entries[i].1.category.as_str()).collect();
+                categories.sort_unstable();
+                categories.dedup();
+                for category in categories {
+                    let mut log = CategoryLog::load(snap, category)?;
+                    let mut blocks: Vec<_> = picked
+                        .iter()
+                        .filter(|&&i| entries[i].1.category == category)
+                        .filter_map(|&i| log.find(&entries[i].1, same_meta_rank(&entries, i)))
+                        .collect();
+                    blocks.sort_unstable();
+                    blocks.dedup();
+                    if !blocks.is_empty() {
+                        for bp in blocks.into_iter().rev() {
+                            log.remove(bp);
+                        }
+                        log.write(&mut changes);
+                    }
+                }
+                let mut lines: Vec<_> = picked.iter().map(|&i| entries[i].0).collect();
+                lines.sort_unstable();
+                for pos in lines.into_iter().rev() {
+                    index.remove(pos);
+                }
                 index.write(&mut changes, false);
-                let mut msg =
-                    message(format!("delete: {category} — {}", short(&entry.summary)), caller, None, now);
+                let deleted: Vec<(String, String)> = picked
+                    .iter()
+                    .map(|&i| (entries[i].1.category.clone(), entries[i].1.summary.clone()))
+                    .collect();
+                let subject = match deleted.as_slice() {
+                    [(category, summary)] => format!("delete: {category} — {}", short(summary)),
+                    many => {
+                        let mut cats: Vec<&str> = many.iter().map(|(c, _)| c.as_str()).collect();
+                        cats.dedup();
+                        format!("delete: {} memories — {}", many.len(), short(&cats.join(", ")))
+                    }
+                };
+                let mut msg = message(subject, caller, None, now);
                 note_hot_regenerated(&mut msg, hand_edited);
-                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: (category, entry.summary) })
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: deleted })
             })
         })?;
         self.forget_expiry(&root);
-        let (category, deleted) = deleted;
         let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
-        Ok(WriteOutcome::new(format!("已删除: [{category}] {deleted}{id}"), commit.as_ref()))
+        let lines: Vec<String> = deleted.iter().map(|(c, s)| format!("已删除: [{c}] {s}")).collect();
+        Ok(WriteOutcome::new(format!("{}{id}", lines.join("\n")), commit.as_ref()))
     }
 
     /// `correct_memory`: replaces exactly one entry, keeping its time, expiry and conversation.
