@@ -239,7 +239,7 @@ fn english(text: &str, today: i64) -> Vec<TimeSpan> {
                 }
                 // A season word alone is a time only after "in the", "during", "over the"…
                 // ("I fall asleep", "spring rolls" name none).
-                None if i > 0 && ["in", "the", "during", "that"].contains(&w(i - 1)) => {
+                None if i > 1 && w(i - 1) == "the" && ["in", "during", "over"].contains(&w(i - 2)) => {
                     out.push(recent_season(today, first, 0));
                     i += 1;
                 }
@@ -249,7 +249,7 @@ fn english(text: &str, today: i64) -> Vec<TimeSpan> {
         }
         // "7 May", "May 7th" without a year: that day of the most recent such month (a date
         // with its year is a term of the index, see `dates.rs`).
-        if !explicit.iter().any(|(at, _)| *at == i) {
+        if explicit.is_empty() && !words.iter().any(|w| year_of(w).is_some()) {
             let day_month = day_of(word).zip(month_of(w(i + 1)));
             let month_day = month_of(word).zip(day_of(w(i + 1))).map(|(m, d)| (d, m));
             if let Some((d, m)) = day_month.or(month_day).filter(|_| year_of(w(i + 2)).is_none()) {
