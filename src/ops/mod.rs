@@ -421,6 +421,8 @@ pub struct Engram {
     proposing_packs: Mutex<HashMap<PathBuf, crate::store::ProposeSetting>>,
     /// HEAD commits the health check found whole (see `packs/health.rs`).
     whole_heads: packs::health::WholeHeads,
+    /// The last scan of the packs roots, kept while they are as they were (`packs/health.rs`).
+    scans: packs::health::ScanCache,
 }
 
 impl Engram {
@@ -448,6 +450,7 @@ impl Engram {
             search_cache: crate::packsearch::SearchCache::new(),
             proposing_packs: Mutex::new(HashMap::new()),
             whole_heads: packs::health::WholeHeads::default(),
+            scans: packs::health::ScanCache::default(),
         })
     }
 

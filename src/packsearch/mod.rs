@@ -196,6 +196,11 @@ impl PackIndex {
         self.index.search_with(req)
     }
 
+    /// Runs a search request; each hit comes with its document (read once).
+    pub fn search_documents(&self, req: &SearchRequest) -> Vec<(Hit, std::borrow::Cow<'_, Document>)> {
+        self.index.search_documents(req)
+    }
+
     /// Whether the stored file under the index could not be read since it
     /// was opened (the index must be rebuilt).
     pub fn is_damaged(&self) -> bool {

@@ -79,12 +79,14 @@ pub fn doc_date_terms(unix_seconds: i64) -> [String; 3] {
     [year_term(y), month_term(y, m), day_term(y, m, d)]
 }
 
-fn year_of(word: &str) -> Option<i64> {
+/// The year a four-digit word names (1900–2199).
+pub(super) fn year_of(word: &str) -> Option<i64> {
     let y: i64 = word.parse().ok()?;
     (word.len() == 4 && (1900..=2199).contains(&y)).then_some(y)
 }
 
-fn day_of(word: &str) -> Option<u32> {
+/// The day of the month a word names (`7`, `7th`).
+pub(super) fn day_of(word: &str) -> Option<u32> {
     let digits = word
         .strip_suffix("st")
         .or_else(|| word.strip_suffix("nd"))
@@ -237,5 +239,13 @@ mod tests {
         assert_eq!(query_date_terms("2023年10月"), ["date:2023-10"]);
         assert!(query_date_terms("may I go in 2023").is_empty());
         assert!(query_date_terms("no dates here").is_empty());
+    }
+
+    #[test]
+    fn one_day_in_every_written_form_is_one_term() {
+        let day = ["date:2023-05-07", "date:2023-05"];
+        for written in ["2023-05-07", "2023/05/07", "2023/5/7", "May 7, 2023", "7 May 2023", "the 7th of May 2023", "2023年5月7日", "2023年5月7号"] {
+            assert_eq!(query_date_terms(written), day, "{written}");
+        }
     }
 }

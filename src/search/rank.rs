@@ -1,9 +1,10 @@
 //! Query evaluation: BM25F scoring, feedback, grouping, top-k and hits.
 
+use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 
-use super::doc::Field;
+use super::doc::{Document, Field};
 use super::filter::Filter;
 use super::index::SearchIndex;
 use super::embed::{Embeddings, RERANK_DEPTH, RERANK_WEIGHT, cosine};
@@ -60,6 +61,12 @@ impl SearchIndex {
 
     /// Runs a full [`SearchRequest`]. An empty or unmatched query returns no hits.
     pub fn search_with(&self, req: &SearchRequest) -> Vec<Hit> {
+        self.search_documents(req).into_iter().map(|(hit, _)| hit).collect()
+    }
+
+    /// [`Self::search_with`], each hit with its document: read once, for the snippet and
+    /// for the caller.
+    pub fn search_documents(&self, req: &SearchRequest) -> Vec<(Hit, Cow<'_, Document>)> {
         if req.limit == 0 || self.is_empty() {
             return Vec::new();
         }
@@ -120,7 +127,7 @@ impl SearchIndex {
                 } else {
                     &doc.body
                 };
-                Some(Hit {
+                let hit = Hit {
                     id: doc.id.clone(),
                     score,
                     path: doc.path.clone(),
@@ -133,7 +140,8 @@ impl SearchIndex {
                         &snippet_terms,
                         req.snippet_chars,
                     ),
-                })
+                };
+                Some((hit, doc))
             })
             .collect()
     }

@@ -1,6 +1,10 @@
 //! Time expressions in a query, resolved to spans of time: "yesterday",
-//! "last Tuesday", "last week", "two months ago", "in May", "the week before
-//! 9 June 2023", "昨天", "上周二", "去年", "三天前", "5月"…
+//! "last Tuesday", "last week", "two months ago", "in May", "7 May", "the week before
+//! 9 June 2023", "last summer", "昨天", "上周二", "去年", "去年夏天", "三天前", "5月", "5月7号"…
+//!
+//! Seasons are the northern hemisphere's (summer is June–August). A time relative to an
+//! event the query does not date ("two weeks before the wedding") makes no span: the
+//! event's date is in the memories, and the words match as words.
 //!
 //! Relative expressions are resolved against an *anchor* day the caller
 //! chooses (the search uses the time of the request, or the newest matching
@@ -9,7 +13,7 @@
 //! here they only anchor "before"/"after" phrases. Weeks start on Monday;
 //! days are UTC days. The spans feed a soft boost, never a filter.
 
-use super::dates::{Date, civil_from_days, days_from_civil, explicit_dates, month_of, query_words};
+use super::dates::{Date, civil_from_days, day_of, days_from_civil, explicit_dates, month_of, query_words, year_of};
 
 const DAY: i64 = 86_400;
 
@@ -67,6 +71,31 @@ fn month_span(y: i64, m: u32) -> TimeSpan {
 fn year_span(y: i64) -> TimeSpan {
     let first = days_from_civil(y, 1, 1);
     TimeSpan::days(first, days_from_civil(y + 1, 1, 1) - first)
+}
+
+/// The seasons as months of the northern hemisphere: spring is March–May, summer June–August,
+/// autumn September–November, winter December (of the year named) to February.
+const SEASONS: [(&str, u32); 5] = [("spring", 3), ("summer", 6), ("autumn", 9), ("fall", 9), ("winter", 12)];
+
+fn season_of(word: &str) -> Option<u32> {
+    SEASONS.iter().find(|(w, _)| *w == word).map(|s| s.1)
+}
+
+/// The three months from month `first` of year `y`.
+fn season_span(y: i64, first: u32) -> TimeSpan {
+    let start = days_from_civil(y, first, 1);
+    let (ey, em) = if first + 3 > 12 { (y + 1, first + 3 - 12) } else { (y, first + 3) };
+    TimeSpan::days(start, days_from_civil(ey, em, 1) - start)
+}
+
+/// The season starting in month `first` that `day` is in, or the latest one before it;
+/// `back` seasons of that name earlier (`last summer` in May is the summer of last year).
+fn recent_season(day: i64, first: u32, back: i64) -> TimeSpan {
+    let (y, _, _) = civil_from_days(day);
+    let this = season_span(y, first);
+    let y = if this.start <= day * DAY { y } else { y - 1 };
+    let y = if back > 0 && season_span(y, first).contains(day * DAY) { y - back } else { y - (back - 1).max(0) };
+    season_span(y, first)
 }
 
 /// The month `back` months before the month of `day`.
@@ -159,6 +188,13 @@ fn english(text: &str, today: i64) -> Vec<TimeSpan> {
                         Some(year_span(if last { y - 1 } else { y }))
                     }
                     "night" if last => Some(TimeSpan::days(today - 1, 1)),
+                    season if season_of(season).is_some() => season_of(season).map(|first| {
+                        if last {
+                            recent_season(today, first, 1)
+                        } else {
+                            season_span(civil_from_days(today).0, first)
+                        }
+                    }),
                     other => weekday_of(other).map(|wd| {
                         if last {
                             TimeSpan::days(recent_weekday(today, wd, true), 1)
@@ -184,6 +220,7 @@ fn english(text: &str, today: i64) -> Vec<TimeSpan> {
                 // "in May" without a year: the most recent May.
                 if let Some(m) = month_of(w(i + 1))
                     && !explicit.iter().any(|(at, _)| *at == i + 1)
+                    && day_of(w(i + 2)).is_none()
                 {
                     out.push(recent_month(today, m));
                     i += 2;
@@ -191,6 +228,37 @@ fn english(text: &str, today: i64) -> Vec<TimeSpan> {
                 }
             }
             _ => {}
+        }
+        // "summer 2022", "the summer of 2022"; a season alone ("in the summer"): the latest one.
+        if let Some(first) = season_of(word) {
+            let j = if w(i + 1) == "of" { i + 2 } else { i + 1 };
+            match year_of(w(j)) {
+                Some(y) => {
+                    out.push(season_span(y, first));
+                    i = j + 1;
+                }
+                // A season word alone is a time only after "in the", "during", "over the"…
+                // ("I fall asleep", "spring rolls" name none).
+                None if i > 1 && w(i - 1) == "the" && ["in", "during", "over"].contains(&w(i - 2)) => {
+                    out.push(recent_season(today, first, 0));
+                    i += 1;
+                }
+                None => i += 1,
+            }
+            continue;
+        }
+        // "7 May", "May 7th" without a year: that day of the most recent such month (a date
+        // with its year is a term of the index, see `dates.rs`).
+        if explicit.is_empty() && !words.iter().any(|w| year_of(w).is_some()) {
+            let day_month = day_of(word).zip(month_of(w(i + 1)));
+            let month_day = month_of(word).zip(day_of(w(i + 1))).map(|(m, d)| (d, m));
+            if let Some((d, m)) = day_month.or(month_day).filter(|_| year_of(w(i + 2)).is_none()) {
+                let month = recent_month(today, m);
+                let (y, _, _) = civil_from_days(month.start.div_euclid(DAY));
+                out.push(TimeSpan::days(days_from_civil(y, m, d), 1));
+                i += 2;
+                continue;
+            }
         }
         // "<n> days/weeks/months/years ago"
         if let Some(n) = small_number(word) {
@@ -301,6 +369,26 @@ fn chinese(text: &str, today: i64) -> Vec<TimeSpan> {
             ("去年", year_span(year - 1)),
             ("前年", year_span(year - 2)),
         ];
+        // 去年夏天, 今年春季, 前年冬天; a season alone (夏天): the latest one.
+        let years: [(&str, i64); 4] = [("去年", 1), ("今年", 0), ("前年", 2), ("", -1)];
+        if let Some((p, back, first)) = years.iter().filter(|(p, _)| at(i, p)).find_map(|&(p, back)| {
+            let n = p.chars().count();
+            let first = match s.get(i + n) {
+                Some('春') => 3,
+                Some('夏') => 6,
+                Some('秋') => 9,
+                Some('冬') => 12,
+                _ => return None,
+            };
+            matches!(s.get(i + n + 1), Some('天' | '季')).then_some((p, back, first))
+        }) {
+            out.push(match back {
+                -1 => recent_season(today, first, 0),
+                back => season_span(year - back, first),
+            });
+            i += p.chars().count() + 2;
+            continue;
+        }
         if let Some((p, span)) = fixed.iter().find(|(p, _)| at(i, p)) {
             out.push(*span);
             i += p.chars().count();
@@ -442,5 +530,50 @@ mod tests {
         assert_eq!(spans("5月3日"), [(day(2023, 5, 3), 1)]);
         assert!(spans("2023年5月").is_empty(), "a written month is a term, not a span");
         assert!(spans("没有时间").is_empty());
+    }
+
+    #[test]
+    fn seasons_in_chinese_and_english() {
+        // The anchor is 25 May 2023: last summer is 2022's, this summer 2023's.
+        let summer_2022 = (day(2022, 6, 1), 92);
+        assert_eq!(spans("去年夏天去了哪里"), [summer_2022]);
+        assert_eq!(spans("今年春天"), [(day(2023, 3, 1), 92)]);
+        assert_eq!(spans("前年冬季"), [(day(2021, 12, 1), 90)]);
+        assert_eq!(spans("夏天吃什么"), [summer_2022], "the latest summer");
+        assert_eq!(spans("春天"), [(day(2023, 3, 1), 92)], "the spring the anchor is in");
+        assert_eq!(spans("what did we do last summer"), [summer_2022]);
+        assert_eq!(spans("this summer"), [(day(2023, 6, 1), 92)]);
+        assert_eq!(spans("in the summer"), [summer_2022]);
+        assert_eq!(spans("the summer of 2021"), [(day(2021, 6, 1), 92)]);
+        assert_eq!(spans("winter 2022"), [(day(2022, 12, 1), 90)]);
+        assert_eq!(spans("last winter"), [(day(2022, 12, 1), 90)]);
+        assert!(spans("I fall asleep early").is_empty());
+        assert!(spans("spring rolls recipe").is_empty());
+    }
+
+    #[test]
+    fn days_written_without_a_year() {
+        let may_7 = [(day(2023, 5, 7), 1)];
+        assert_eq!(spans("what happened on 7 May"), may_7);
+        assert_eq!(spans("May 7th"), may_7);
+        assert_eq!(spans("in May 7"), may_7);
+        assert_eq!(spans("5月7号"), may_7);
+        assert_eq!(spans("5月7日做了什么"), may_7);
+        assert_eq!(spans("7 June"), [(day(2022, 6, 7), 1)], "the latest June");
+        // With a year the date is a term of the index (`dates.rs`), not a span.
+        for written in ["2023-05-07", "May 7, 2023", "7 May 2023", "2023年5月7日", "2023/05/07"] {
+            assert!(spans(written).is_empty(), "{written}");
+        }
+    }
+
+    #[test]
+    fn a_time_relative_to_an_event_is_left_to_the_words() {
+        // "two weeks before the wedding": the wedding's date is in the memories, not in the
+        // query; no span is made (a filter or a boost around the anchor would be wrong), the
+        // words "wedding" and "weeks" match as words.
+        assert!(spans("what did she buy two weeks before the wedding").is_empty());
+        assert!(spans("the day after the concert").is_empty());
+        // With a written date it is a span.
+        assert_eq!(spans("two weeks before 9 June 2023"), [(day(2023, 5, 26), 14)]);
     }
 }

@@ -240,6 +240,34 @@ async fn writes_by_another_process_are_seen() {
 }
 
 #[tokio::test]
+async fn a_pack_installed_removed_or_renamed_while_serving_is_searched_as_it_is_now() {
+    let env = TestEnv::new();
+    make_pack(&env, "coach");
+    let c = env.client().await;
+    ok(&c, "capture_memory", capture("coach", "health", "marmalade on toast", "coach marmalade")).await;
+    for _ in 0..2 {
+        let text = ok(&c, "search_memory", json!({"query": "marmalade"})).await;
+        assert!(text.contains("coach marmalade") && !text.contains("chef"), "{text}");
+    }
+    // Another process makes a pack and writes to it: the running server's next search has it.
+    env.init("chef");
+    let other = env.client().await;
+    ok(&other, "capture_memory", capture("chef", "pantry", "marmalade on the top shelf", "chef marmalade"))
+        .await;
+    other.close().await.expect("close");
+    let text = ok(&c, "search_memory", json!({"query": "marmalade"})).await;
+    assert!(text.contains("chef marmalade") && text.contains("coach marmalade"), "{text}");
+    // Renamed: found under its new directory; removed: gone.
+    fs::rename(env.pack("chef"), env.pack("cook")).expect("rename");
+    let text = ok(&c, "search_memory", json!({"query": "marmalade"})).await;
+    assert!(text.contains("chef marmalade") && !text.contains("engram doctor"), "{text}");
+    fs::remove_dir_all(env.pack("cook")).expect("remove");
+    let text = ok(&c, "search_memory", json!({"query": "marmalade"})).await;
+    assert!(!text.contains("chef marmalade") && text.contains("coach marmalade"), "{text}");
+    c.close().await.expect("close");
+}
+
+#[tokio::test]
 async fn cli_search_takes_the_same_filters() {
     let env = TestEnv::new();
     make_pack(&env, "coach");

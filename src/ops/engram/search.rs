@@ -298,29 +298,26 @@ fn working_tree_files(dir: &std::path::Path) -> Vec<(String, Option<Vec<u8>>)> {
 
 fn hits_of(index: &PackIndex, pack: &str, req: &SearchRequest) -> Vec<SearchHit> {
     index
-        .search(req)
+        .search_documents(req)
         .into_iter()
-        .filter_map(|h| {
-            let doc = index.document(&h.id)?;
-            Some(SearchHit {
-                pack: pack.to_owned(),
-                kind: doc.kind.clone(),
-                path: doc.path.clone(),
-                id: doc.id.clone(),
-                title: doc.title.clone(),
-                entry: (doc.kind == KIND_MEMORY).then(|| doc.time.map(format_ts)).flatten(),
-                category: doc.category.clone(),
-                memory_type: doc.memory_type.clone(),
-                tags: doc.tags.clone(),
-                score: h.score,
-                fields: h.fields.iter().map(|f| f.name().to_owned()).collect(),
-                beside: h.beside.as_deref().and_then(|id| index.document(id)).map(|d| match d.time {
-                    Some(t) if d.kind == KIND_MEMORY => format!("[{}]", format_ts(t)),
-                    _ if !d.title.is_empty() => d.title.clone(),
-                    _ => d.path.clone(),
-                }),
-                snippet: h.snippet,
-            })
+        .map(|(h, doc)| SearchHit {
+            pack: pack.to_owned(),
+            kind: doc.kind.clone(),
+            path: doc.path.clone(),
+            id: doc.id.clone(),
+            title: doc.title.clone(),
+            entry: (doc.kind == KIND_MEMORY).then(|| doc.time.map(format_ts)).flatten(),
+            category: doc.category.clone(),
+            memory_type: doc.memory_type.clone(),
+            tags: doc.tags.clone(),
+            score: h.score,
+            fields: h.fields.iter().map(|f| f.name().to_owned()).collect(),
+            beside: h.beside.as_deref().and_then(|id| index.document(id)).map(|d| match d.time {
+                Some(t) if d.kind == KIND_MEMORY => format!("[{}]", format_ts(t)),
+                _ if !d.title.is_empty() => d.title.clone(),
+                _ => d.path.clone(),
+            }),
+            snippet: h.snippet,
         })
         .collect()
 }
