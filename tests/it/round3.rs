@@ -15,6 +15,17 @@ fn sparse(path: &Path, size: u64) {
     f.set_len(size).expect("set_len");
 }
 
+/// A refused install left nothing in the packs directory beside the pack `p`.
+fn assert_only_pack_p(packs: &Path) {
+    let left: Vec<String> = std::fs::read_dir(packs)
+        .expect("packs")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "p")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 fn stderr(out: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
@@ -152,13 +163,7 @@ async fn unbounded_inputs_are_refused_with_memory_bounded() {
     let out = env.cli(&["install", &src.display().to_string()]);
     assert!(!out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("at most"), "{}", stderr(&out));
-    let left: Vec<String> = std::fs::read_dir(&env.packs)
-        .expect("packs")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "p")
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_only_pack_p(&env.packs);
 
     // Installing a repository whose branch holds a 100 MB file: refused by its object header
     // before any file is checked out, nothing left behind.
@@ -172,13 +177,7 @@ async fn unbounded_inputs_are_refused_with_memory_bounded() {
     let out = env.cli(&["install", &repo.display().to_string()]);
     assert!(!out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("knowledge/big.md is 104857600 bytes"), "{}", stderr(&out));
-    let left: Vec<String> = std::fs::read_dir(&env.packs)
-        .expect("packs")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "p")
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_only_pack_p(&env.packs);
 
     // A 2 GB file put into an installed pack: the server answers and keeps running.
     sparse(&env.pack("p").join("knowledge/big.md"), 2 << 30);
