@@ -13,6 +13,7 @@ use git2::{CertificateCheckStatus, CredentialType, ErrorCode, RemoteCallbacks};
 use crate::store::{Result, StoreError};
 use known_hosts::HostKeyVerdict;
 
+pub mod encrypted;
 mod known_hosts;
 mod tls_ca;
 
