@@ -303,6 +303,10 @@ fn fetch_cipher(
     let has_branch =
         remote.list().map(|heads| heads.iter().any(|h| h.name() == CIPHER_BRANCH)).unwrap_or(false);
     if !has_branch {
+        // A remote emptied since the last fetch: the next push starts it again from nothing.
+        if let Ok(mut stale) = cache.find_reference(CACHE_REF) {
+            stale.delete().map_err(git("removing a stale ref", cache.path()))?;
+        }
         return Ok(None);
     }
     Ok(cache.refname_to_id(CACHE_REF).ok())
@@ -358,7 +362,7 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
     if plain.find_commit(tip).is_ok() {
         return Ok(tip);
     }
-    let imported_path = cache.path().join("engram-imported");
+    let imported_path = imported_path(cache);
     let imported = fs::read_to_string(&imported_path).unwrap_or_default();
     let mut opened = Vec::new();
     for id in manifest.packs.iter().filter(|id| !imported.lines().any(|l| l == id.as_str())) {
@@ -380,13 +384,17 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
         done.push_str(id);
         done.push('\n');
     }
-    // A record of what is indexed, so a later fetch opens only new files; losing it costs a
-    // second copy of objects, never a wrong one.
     let _ = fs::write(&imported_path, done);
     if plain.find_commit(tip).is_err() {
         return Err(refused());
     }
     Ok(tip)
+}
+
+/// The list of pack files whose objects the pack has (indexed by a fetch, or made here), so
+/// a fetch opens only new ones; losing it costs a second copy of objects, never a wrong one.
+fn imported_path(cache: &Repository) -> PathBuf {
+    cache.path().join("engram-imported")
 }
 
 /// Pushes the pack's current branch to an encrypted remote, never forced: one new sealed pack
@@ -437,6 +445,9 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
         cache
             .reference(CACHE_REF, commit, true, "engram: pushed")
             .map_err(git("writing a ref", cache.path()))?;
+        let mut imported = fs::read_to_string(imported_path(&cache)).unwrap_or_default();
+        imported.push_str(&format!("{pack_id}\n"));
+        let _ = fs::write(imported_path(&cache), imported);
         let tracking = repo.tracking_ref(remote)?;
         plain
             .reference(&tracking, head, true, "engram sync: push (encrypted)")
