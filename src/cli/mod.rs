@@ -75,6 +75,9 @@ enum Command {
     Install {
         /// URL, path or registry name
         source: String,
+        /// The key file of a pack kept encrypted on its remote (from `engram key new` on another device)
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
     },
     /// Check packs against the pack format rules (exit 1 on errors)
     Lint {
@@ -145,6 +148,9 @@ enum Command {
     /// Configure the git remote a pack syncs with
     #[command(subcommand)]
     Remote(sync::RemoteCommand),
+    /// Manage the keys of packs kept encrypted on their remote
+    #[command(subcommand)]
+    Key(sync::KeyCommand),
     /// Sync packs with their git remote: fetch, merge (memory-aware), push (never forced)
     Sync(sync::SyncArgs),
     /// Review proposal branches (serve --propose): list, show, accept, reject
@@ -406,10 +412,10 @@ fn run(cli: Cli, lang: Lang) -> anyhow::Result<ExitCode> {
                 lang,
             )
         }
-        Some(Command::Install { source }) => {
+        Some(Command::Install { source, key }) => {
             let e = engram(&cli, false)?;
             let mut last = 0;
-            let res = e.install_engram(source, &mut |got, total| {
+            let mut progress = |got: usize, total: usize| {
                 if total > 0 && (got == total || got > last + total / 20) {
                     last = got;
                     eprint!("\rreceiving objects: {got}/{total}");
@@ -417,7 +423,11 @@ fn run(cli: Cli, lang: Lang) -> anyhow::Result<ExitCode> {
                         eprintln!();
                     }
                 }
-            });
+            };
+            let res = match key {
+                Some(key) => e.install_encrypted(source, key, &mut progress),
+                None => e.install_engram(source, &mut progress),
+            };
             report(res.map(|said| said.get(lang).to_owned()), lang)
         }
         Some(Command::Lint { name }) => lint(&*engram(&cli, false)?, name.as_deref(), lang),
@@ -438,6 +448,7 @@ fn run(cli: Cli, lang: Lang) -> anyhow::Result<ExitCode> {
         Some(Command::Demo) => demo::run(&*engram(&cli, false)?),
         Some(Command::IngestGit(args)) => ingest::run(&*engram(&cli, false)?, args),
         Some(Command::Remote(cmd)) => sync::remote(&*engram(&cli, false)?, cmd),
+        Some(Command::Key(cmd)) => sync::key(&*engram(&cli, false)?, cmd),
         Some(Command::Sync(args)) => sync::run(&*engram(&cli, false)?, args),
         Some(Command::Review(cmd)) => review::run(&*engram(&cli, false)?, cmd),
         Some(Command::Search(args)) => search::run(&*engram(&cli, false)?, args),

@@ -16,6 +16,9 @@ pub enum RemoteCommand {
         /// Remote name
         #[arg(long, default_value = crate::ops::DEFAULT_REMOTE)]
         name: String,
+        /// Keep the pack encrypted on the remote with the pack's key (`engram key new`)
+        #[arg(long)]
+        encrypt: bool,
     },
     /// List a pack's remotes
     List {
@@ -30,6 +33,32 @@ pub enum RemoteCommand {
         #[arg(long, default_value = crate::ops::DEFAULT_REMOTE)]
         name: String,
     },
+}
+
+/// `engram key …`: the keys of packs kept encrypted on their remote.
+#[derive(Debug, clap::Subcommand)]
+pub enum KeyCommand {
+    /// Make a pack's key (a file of mode 600 outside the pack) and say how to bring it to another device
+    New {
+        /// Pack name
+        pack: String,
+    },
+    /// Take a pack's key from a file copied from another device
+    Import {
+        /// Pack name
+        pack: String,
+        /// The key file
+        file: std::path::PathBuf,
+    },
+}
+
+/// Runs `engram key …`.
+pub fn key(engram: &Engram, cmd: &KeyCommand) -> anyhow::Result<ExitCode> {
+    let res = match cmd {
+        KeyCommand::New { pack } => engram.key_new(pack),
+        KeyCommand::Import { pack, file } => engram.key_import(pack, file),
+    };
+    super::report(res, crate::settings::lang())
 }
 
 /// Arguments of `engram sync`.
@@ -51,7 +80,7 @@ fn caller() -> Caller {
 pub fn remote(engram: &Engram, cmd: &RemoteCommand) -> anyhow::Result<ExitCode> {
     let lang = crate::settings::lang();
     let res = match cmd {
-        RemoteCommand::Add { pack, url, name } => engram.remote_add(pack, url, Some(name)),
+        RemoteCommand::Add { pack, url, name, encrypt } => engram.remote_add(pack, url, Some(name), *encrypt),
         RemoteCommand::Remove { pack, name } => engram.remote_remove(pack, Some(name)),
         RemoteCommand::List { pack } => engram.remote_list(pack).map(|remotes| {
             if remotes.is_empty() {

@@ -114,6 +114,13 @@ impl PackRepo {
         let spec = format!("+refs/heads/{branch}:{tracking}");
         r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch"))
             .map_err(|e| session.error("fetching", &e))?;
+        // A remote holding an encrypted pack is never merged or pushed to in plain text.
+        if r.list()
+            .is_ok_and(|heads| heads.iter().any(|h| h.name() == crate::remote::encrypted::CIPHER_BRANCH))
+        {
+            let message = format!("it holds an encrypted pack: `engram remote add <pack> {url} --encrypt`");
+            return Err(super::StoreError::Remote { step: "fetching", url: url.clone(), message });
+        }
         // The remote's current refs, as seen during the fetch: a branch that
         // does not exist there leaves no (or a stale) tracking ref.
         let has_branch = r

@@ -48,6 +48,7 @@ mod several_servers;
 mod stress;
 mod symlink_race;
 mod sync;
+mod sync_encrypted;
 mod sync_https;
 mod sync_ssh;
 mod team_space;

@@ -193,7 +193,7 @@ impl Engram {
         let looks_like_url =
             closed_path || source.contains("://") || source.ends_with(".git") || Path::new(source).is_dir();
         if looks_like_url {
-            return self.install_from(source, progress);
+            return self.install_from(source, None, progress);
         }
         // Name mode: a pack shipped with engram (the reference's examples) first; when its
         // directory is taken, no registry fallback (as in the reference).
@@ -215,7 +215,19 @@ impl Engram {
         if let Some(builtin) = entry.source.strip_prefix("builtin:") {
             return self.install_builtin(builtin);
         }
-        self.install_from(&entry.source, progress)
+        self.install_from(&entry.source, None, progress)
+    }
+
+    /// `engram install <url> --key FILE`: installs the encrypted pack at `source` (a URL or a
+    /// path of a git repository, see `engram remote add --encrypt`) and keeps its key.
+    pub fn install_encrypted(
+        &self,
+        source: &str,
+        key_file: &Path,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Said> {
+        let key = crate::remote::encrypted::Key::read(key_file).map_err(|e| fail(&e, &e))?;
+        self.install_from(source.trim(), Some(&key), progress)
     }
 
     /// Installs a pack shipped in the binary (`builtin:<name>`: the demo pack or an example).
@@ -253,7 +265,12 @@ impl Engram {
         self.install_message(&target, name, suffix)
     }
 
-    fn install_from(&self, source: &str, progress: &mut dyn FnMut(usize, usize)) -> Result<Said> {
+    fn install_from(
+        &self,
+        source: &str,
+        key: Option<&crate::remote::encrypted::Key>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Said> {
         let name = target_name(source);
         validate_new_name(&name).map_err(|e| {
             fail(
@@ -286,7 +303,20 @@ impl Engram {
         // `coach.git`), is cloned like a URL.
         let plain_folder =
             local.is_dir() && !PackRepo::is_repository(local) && !crate::store::is_bare_repository(local);
-        let fetched = if plain_folder {
+        let key_path = self.key_path(&name);
+        if key.is_some() && key_path.exists() {
+            return Err(fail(
+                format_args!("{} 已存在 (a key is already there)", key_path.display()),
+                format_args!(
+                    "{} already exists; remove it or install under another name",
+                    key_path.display()
+                ),
+            ));
+        }
+        let fetched = if let Some(key) = key {
+            crate::remote::encrypted::clone(source, &tmp, key, &self.config.sync.credentials)
+                .map_err(|e| (format!("解密安装出错 (encrypted install failed)。{e}"), e.to_string()))
+        } else if plain_folder {
             copy_tree(local, &tmp)
                 .map_err(|e| (format!("复制失败 (copy failed): {e}"), format!("copying failed: {e}")))
         } else {
@@ -305,12 +335,15 @@ impl Engram {
         });
         if let Err((zh, en)) = fetched {
             let _ = crate::store::remove_pack_dir(&tmp);
-            return Err(fail(zh, en));
+            return Err(self.needs_key(source, key.is_none() && !plain_folder).unwrap_or(fail(zh, en)));
         }
         match read_meta(&tmp) {
             Ok(_) => {}
             Err(problem) => {
                 let _ = crate::store::remove_pack_dir(&tmp);
+                if let Some(e) = self.needs_key(source, key.is_none() && !plain_folder) {
+                    return Err(e);
+                }
                 return Err(if problem == "is missing" {
                     fail(
                         "仓库根目录缺少 meta.json，已回滚。",
@@ -328,8 +361,20 @@ impl Engram {
             let _ = crate::store::remove_pack_dir(&tmp);
             return Err(fail(&e, &e));
         }
+        if let Some(key) = key {
+            key.write_new(&key_path).map_err(|e| fail(&e, &e))?;
+        }
         self.adopt_installed(&target, &format!("install: {name} from {source}"))?;
         self.install_message(&target, &name, &Said::new("", ""))
+    }
+
+    /// The refusal of an install from a remote that holds an encrypted pack, without its key.
+    fn needs_key(&self, source: &str, ask: bool) -> Option<EngramError> {
+        let creds = &self.config.sync.credentials;
+        (ask && crate::remote::encrypted::holds_encrypted_pack(source, creds)).then(|| {
+            let e = crate::remote::encrypted::CryptError::NeedsKey { url: source.to_owned() };
+            fail(&e, &e)
+        })
     }
 
     fn adopt_installed(&self, target: &Path, _subject: &str) -> Result<()> {
