@@ -41,6 +41,10 @@ const MAGIC: &[u8; 8] = b"ENGRAMX1";
 /// The message of every commit on the cipher branch.
 const CIPHER_MESSAGE: &str = "engram encrypted pack\n";
 
+/// The largest sealed object a fetch reads (by its object header, before reading it): a
+/// remote someone without the key filled with a huge object costs no memory.
+const MAX_SEALED_BYTES: usize = 1 << 30;
+
 /// Bytes of a key.
 const KEY_LEN: usize = 32;
 
@@ -84,6 +88,9 @@ pub enum CryptError {
         /// The remote.
         url: String,
     },
+    /// A file of the pack is larger than engram reads.
+    #[error("{} is {} bytes; a pack file may be at most {} bytes (engram would not read it)", .0.path, .0.size, .0.max)]
+    Oversized(Oversized),
     /// A git step failed.
     #[error("{step} ({dir}): {source}")]
     Git {
@@ -109,6 +116,17 @@ pub enum CryptError {
     /// The store or the transport failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A file too large to install, by its object header.
+#[derive(Debug)]
+pub struct Oversized {
+    /// The file.
+    pub path: String,
+    /// Its size.
+    pub size: usize,
+    /// The limit.
+    pub max: usize,
 }
 
 type Result<T> = std::result::Result<T, CryptError>;
@@ -368,6 +386,10 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
     for id in manifest.packs.iter().filter(|id| !imported.lines().any(|l| l == id.as_str())) {
         let what = || format!("pack file {id}");
         let oid = Oid::from_str(id).map_err(|_| CryptError::Refused { what: what() })?;
+        let size = cache.odb().and_then(|odb| odb.read_header(oid)).map(|(size, _)| size);
+        if !size.is_ok_and(|size| size <= MAX_SEALED_BYTES) {
+            return Err(CryptError::Refused { what: what() });
+        }
         let blob = cache.find_blob(oid).map_err(|_| CryptError::Refused { what: what() })?;
         opened.push((id, open(key, "pack", blob.content(), what)?));
     }
@@ -540,7 +562,8 @@ fn push_cipher(
 /// Whether the repository at `url` holds an encrypted pack (its cipher branch), asked over
 /// the network; `false` when it cannot be reached.
 pub fn holds_encrypted_pack(url: &str, creds: &Credentials) -> bool {
-    let Ok(session) = Session::new(creds, url, None) else { return false };
+    let config = git2::Config::open_default().ok();
+    let Ok(session) = Session::new(creds, url, config.as_ref()) else { return false };
     let Ok(mut remote) = git2::Remote::create_detached(url) else { return false };
     if remote.connect_auth(git2::Direction::Fetch, Some(session.callbacks()), None).is_err() {
         return false;
@@ -558,7 +581,8 @@ pub fn clone(url: &str, target: &Path, key: &Key, creds: &Credentials) -> Result
     let cache_dir = target.join(".git").join("engram-encrypted-origin");
     let cache = Repository::init_bare(&cache_dir)
         .map_err(git("creating the encrypted remote's cache", &cache_dir))?;
-    let Some(cipher_tip) = fetch_cipher(&cache, url, creds, None)? else {
+    let config = repo.config().ok();
+    let Some(cipher_tip) = fetch_cipher(&cache, url, creds, config.as_ref())? else {
         return Err(CryptError::Refused { what: "branch (it has no encrypted pack)".into() });
     };
     let tip = import(&repo, &cache, cipher_tip, key)?;
@@ -574,6 +598,23 @@ pub fn clone(url: &str, target: &Path, key: &Key, creds: &Credentials) -> Result
     repo.reference(&format!("refs/remotes/origin/{branch}"), tip, true, "engram install (encrypted)")
         .map_err(git("writing the branch", target))?;
     repo.set_head(&head).map_err(git("writing HEAD", target))?;
+    // As a plain install: no file is written out before every file is known to be readable.
+    let max = crate::pack_root::MAX_PACK_FILE_BYTES;
+    let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git("reading the pack", target))?;
+    let odb = repo.odb().map_err(git("reading the pack", target))?;
+    let mut oversized = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| match odb.read_header(entry.id()) {
+        Ok((size, git2::ObjectType::Blob)) if size > max => {
+            oversized = Some(Oversized { path: format!("{root}{}", entry.name().unwrap_or("?")), size, max });
+            git2::TreeWalkResult::Abort
+        }
+        _ => git2::TreeWalkResult::Ok,
+    })
+    .or_else(|e| if oversized.is_some() { Ok(()) } else { Err(e) })
+    .map_err(git("reading the pack", target))?;
+    if let Some(oversized) = oversized {
+        return Err(CryptError::Oversized(oversized));
+    }
     let mut files = git2::build::CheckoutBuilder::new();
     files.force();
     repo.checkout_head(Some(&mut files)).map_err(git("checking out the pack", target))?;
