@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::sync::{branch, capture, device, head, run_ok, text};
+use crate::sync_https::{HttpsServer, TOKEN, device_with_ca_variable};
 use crate::sync_ssh::{SshServer, device_with_default_key};
 
 /// An empty bare repository at `dir/<name>.git`; returns its path as the remote URL.
@@ -253,6 +254,31 @@ fn encrypted_without_the_key_or_with_a_wrong_key_nothing_is_written() {
     assert_remote_opaque(&url, &["offline fact"]);
 }
 
+/// The newest git pack of the bare repository at `remote` and an offset in the middle of its
+/// largest object (the sealed pack file the last push sent).
+fn newest_sealed_pack_file(remote: &Path) -> (PathBuf, usize) {
+    let dir = remote.join("objects/pack");
+    let newest = std::fs::read_dir(&dir)
+        .expect("packs")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).expect("mtime"))
+        .expect("a pack");
+    let listing = git(remote, &["verify-pack", "-v", &newest.display().to_string()]);
+    // `<oid> blob <size> <size in pack> <offset>`
+    let (in_pack, offset) = listing
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 5 && f[1] == "blob").then(|| (f[3].parse::<usize>().ok(), f[4].parse::<usize>().ok()))
+        })
+        .filter_map(|(s, o)| Some((s?, o?)))
+        .max()
+        .expect("a blob");
+    (newest, offset + in_pack / 2)
+}
+
 /// Rewrites the remote's `manifest` with `change` applied, as a person with write access to
 /// the remote (but no key) could, and pushes it as a fast-forward.
 fn tamper_manifest(url: &str, work: &Path, change: impl Fn(&mut Vec<u8>)) {
@@ -288,6 +314,26 @@ async fn encrypted_a_tampered_or_truncated_remote_object_is_refused_and_changes_
     let before = pack_state(&pack);
     let work = server.path().join("work");
 
+    // One flipped byte in the remote's storage, inside the newest sealed pack file: git's own
+    // checks or the authentication refuse it.
+    let (file, offset) = newest_sealed_pack_file(Path::new(&url));
+    let mut bytes = std::fs::read(&file).expect("remote pack");
+    bytes[offset] ^= 0x01;
+    std::fs::write(&file, &bytes).expect("flip");
+    let out = b.cli(&["sync", "coach"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(pack_state(&pack), before);
+    bytes[offset] ^= 0x01;
+    std::fs::write(&file, &bytes).expect("unflip");
+    let synced = run_ok(&b, &["sync", "coach"]);
+    assert!(synced.contains("fast-forwarded") && b.read("coach", "memory/facts.md").contains("a new fact"));
+    {
+        let c = a.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "another fact", "another fact")).await;
+    }
+    run_ok(&a, &["sync", "coach"]);
+    let before = pack_state(&pack);
+
     // One flipped byte in the middle of the sealed manifest.
     tamper_manifest(&url, &work, |bytes| {
         let middle = bytes.len() / 2;
@@ -297,7 +343,7 @@ async fn encrypted_a_tampered_or_truncated_remote_object_is_refused_and_changes_
     let t = text(&out);
     assert!(!out.status.success() && t.contains("does not open") && t.contains("Nothing was changed"), "{t}");
     assert_eq!(pack_state(&pack), before);
-    assert!(!b.read("coach", "memory/facts.md").contains("a new fact"));
+    assert!(!b.read("coach", "memory/facts.md").contains("another fact"));
 
     // Cut short.
     tamper_manifest(&url, &work, |bytes| bytes.truncate(bytes.len() - 100));
@@ -331,4 +377,35 @@ async fn encrypted_two_devices_sync_over_ssh() {
     assert!(a.read("coach", "memory/facts.md").contains("B fact over ssh"));
     let repo = server.repo("coach").display().to_string();
     assert_remote_opaque(&repo, SECRET_WORDS);
+}
+
+#[tokio::test]
+async fn encrypted_two_devices_sync_over_https() {
+    let Some(server) = HttpsServer::start() else { return };
+    let a = device_with_ca_variable("laptop", &server, TOKEN);
+    // The other device names the CA the way git does: http.sslCAInfo in ~/.gitconfig.
+    let mut b = device("desktop");
+    b.vars.push(("ENGRAM_GIT_TOKEN".into(), TOKEN.into()));
+    let gitconfig = format!("[http]\n\tsslCAInfo = {}\n", server.ca().display());
+    std::fs::write(b.dir.path().join(".gitconfig"), gitconfig).expect("gitconfig");
+    a.init("coach");
+    let url = server.bare("coach", &branch(&a.pack("coach")));
+    {
+        let c = a.client().await;
+        ok(&c, "capture_memory", capture("coach", "preferences", "A 偏好 over https", "A pref over https"))
+            .await;
+    }
+    share_encrypted(&a, &url);
+    let out = b.cli(&["install", &url]);
+    assert!(!out.status.success() && text(&out).contains("--key"), "{}", text(&out));
+    run_ok(&b, &["install", &url, "--key", &key_file(&a, "coach").display().to_string()]);
+    {
+        let c = b.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "B fact over https", "B fact over https")).await;
+    }
+    assert!(run_ok(&b, &["sync", "coach"]).contains("pushed"));
+    assert!(run_ok(&a, &["sync", "coach"]).contains("fast-forwarded"));
+    assert_eq!(head(&a.pack("coach")), head(&b.pack("coach")));
+    assert!(a.read("coach", "memory/facts.md").contains("B fact over https"));
+    assert_remote_opaque(&server.repo("coach").display().to_string(), SECRET_WORDS);
 }

@@ -13,10 +13,10 @@ use crate::common::*;
 use crate::sync::{branch, capture, device, head, run_ok, text, two_devices_offline_then_sync};
 
 /// The token the server accepts (the password of user `x-access-token`).
-const TOKEN: &str = "ghp-test-token-for-loopback";
+pub(crate) const TOKEN: &str = "ghp-test-token-for-loopback";
 
 /// nginx + fcgiwrap + git http-backend serving bare repositories; both killed on drop.
-struct HttpsServer {
+pub(crate) struct HttpsServer {
     nginx: Child,
     fcgi: Child,
     dir: tempfile::TempDir,
@@ -52,7 +52,7 @@ fn wait_until(what: &str, child: &mut Child, log: &Path, ready: impl Fn() -> boo
 
 impl HttpsServer {
     /// Starts the servers, or `None` (with a message) when nginx or fcgiwrap is missing.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         let (Some(nginx), Some(fcgiwrap)) = (which("nginx"), which("fcgiwrap")) else {
             eprintln!("skipping: nginx or fcgiwrap is not installed (apt-get install nginx fcgiwrap)");
             return None;
@@ -156,7 +156,7 @@ impl HttpsServer {
     }
 
     /// Creates an empty bare repository whose HEAD names `branch`; returns its https URL.
-    fn bare(&self, name: &str, branch: &str) -> String {
+    pub(crate) fn bare(&self, name: &str, branch: &str) -> String {
         let path = self.repo(name);
         run(
             "git",
@@ -166,11 +166,11 @@ impl HttpsServer {
         format!("https://127.0.0.1:{}/{name}.git", self.port)
     }
 
-    fn repo(&self, name: &str) -> PathBuf {
+    pub(crate) fn repo(&self, name: &str) -> PathBuf {
         self.dir.path().join("srv").join(format!("{name}.git"))
     }
 
-    fn ca(&self) -> PathBuf {
+    pub(crate) fn ca(&self) -> PathBuf {
         self.dir.path().join("ca.pem")
     }
 }
@@ -185,7 +185,7 @@ impl Drop for HttpsServer {
 }
 
 /// A device with the token and the test CA in `ENGRAM_GIT_CA`.
-fn device_with_ca_variable(host: &str, server: &HttpsServer, token: &str) -> TestEnv {
+pub(crate) fn device_with_ca_variable(host: &str, server: &HttpsServer, token: &str) -> TestEnv {
     let mut env = device(host);
     env.vars.push(("ENGRAM_GIT_TOKEN".into(), token.into()));
     env.vars.push(("ENGRAM_GIT_CA".into(), server.ca().display().to_string()));
