@@ -186,6 +186,9 @@ async fn encrypted_two_devices_keep_every_memory_and_the_remote_reads_nothing() 
         );
     }
     assert_remote_opaque(&url, SECRET_WORDS);
+    let c = a.client_with(&["--tools", "engram,sync"]).await;
+    let status = ok(&c, "sync_status", json!({"name": "coach"})).await;
+    assert!(status.contains("encrypted") && status.contains("ahead 0, behind 0"), "{status}");
 }
 
 #[test]

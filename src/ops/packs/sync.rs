@@ -836,9 +836,10 @@ impl Engram {
         let repo = self.sync_repo_to_read(name, &pack_dir)?;
         let remote = self.pick_remote(name, &repo)?;
         let mut s = format!(
-            "## 同步状态 (sync status): {name}\n- remote: {} ({})\n",
+            "## 同步状态 (sync status): {name}\n- remote: {} ({}){}\n",
             remote.name,
-            crate::secrets::mask_url_credentials(&remote.url)
+            crate::secrets::mask_url_credentials(&remote.url),
+            if encrypted::is_encrypted(repo.dir(), &remote.name) { ", encrypted" } else { "" }
         );
         let branch = repo.branch_name()?;
         match repo.ahead_behind(&remote.name)? {
