@@ -229,8 +229,19 @@ struct Manifest {
     branch: String,
     /// The plain branch's tip.
     tip: String,
-    /// The pack files, oldest first, by the git id of their sealed blob.
-    packs: Vec<String>,
+    /// The live pack files, oldest first: together they hold every object of `tip`.
+    packs: Vec<PackEntry>,
+}
+
+/// One live pack file: the objects of `tip` that the pack files before it do not hold.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct PackEntry {
+    /// The git id of its sealed blob (its name under `p/`).
+    id: String,
+    /// The plain commit it brings the history up to.
+    tip: String,
+    /// Its plain size.
+    bytes: u64,
 }
 
 /// The size a sealed plain text of `n` bytes (with its length prefix) is padded to: at least
@@ -383,7 +394,8 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
     let imported_path = imported_path(cache);
     let imported = fs::read_to_string(&imported_path).unwrap_or_default();
     let mut opened = Vec::new();
-    for id in manifest.packs.iter().filter(|id| !imported.lines().any(|l| l == id.as_str())) {
+    let ids = manifest.packs.iter().map(|p| &p.id);
+    for id in ids.filter(|id| !imported.lines().any(|l| l == id.as_str())) {
         let what = || format!("pack file {id}");
         let oid = Oid::from_str(id).map_err(|_| CryptError::Refused { what: what() })?;
         let size = cache.odb().and_then(|odb| odb.read_header(oid)).map(|(size, _)| size);
@@ -422,6 +434,11 @@ fn imported_path(cache: &Repository) -> PathBuf {
 /// Pushes the pack's current branch to an encrypted remote, never forced: one new sealed pack
 /// file of the commits the remote's manifest (as of the last fetch) does not cover, and a new
 /// manifest. A remote that moved since that fetch refuses it, as a plain push is refused.
+///
+/// The new file takes over the newest live files no bigger than what it already holds (as
+/// git's geometric repack does), so a pack pushed after every write has a few dozen live
+/// files, not one per push: the manifest and the tree stay small and an install indexes few
+/// files, while each object is sealed again only a logarithmic number of times.
 pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Result<PushOutcome> {
     let plain = Repository::open(repo.dir()).map_err(git("opening the pack", repo.dir()))?;
     let cache = cache_repo(repo, remote)?;
@@ -447,17 +464,32 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
             )));
         }
     }
-    let pack = build_pack(&plain, head, previous)?;
+    let mut pack = build_pack(&plain, head, previous)?;
+    let (mut keep, mut held) = (manifest.packs.len(), pack.len() as u64);
+    while keep > 0 && manifest.packs[keep - 1].bytes <= held {
+        keep -= 1;
+        held += manifest.packs[keep].bytes;
+    }
+    if keep < manifest.packs.len() {
+        let base = keep.checked_sub(1).map(|i| Oid::from_str(&manifest.packs[i].tip));
+        let base = base.transpose().map_err(|_| CryptError::Refused { what: "manifest".into() })?;
+        pack = build_pack(&plain, head, base)?;
+        manifest.packs.truncate(keep);
+    }
     let sealed = seal(key, "pack", &pack)?;
     let pack_id = cache.blob(&sealed).map_err(git("writing a sealed pack file", cache.path()))?;
     manifest.branch = branch;
     manifest.tip = head.to_string();
-    manifest.packs.push(pack_id.to_string());
+    manifest.packs.push(PackEntry {
+        id: pack_id.to_string(),
+        tip: head.to_string(),
+        bytes: pack.len() as u64,
+    });
     let manifest_json = serde_json::to_vec(&manifest).expect("a manifest serializes");
     let manifest_id = cache
         .blob(&seal(key, "manifest", &manifest_json)?)
         .map_err(git("writing the manifest", cache.path()))?;
-    let commit = cipher_commit(&cache, parent.as_ref(), manifest_id, pack_id)?;
+    let commit = cipher_commit(&cache, parent.as_ref(), manifest_id, &manifest.packs)?;
     let local = "refs/heads/engram-encrypted";
     cache
         .reference(local, commit, true, "engram: encrypted push")
@@ -493,21 +525,20 @@ fn build_pack(plain: &Repository, head: Oid, previous: Option<Oid>) -> Result<Ve
     Ok(buf.to_vec())
 }
 
-/// A commit on the cipher branch: `manifest` and `p/<id>` for every pack file, with a fixed
-/// author, time and message.
+/// A commit on the cipher branch: `manifest` and `p/<id>` for every live pack file, with a
+/// fixed author, time and message.
 fn cipher_commit(
     cache: &Repository,
     parent: Option<&git2::Commit<'_>>,
     manifest: Oid,
-    pack: Oid,
+    packs: &[PackEntry],
 ) -> Result<Oid> {
     let dir = cache.path();
-    let old_files = parent
-        .and_then(|c| c.tree().ok())
-        .and_then(|t| t.get_name("p").map(|e| e.id()))
-        .and_then(|id| cache.find_tree(id).ok());
-    let mut files = cache.treebuilder(old_files.as_ref()).map_err(git("writing a tree", dir))?;
-    files.insert(pack.to_string(), pack, 0o100644).map_err(git("writing a tree", dir))?;
+    let mut files = cache.treebuilder(None).map_err(git("writing a tree", dir))?;
+    for pack in packs {
+        let id = Oid::from_str(&pack.id).map_err(|_| CryptError::Refused { what: "manifest".into() })?;
+        files.insert(&pack.id, id, 0o100644).map_err(git("writing a tree", dir))?;
+    }
     let files = files.write().map_err(git("writing a tree", dir))?;
     let mut root = cache.treebuilder(None).map_err(git("writing a tree", dir))?;
     root.insert("manifest", manifest, 0o100644).map_err(git("writing a tree", dir))?;

@@ -412,3 +412,35 @@ async fn encrypted_two_devices_sync_over_https() {
     assert!(a.read("coach", "memory/facts.md").contains("B fact over https"));
     assert_remote_opaque(&server.repo("coach").display().to_string(), SECRET_WORDS);
 }
+
+#[tokio::test]
+async fn encrypted_many_small_pushes_keep_few_live_pack_files() {
+    let (a, b) = (device("laptop"), device("desktop"));
+    let server = tempfile::tempdir().expect("tempdir");
+    let url = bare(server.path(), "coach");
+    a.init("coach");
+    share_encrypted(&a, &url);
+    let c = a.client().await;
+    let pushes = 24;
+    for i in 0..pushes {
+        ok(
+            &c,
+            "capture_memory",
+            capture("coach", "facts", &format!("fact number {i}"), &format!("fact {i}")),
+        )
+        .await;
+        assert!(run_ok(&a, &["sync", "coach"]).contains("pushed"));
+    }
+    // Live pack files merge geometrically: a handful, not one per push.
+    let live = git(Path::new(&url), &["ls-tree", "--name-only", "engram-encrypted", "p/"]);
+    let n_live = live.lines().count();
+    assert!((1..=6).contains(&n_live), "{n_live} live pack files after {pushes} pushes:\n{live}");
+    run_ok(&b, &["install", &url, "--key", &key_file(&a, "coach").display().to_string()]);
+    assert_eq!(head(&a.pack("coach")), head(&b.pack("coach")));
+    let facts = b.read("coach", "memory/facts.md");
+    for i in 0..pushes {
+        assert_eq!(facts.matches(&format!("fact number {i}\n")).count(), 1, "{facts}");
+    }
+    assert_fsck(&b.pack("coach"));
+    assert_remote_opaque(&url, &["fact number"]);
+}
