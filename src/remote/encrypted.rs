@@ -244,27 +244,34 @@ struct PackEntry {
     bytes: u64,
 }
 
+/// The smallest sealed pack file: a pack of one memory shows nothing of its size.
+const MIN_PACK_BYTES: usize = 4096;
+
+/// The smallest sealed manifest (its size only says how many pack files are live).
+const MIN_MANIFEST_BYTES: usize = 512;
+
 /// The size a sealed plain text of `n` bytes (with its length prefix) is padded to: at least
-/// 4 KiB, then a multiple of 1/16 of the power of two below it (at most 6.25 % more).
-fn bucket(n: usize) -> usize {
-    if n <= 4096 {
-        return 4096;
+/// `min`, then a multiple of 1/16 of the power of two below it (at most 6.25 % more).
+fn bucket(n: usize, min: usize) -> usize {
+    if n <= min {
+        return min;
     }
     let step = 1usize << (usize::BITS - 1 - n.leading_zeros() - 4);
     n.div_ceil(step) * step
 }
 
 /// `MAGIC ‖ nonce ‖ ChaCha20-Poly1305(len ‖ plain ‖ zeros)`, authenticated with `kind`.
-fn seal(key: &Key, kind: &str, plain: &[u8]) -> Result<Vec<u8>> {
+fn seal(key: &Key, kind: &str, plain: &[u8], min: usize) -> Result<Vec<u8>> {
     let mut nonce = [0u8; NONCE_LEN];
     SystemRandom::new().fill(&mut nonce).map_err(|_| CryptError::BadKey {
         path: PathBuf::new(),
         reason: "the system's random number generator failed".into(),
     })?;
-    let mut body = Vec::with_capacity(bucket(plain.len() + 8) + 16);
+    let padded = bucket(plain.len() + 8, min);
+    let mut body = Vec::with_capacity(padded + 16);
     body.extend_from_slice(&(plain.len() as u64).to_le_bytes());
     body.extend_from_slice(plain);
-    body.resize(bucket(plain.len() + 8), 0);
+    body.resize(padded, 0);
     key.aead()
         .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), aad(kind), &mut body)
         .expect("sealing a buffer in memory");
@@ -431,14 +438,23 @@ fn imported_path(cache: &Repository) -> PathBuf {
     cache.path().join("engram-imported")
 }
 
+/// How many live pack files of one size class a push merges with its own (a base-4 counter:
+/// at most 3 live files per class, each object sealed again once per class it climbs).
+const MERGE_RUN: usize = 3;
+
+/// The size class of a pack file of `bytes` plain bytes: 0 up to 16 KiB, then one per factor 4.
+fn level(bytes: u64) -> u32 {
+    (bytes / 4096 + 1).ilog(4)
+}
+
 /// Pushes the pack's current branch to an encrypted remote, never forced: one new sealed pack
 /// file of the commits the remote's manifest (as of the last fetch) does not cover, and a new
 /// manifest. A remote that moved since that fetch refuses it, as a plain push is refused.
 ///
-/// The new file takes over the newest live files no bigger than what it already holds (as
-/// git's geometric repack does), so a pack pushed after every write has a few dozen live
-/// files, not one per push: the manifest and the tree stay small and an install indexes few
-/// files, while each object is sealed again only a logarithmic number of times.
+/// When the newest live files of the new file's size class or below number [`MERGE_RUN`], the
+/// new file takes them over (a geometric repack, as git's), so a pack pushed after every write
+/// has a few live files per size class, not one per push: the manifest and the tree stay small
+/// and an install indexes few files, while each object is sealed again once per size class.
 pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Result<PushOutcome> {
     let plain = Repository::open(repo.dir()).map_err(git("opening the pack", repo.dir()))?;
     let cache = cache_repo(repo, remote)?;
@@ -466,9 +482,14 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
     }
     let mut pack = build_pack(&plain, head, previous)?;
     let (mut keep, mut held) = (manifest.packs.len(), pack.len() as u64);
-    while keep > 0 && manifest.packs[keep - 1].bytes <= held {
-        keep -= 1;
-        held += manifest.packs[keep].bytes;
+    loop {
+        let small = manifest.packs[..keep].iter().rev().take_while(|p| level(p.bytes) <= level(held));
+        let (run, run_bytes) = small.fold((0, 0), |(n, b), p| (n + 1, b + p.bytes));
+        if run < MERGE_RUN {
+            break;
+        }
+        keep -= run;
+        held += run_bytes;
     }
     if keep < manifest.packs.len() {
         let base = keep.checked_sub(1).map(|i| Oid::from_str(&manifest.packs[i].tip));
@@ -476,7 +497,7 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
         pack = build_pack(&plain, head, base)?;
         manifest.packs.truncate(keep);
     }
-    let sealed = seal(key, "pack", &pack)?;
+    let sealed = seal(key, "pack", &pack, MIN_PACK_BYTES)?;
     let pack_id = cache.blob(&sealed).map_err(git("writing a sealed pack file", cache.path()))?;
     manifest.branch = branch;
     manifest.tip = head.to_string();
@@ -487,7 +508,7 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
     });
     let manifest_json = serde_json::to_vec(&manifest).expect("a manifest serializes");
     let manifest_id = cache
-        .blob(&seal(key, "manifest", &manifest_json)?)
+        .blob(&seal(key, "manifest", &manifest_json, MIN_MANIFEST_BYTES)?)
         .map_err(git("writing the manifest", cache.path()))?;
     let commit = cipher_commit(&cache, parent.as_ref(), manifest_id, &manifest.packs)?;
     let local = "refs/heads/engram-encrypted";
@@ -660,7 +681,7 @@ mod tests {
     fn sealed_objects_open_only_with_their_key_and_kind() {
         let key = Key::generate().expect("random");
         let other = Key::generate().expect("random");
-        let sealed = seal(&key, "pack", b"memory text").expect("seal");
+        let sealed = seal(&key, "pack", b"memory text", MIN_PACK_BYTES).expect("seal");
         assert_eq!(sealed.len(), MAGIC.len() + NONCE_LEN + 4096 + 16);
         assert!(!sealed.windows(6).any(|w| w == b"memory"));
         assert_eq!(open(&key, "pack", &sealed, String::new).expect("opens"), b"memory text");
@@ -676,11 +697,12 @@ mod tests {
 
     #[test]
     fn padding_buckets_hide_small_sizes_and_cost_at_most_a_sixteenth() {
-        assert_eq!(bucket(1), 4096);
-        assert_eq!(bucket(4096), 4096);
-        assert_eq!(bucket(4097), 4096 + 256);
+        assert_eq!(bucket(1, 4096), 4096);
+        assert_eq!(bucket(4096, 4096), 4096);
+        assert_eq!(bucket(4097, 4096), 4096 + 256);
+        assert_eq!(bucket(600, 512), 512 + 96);
         for n in [5000, 70_000, 1_000_000, 33_554_433] {
-            let b = bucket(n);
+            let b = bucket(n, 4096);
             assert!(b >= n && b - n <= n / 16, "{n} → {b}");
         }
     }
