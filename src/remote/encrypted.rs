@@ -88,6 +88,12 @@ pub enum CryptError {
         /// The remote.
         url: String,
     },
+    /// `install --key` from a remote that holds no encrypted pack.
+    #[error("{url} holds no encrypted pack (no branch engram-encrypted): install it without --key")]
+    NotEncrypted {
+        /// The remote.
+        url: String,
+    },
     /// A file of the pack is larger than engram reads.
     #[error("{} is {} bytes; a pack file may be at most {} bytes (engram would not read it)", .0.path, .0.size, .0.max)]
     Oversized(Oversized),
@@ -635,7 +641,7 @@ pub fn clone(url: &str, target: &Path, key: &Key, creds: &Credentials) -> Result
         .map_err(git("creating the encrypted remote's cache", &cache_dir))?;
     let config = repo.config().ok();
     let Some(cipher_tip) = fetch_cipher(&cache, url, creds, config.as_ref())? else {
-        return Err(CryptError::Refused { what: "branch (it has no encrypted pack)".into() });
+        return Err(CryptError::NotEncrypted { url: url.to_owned() });
     };
     let tip = import(&repo, &cache, cipher_tip, key)?;
     let manifest = read_manifest(&cache, cipher_tip, key)?;

@@ -223,6 +223,13 @@ fn encrypted_without_the_key_or_with_a_wrong_key_nothing_is_written() {
     assert!(!out.status.success() && t.contains("does not open"), "{t}");
     assert!(listed(&c).is_empty(), "{:?}", listed(&c));
 
+    // A key for a remote that holds no encrypted pack: said so, nothing installed.
+    let plain_url = bare(server.path(), "plain");
+    let out = c.cli(&["install", &plain_url, "--key", &wrong.display().to_string()]);
+    let t = text(&out);
+    assert!(!out.status.success() && t.contains("holds no encrypted pack"), "{t}");
+    assert!(listed(&c).is_empty(), "{:?}", listed(&c));
+
     // A device whose key is gone: sync fails before the network, nothing changes.
     let pack = a.pack("coach");
     {
