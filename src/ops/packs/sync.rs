@@ -139,6 +139,12 @@ impl SyncReport {
             && matches!(self.outgoing, Outgoing::NothingToPush | Outgoing::Pushed { .. })
     }
 
+    /// True when the remote refused the push, most often because another device pushed
+    /// first: a new sync fetches that, merges and pushes again.
+    pub fn push_lost_a_race(&self) -> bool {
+        matches!(self.outgoing, Outgoing::Rejected(_))
+    }
+
     /// The report as text (Chinese first line, English details).
     pub fn render(&self) -> String {
         let head =
