@@ -7,6 +7,7 @@ mod blame;
 mod browser;
 mod browser_layout;
 mod browser_pages;
+mod browser_sync;
 mod build;
 mod cli_lang;
 mod common;

@@ -1,7 +1,8 @@
 // engram ui: a little progressive JavaScript. Every page works without it.
 // - the filter's selects apply themselves when changed;
 // - "/" moves to the search box (unless typing in a field);
-// - a form is sent once (its button is disabled while the answer comes);
+// - a form is sent once (its buttons are disabled while the answer comes; the one pressed is
+//   sent as a field);
 // - a memory's "History" opens in its card: its commits are fetched the first time (without
 //   the script, the card holds a link to the same commits on their own page).
 "use strict";
@@ -30,7 +31,14 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   });
   document.querySelectorAll("form[method=post]").forEach((f) => {
-    f.addEventListener("submit", () => {
+    f.addEventListener("submit", (e) => {
+      // A disabled button is not sent: the one pressed (keep mine, theirs, both) goes as a field.
+      const s = e.submitter;
+      if (s && s.name) {
+        const h = document.createElement("input");
+        h.type = "hidden"; h.name = s.name; h.value = s.value;
+        f.appendChild(h);
+      }
       f.querySelectorAll("button[type=submit]").forEach((b) => { b.disabled = true; });
     });
   });
