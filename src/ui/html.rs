@@ -215,6 +215,12 @@ const TEXTS: &[(&str, &str, &str)] = &[
         "Time range (last_week, 2026-01..2026-03, …)",
     ),
     ("graph", "知识图谱", "Graph"),
+    ("graph_around", "以此为中心", "around"),
+    ("graph_left_out", "个较远的实体未画出", "more not drawn"),
+    ("zoom_in", "放大", "Zoom in"),
+    ("zoom_out", "缩小", "Zoom out"),
+    ("zoom_reset", "复位", "Reset"),
+    ("observations", "观察", "Observations"),
     ("relations", "关系", "Relations"),
     ("relation", "关系", "Relation"),
     (

@@ -19,7 +19,8 @@
 //!   list shows (the search engine for text), likely duplicates, archived/expired entries;
 //! - `diff.rs` — word-level diffs of prose on the history page; `markdown.rs` — pack files'
 //!   Markdown as HTML, with no markup taken from the text;
-//! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`;
+//! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`, whose
+//!   picture (an SVG laid out in the server, a neighbourhood of a large graph) is `graph.rs`;
 //! - `packs.rs` — create and install packs (with progress), edit a pack's files;
 //! - `actions.rs` — "undo the last n"; `sync.rs` — the `/sync` page: each pack's state, "sync
 //!   now", and the conflicts a sync left, each resolved in one commit;
@@ -32,6 +33,7 @@ mod api;
 mod auth;
 mod diff;
 mod filter;
+mod graph;
 mod html;
 mod markdown;
 mod memory;

@@ -5,6 +5,7 @@ mod authoring_parity;
 mod background_gc;
 mod blame;
 mod browser;
+mod browser_graph;
 mod browser_layout;
 mod browser_pages;
 mod browser_sync;
