@@ -442,7 +442,9 @@ pub struct ListedConflict {
     pub ts: String,
     /// Summary of the version both sides started from.
     pub base_summary: String,
-    /// Who "mine" is (`本机 (this device, laptop)`).
+    /// The device that merged, whose versions are `ours` (`laptop`; empty when unknown).
+    pub host: String,
+    /// Who "ours" is (`本机 (this device, laptop)`).
     pub ours_label: String,
     /// This device's versions ("summary — content"); empty when it deleted the memory.
     pub ours: Vec<String>,
@@ -484,6 +486,7 @@ pub fn parse_conflicts(text: &str) -> Vec<ListedConflict> {
             category: category.to_owned(),
             ts: ts.to_owned(),
             base_summary: base_summary.to_owned(),
+            host: String::new(),
             ours_label: String::new(),
             ours: Vec::new(),
             theirs_label: String::new(),
@@ -499,6 +502,10 @@ pub fn parse_conflicts(text: &str) -> Vec<ListedConflict> {
                 (&mut item.theirs_label, &mut item.theirs)
             };
             label.clone_into(side_label);
+            if let Some(host) = label.strip_prefix("本机 (this device, ").and_then(|h| h.strip_suffix(')'))
+            {
+                host.clone_into(&mut item.host);
+            }
             if text != DELETED {
                 side.push(text.to_owned());
             }
@@ -670,6 +677,7 @@ mod tests {
         assert_eq!(listed[0].ours, ["green — green tea"]);
         assert_eq!(listed[0].theirs, ["black — black tea"]);
         assert_eq!(listed[0].ours_label, "本机 (this device, laptop)");
+        assert_eq!(listed[0].host, "laptop");
         assert_eq!(listed[1].ours, Vec::<String>::new(), "deleted on this device");
         assert_eq!(listed[1].section, "2026-01-03 09:00 — sync with origin on laptop");
         let after = without_conflict(&text, &listed[0].key).expect("listed");

@@ -137,7 +137,7 @@ fn pack_html(l: Lang, name: &str, o: &SyncOverview, now: DateTime<Utc>) -> Strin
             l.t("memory_conflicts_hint")
         ));
         for c in &o.memory_conflicts {
-            s.push_str(&memory_conflict_html(l, &u, c));
+            s.push_str(&memory_conflict_html(l, &u, c, &o.host));
         }
     }
     if !o.copies.is_empty() {
@@ -149,8 +149,9 @@ fn pack_html(l: Lang, name: &str, o: &SyncOverview, now: DateTime<Utc>) -> Strin
     s
 }
 
-/// A memory conflict: the two versions side by side and the three choices.
-fn memory_conflict_html(l: Lang, u: &str, c: &ListedConflict) -> String {
+/// A memory conflict: the two versions side by side (this device's first) and the three
+/// choices.
+fn memory_conflict_html(l: Lang, u: &str, c: &ListedConflict, host: &str) -> String {
     let side = |class: &str, label: &str, versions: &[String]| -> String {
         let texts = if versions.is_empty() {
             format!("<p class=\"muted\">{}</p>", l.t("deleted_there"))
@@ -158,6 +159,12 @@ fn memory_conflict_html(l: Lang, u: &str, c: &ListedConflict) -> String {
             versions.iter().map(|v| format!("<p class=\"text\">{}</p>", esc(v))).collect()
         };
         format!("<div class=\"version {class}\"><h4>{}</h4>{texts}</div>", esc(label))
+    };
+    // The file says "ours" for the device that merged: on another device, its own is the remote's.
+    let (mine, theirs) = if c.host.is_empty() || c.host == host {
+        (c.ours.as_slice(), (c.theirs_label.as_str(), c.theirs.as_slice()))
+    } else {
+        (c.theirs.as_slice(), (c.host.as_str(), c.ours.as_slice()))
     };
     format!(
         "<article class=\"conflict\" data-key=\"{key}\"><p><strong>[{cat}]</strong> <time>{ts}</time> {base}</p>\
@@ -170,8 +177,8 @@ fn memory_conflict_html(l: Lang, u: &str, c: &ListedConflict) -> String {
         cat = esc(&c.category),
         ts = esc(&c.ts),
         base = esc(&c.base_summary),
-        mine = side("mine", &format!("{} — {}", l.t("mine"), c.ours_label), &c.ours),
-        theirs = side("theirs", &format!("{} — {}", l.t("theirs"), c.theirs_label), &c.theirs),
+        mine = side("mine", &format!("{} · {host}", l.t("mine")), mine),
+        theirs = side("theirs", &format!("{} · {}", l.t("theirs"), theirs.0), theirs.1),
         km = l.t("keep_mine"),
         kt = l.t("keep_theirs"),
         kb = l.t("keep_both"),

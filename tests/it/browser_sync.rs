@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::browser_pages::{open, runtime};
 use crate::common::*;
-use crate::sync::{branch, capture, device, run_ok};
+use crate::sync::{branch, capture, device, head, run_ok};
 use crate::ui::UiServer;
 use crate::webdriver::Browser;
 
@@ -76,6 +76,9 @@ fn sync_page_resolves_memory_conflicts_and_file_copies_one_commit_each_in_a_brow
     let dir = desktop.pack("coach");
     // The page is read three minutes after the sync.
     desktop.now = Some("2026-11-22T10:03:00Z".to_owned());
+    // Another pack, never synced, whose remote's address holds a password.
+    desktop.init("other");
+    run_ok(&desktop, &["remote", "add", "other", "https://bob:hunter2@example.org/other.git"]);
     let ui = UiServer::start(&desktop);
     let base = open(&b, &ui);
     b.goto(&format!("{base}/sync?lang=en"));
@@ -88,6 +91,10 @@ fn sync_page_resolves_memory_conflicts_and_file_copies_one_commit_each_in_a_brow
     let badge = b.find("section.sync[data-pack=coach] .badge.sync-state");
     assert_eq!(b.text(&badge), "conflicts");
     assert!(!section.contains("T10:00:00"), "no raw timestamp in the status line: {section}");
+    let other = b.text(&b.find("section.sync[data-pack=other]"));
+    assert!(other.contains("example.org/other.git") && !other.contains("hunter2"), "masked: {other}");
+    assert_eq!(b.text(&b.find("section.sync[data-pack=other] .badge.sync-state")), "never");
+    assert!(!b.body_text().contains("hunter2"));
 
     // Two memory conflicts, each with both versions side by side.
     let keys = conflict_keys(&b);
@@ -160,7 +167,7 @@ fn sync_page_resolves_memory_conflicts_and_file_copies_one_commit_each_in_a_brow
 fn sync_page_keeps_theirs_and_a_file_copy_and_fits_a_phone_in_a_browser() {
     let Some(b) = Browser::start() else { return };
     let remote = tempfile::tempdir().expect("tempdir");
-    let (_laptop, desktop) = two_devices_in_conflict(&remote.path().join("coach.git"));
+    let (laptop, desktop) = two_devices_in_conflict(&remote.path().join("coach.git"));
     let dir = desktop.pack("coach");
     let ui = UiServer::start(&desktop);
     let base = open(&b, &ui);
@@ -198,5 +205,36 @@ fn sync_page_keeps_theirs_and_a_file_copy_and_fits_a_phone_in_a_browser() {
     assert_eq!(commit_count(&dir), n + 2);
     assert!(desktop.read("coach", "knowledge/plan.md").contains("from the laptop"));
     assert!(!dir.join("knowledge/plan.conflict-desktop.md").exists());
+
+    // Sync now: the resolutions reach the remote; the page says so.
+    let text = b.submit(&b.find("section.sync[data-pack=coach] button.sync-now"), WAIT);
+    assert!(text.contains("pushed 2 commit(s)"), "{text}");
+    assert_eq!(
+        git(remote.path().join("coach.git").as_path(), &["rev-parse", &branch(&dir)]).trim(),
+        head(&dir)
+    );
     assert_fsck(&dir);
+
+    // The other device gets the conflict left; there "mine" is its own version, the remote's in
+    // the merge.
+    run_ok(&laptop, &["sync", "coach"]);
+    let ui = UiServer::start(&laptop);
+    let base = open(&b, &ui);
+    b.goto(&format!("{base}/sync?lang=en"));
+    let left = b.find("article.conflict");
+    let mine = b.text(&b.find("article.conflict .version.mine"));
+    let theirs = b.text(&b.find("article.conflict .version.theirs"));
+    assert!(mine.contains("laptop") && theirs.contains("desktop"), "{}", b.text(&left));
+    let (laptops, desktops) = if mine.contains("训练") {
+        ("喜欢清晨六点训练", "喜欢晚上训练")
+    } else {
+        ("每天喝三升水", "每天喝一升水")
+    };
+    assert!(mine.contains(laptops) && theirs.contains(desktops), "{mine} | {theirs}");
+    b.submit(&b.find("article.conflict button.keep-mine"), WAIT);
+    let file = if laptops.contains("训练") { "memory/preferences.md" } else { "memory/habits.md" };
+    let kept = laptop.read("coach", file);
+    assert!(kept.contains(laptops) && !kept.contains(desktops), "{kept}");
+    assert!(b.find_all("article.conflict").is_empty());
+    assert_fsck(&laptop.pack("coach"));
 }

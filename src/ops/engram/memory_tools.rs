@@ -666,8 +666,10 @@ impl Engram {
 
     /// Resolves the memory conflict `key` of `memory/_conflicts.md` (see
     /// [`crate::memmerge::parse_conflicts`]): deletes the version not kept, as `delete_memory`
-    /// does, and removes the item from the conflicts file, in one commit. A version already gone
-    /// is not looked for again; an item no longer listed is [`EngramError::ConflictGone`].
+    /// does, and removes the item from the conflicts file, in one commit. "Mine" is this
+    /// device's version (`SyncSettings::host`): the merge's own on the device that merged, the
+    /// remote's on the others. A version already gone is not looked for again; an item no
+    /// longer listed is [`EngramError::ConflictGone`].
     pub fn resolve_memory_conflict(
         &self,
         name: &str,
@@ -686,6 +688,16 @@ impl Engram {
                 let listed = parse_conflicts(&text);
                 let item = listed.iter().find(|c| c.key == key).ok_or_else(gone)?;
                 let rest = without_conflict(&text, key).ok_or_else(gone)?;
+                // The file says "ours" for the device that merged; on another, mine is theirs.
+                let keep = match keep {
+                    KeepVersion::Mine if !item.host.is_empty() && item.host != self.config.sync.host => {
+                        KeepVersion::Theirs
+                    }
+                    KeepVersion::Theirs if !item.host.is_empty() && item.host != self.config.sync.host => {
+                        KeepVersion::Mine
+                    }
+                    other => other,
+                };
                 let drop: Vec<&String> = match keep {
                     KeepVersion::Mine => item.theirs.iter().filter(|v| !item.ours.contains(v)).collect(),
                     KeepVersion::Theirs => item.ours.iter().filter(|v| !item.theirs.contains(v)).collect(),

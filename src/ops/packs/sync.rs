@@ -812,6 +812,9 @@ pub struct SyncOverview {
     pub last: Option<LastSync>,
     /// The memories `memory/_conflicts.md` lists.
     pub memory_conflicts: Vec<memmerge::ListedConflict>,
+    /// This device's name: a conflict whose `host` is another device has this device's
+    /// version on its remote side.
+    pub host: String,
     /// Files' `.conflict-<host>` copies.
     pub copies: Vec<ConflictCopy>,
 }
@@ -910,6 +913,7 @@ impl Engram {
             remote: remote.name,
             last,
             memory_conflicts,
+            host: self.sync_settings().host.clone(),
             copies,
         })
     }
