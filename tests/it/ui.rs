@@ -33,6 +33,10 @@ impl UiServer {
         if let Some(now) = &env.now {
             cmd.env("ENGRAM_NOW", now);
         }
+        // The device name sync uses: the sync page's "mine" is this device's version.
+        if let Some(host) = &env.host {
+            cmd.env("ENGRAM_HOST", host);
+        }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| e.to_string())?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
