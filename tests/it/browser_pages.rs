@@ -2,10 +2,11 @@
 //! `webdriver.rs`): `/notes` (a note added there is what the notes tools recall, in its file),
 //! `/personal` and `/graph` (the records the personal and graph tools wrote, searchable), the
 //! memory search (a Chinese memory found by the search engine), word diffs on the history page,
+//! a likely duplicate merged in one `consolidate` commit,
 //! creating and installing a pack from `/`, and editing a pack file.
 //!
-//! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves their screenshots
-//! (`docs/screenshots/`), in English and Chinese.
+//! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves screenshots of the
+//! notes and personal pages and a search (`docs/screenshots/`), in English and Chinese.
 
 use std::time::Duration;
 
@@ -368,7 +369,7 @@ fn home_creates_and_installs_packs_and_a_pack_file_is_edited_in_a_browser() {
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Client: web-ui"));
 }
 
-/// Screenshots of the notes, personal and graph pages and a search, in English and Chinese:
+/// Screenshots of the notes and personal pages and a search, in English and Chinese:
 /// `ENGRAM_UI_SCREENSHOTS=$PWD/docs/screenshots cargo test --test it -- browser_pages::screenshots`.
 #[test]
 fn screenshots_of_the_new_pages() {
@@ -406,7 +407,6 @@ fn screenshots_of_the_new_pages() {
         for (name, path) in [
             ("notes", "/notes?".to_owned()),
             ("personal", "/personal?".to_owned()),
-            ("graph", "/graph?".to_owned()),
             ("search", "/p/coach/memory?q=%E7%BB%BF%E8%8C%B6&".to_owned()),
         ] {
             b.goto(&format!("{base}{path}lang={lang}"));
