@@ -2,8 +2,10 @@
 //! ([`crate::graph::picture`]), the whole graph when small, else the neighbourhood of the chosen
 //! entity (`?focus=`) or of the first search match (`?q=`), which are highlighted. A node is a
 //! link to `?focus=<name>`, which draws around it and shows its observations and relations
-//! (`#node-info`); `app.js` adds pan and zoom (drag, wheel, the +/−/reset buttons). No
-//! script or style comes from elsewhere, so it works offline.
+//! (`#node-info`); `app.js` adds pan and zoom (drag, wheel, the +/−/reset buttons) and shows
+//! a clicked node's panel in place (`?focus=<name>&part=1`: the picture and the panel alone;
+//! the picture is kept when it is the whole graph, else the new one drawn around the node
+//! replaces it). No script or style comes from elsewhere, so it works offline.
 
 use std::collections::HashSet;
 
@@ -66,9 +68,11 @@ pub(crate) fn render(l: Lang, d: &Drawing, q: Option<&str>) -> String {
         le = l.t("entities"),
     ));
     s.push_str(&format!(
-        "<svg id=\"graph-picture\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" data-view=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">\
+        "<svg id=\"graph-picture\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" data-view=\"0 0 {WIDTH} {HEIGHT}\"{whole} role=\"img\" aria-label=\"{}\">\
 <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"19\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" class=\"arrow\"/></marker></defs><g class=\"edges\">",
-        l.t("graph")
+        l.t("graph"),
+        // The whole graph: the same picture whichever node is chosen.
+        whole = if p.center.is_none() { " data-whole=\"1\"" } else { "" },
     ));
     for e in &p.edges {
         let (a, b) = (&p.nodes[e.from], &p.nodes[e.to]);
@@ -108,6 +112,14 @@ pub(crate) fn render(l: Lang, d: &Drawing, q: Option<&str>) -> String {
         ));
     }
     s.push_str("</g></svg></section>\n");
+    s.push_str(&panel(l, d, q));
+    s
+}
+
+/// The chosen entity's panel (`#node-info`), empty when none is chosen.
+fn panel(l: Lang, d: &Drawing, q: Option<&str>) -> String {
+    let keep_q = q.map(|q| format!("&amp;q={}", url(q))).unwrap_or_default();
+    let mut s = String::new();
     if let Some((e, relations)) = &d.focus {
         let obs: String = e.observations.iter().map(|o| format!("<li>{}</li>", esc(o))).collect();
         let rels: String = relations

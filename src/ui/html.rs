@@ -135,6 +135,13 @@ const TEXTS: &[(&str, &str, &str)] = &[
     ("expired", "已过期", "Expired"),
     ("archived", "已归档", "Archived"),
     ("likely_duplicate", "疑似重复", "Likely duplicate"),
+    ("merge_these", "合并这两条", "Merge these"),
+    (
+        "merge_help",
+        "这两条会变成下面这一条（一次提交），原来的两条移到 <分类>-archive.md。",
+        "The two become the one below (one commit); both originals move to <category>-archive.md.",
+    ),
+    ("merge", "合并", "Merge"),
     ("menu", "操作", "Actions"),
     ("memory_history", "这条记忆的历史", "History of this memory"),
     ("all_commits", "全部提交", "all commits"),

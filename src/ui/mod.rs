@@ -320,6 +320,7 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/p/{pack}/memory/{id}/edit", post(memory::memory_edit))
         .route("/p/{pack}/memory/{id}/delete", post(memory::memory_delete))
         .route("/p/{pack}/memory/delete", post(memory::memory_delete_many))
+        .route("/p/{pack}/memory/merge", post(memory::memory_merge))
         .route("/p/{pack}/consolidate", post(memory::consolidate))
         .route("/p/{pack}/file", get(packs::file_page).post(packs::file_save))
         .route("/packs/init", post(packs::init))

@@ -196,6 +196,18 @@ pub(crate) async fn graph_page(
 ) -> Response {
     let cx = Ctx::new(&headers, q.as_deref());
     let c = cx.clone();
+    if cx.get("part").is_some() {
+        // The picture and a node's panel alone, for the page's script to show in place.
+        let read = blocking(move || {
+            let graph = state.user_graph()?;
+            Ok(graph.read(|snap| super::graph::drawing(snap, c.get("focus"), c.get("q")))?)
+        })
+        .await;
+        return match read {
+            Ok(d) => cx.html(StatusCode::OK, super::graph::render(cx.lang, &d, cx.get("q"))),
+            Err(f) => cx.failure(&f, "/graph"),
+        };
+    }
     let read = blocking(move || {
         let graph = state.user_graph()?;
         let caller = UiState::caller("read_graph");

@@ -1,7 +1,8 @@
 //! The graph's picture in a real browser (headless chromium over WebDriver, see `webdriver.rs`):
 //! the SVG holds the nodes and relations of a small graph, a click on a node shows its
-//! observations, a search highlights its match, the buttons zoom; a graph of 2,000 entities is
-//! drawn as a bounded neighbourhood, and the page's `Server-Timing` says how long it took.
+//! observations in place (no page load), a search highlights its match, the buttons zoom; a
+//! graph of 2,000 entities is drawn as a bounded neighbourhood, redrawn in place around a
+//! clicked node, and the page's `Server-Timing` says how long it took.
 
 use std::time::Duration;
 
@@ -124,6 +125,72 @@ fn graph_picture_draws_nodes_and_relations_shows_a_node_and_highlights_a_search_
 }
 
 #[test]
+fn clicking_a_node_opens_its_panel_in_place_without_a_page_load_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    runtime().block_on(async {
+        let c = env.client_with(&["--tools", "graph"]).await;
+        ok(
+            &c,
+            "create_entities",
+            json!({"entities": [
+                {"name": "Alice", "entityType": "person", "observations": ["leads the mobile team"]},
+                {"name": "Engram", "entityType": "project", "observations": ["written in Rust"]}
+            ]}),
+        )
+        .await;
+        ok(
+            &c,
+            "create_relations",
+            json!({"relations": [{"from": "Alice", "to": "Engram", "relationType": "leads"}]}),
+        )
+        .await;
+    });
+    let ui = UiServer::start(&env);
+    let base = open(&b, &ui);
+    b.set_size(1280, 900);
+    b.goto(&format!("{base}/graph?lang=en"));
+    assert!(b.find_all("#node-info").is_empty(), "no node chosen yet");
+    // A mark a page load would wipe, and a zoom it would reset.
+    b.eval("window.sameDocument = true;");
+    b.click(&b.find(".graph-tools .zoom-in"));
+    let view = || b.eval("return document.getElementById('graph-picture').getAttribute('viewBox');");
+    let zoomed = view();
+
+    for (name, says) in [("Engram", "written in Rust"), ("Alice", "leads the mobile team")] {
+        b.click(&b.find(&format!("#graph-picture a.node[data-name={name}] circle")));
+        let info = wait_for(WAIT, "the node's panel", || {
+            b.find_all(&format!("#node-info[data-name={name}]")).first().map(|e| b.text(e))
+        });
+        assert!(info.contains(says) && info.contains("leads"), "{info}");
+        assert_eq!(b.find_all("#node-info").len(), 1, "one panel at a time");
+        let chosen: Vec<String> = b
+            .find_all("#graph-picture a.node.chosen")
+            .iter()
+            .map(|n| {
+                b.eval_on(n, "return arguments[0].dataset.name;").as_str().unwrap_or_default().to_owned()
+            })
+            .collect();
+        assert_eq!(chosen, [name], "the clicked node is marked");
+        assert_eq!(b.eval("return window.sameDocument === true;"), json!(true), "no page load");
+        assert_eq!(view(), zoomed, "the picture stays as it was");
+        assert!(b.url().contains(&format!("focus={name}")), "the address says the node: {}", b.url());
+    }
+
+    // What the script fetched: the picture and the panel, not a page.
+    let auth = format!("Bearer {}", ui.token);
+    let (status, _, part) = ui.request("GET", "/graph?focus=Alice&part=1", &[("Authorization", &auth)], "");
+    assert_eq!(status, 200);
+    assert!(part.starts_with("<section id=\"graph-view\">") && part.contains("id=\"node-info\""), "{part}");
+    assert!(!part.contains("<html") && !part.contains("graph-entities"), "{part}");
+
+    // The address shows the same panel when loaded.
+    b.goto(&b.url());
+    assert!(b.text(&b.find("#node-info[data-name=Alice]")).contains("leads the mobile team"));
+    assert_ne!(b.eval("return window.sameDocument === true;"), json!(true), "a page load this time");
+}
+
+#[test]
 fn a_graph_of_two_thousand_entities_is_drawn_as_a_bounded_neighbourhood_in_a_browser() {
     let Some(b) = Browser::start() else { return };
     let env = TestEnv::new();
@@ -162,7 +229,9 @@ fn a_graph_of_two_thousand_entities_is_drawn_as_a_bounded_neighbourhood_in_a_bro
     }
     assert_eq!(b.find_all("#graph-picture a.node.match").len(), 1, "the search's match");
 
-    // A chosen entity is the centre: its neighbours within two hops, and its panel.
+    // A chosen entity is the centre: its neighbours within two hops, and its panel, drawn in
+    // place (no page load), the new picture panning and zooming too.
+    b.eval("window.sameDocument = true;");
     b.click(&b.find("#graph-picture a.node[data-name=e0043] circle"));
     let info = wait_for(WAIT, "the node's panel", || {
         b.find_all("#node-info[data-name=e0043]").first().map(|e| b.text(e))
@@ -170,6 +239,12 @@ fn a_graph_of_two_thousand_entities_is_drawn_as_a_bounded_neighbourhood_in_a_bro
     assert!(info.contains("observation 43"), "{info}");
     assert!(b.text(&b.find("#graph-count")).contains("around e0043"));
     assert!(drawn(&b).len() <= 80);
+    assert_eq!(b.eval("return window.sameDocument === true;"), json!(true), "no page load");
+    assert!(b.url().contains("focus=e0043"), "{}", b.url());
+    let view = || b.eval("return document.getElementById('graph-picture').getAttribute('viewBox');");
+    let before = view();
+    b.click(&b.find(".graph-tools .zoom-in"));
+    assert_ne!(view(), before, "the new picture zooms");
 
     // The server's time for the page, as its header says (the graph read once before).
     let auth = format!("Bearer {}", ui.token);

@@ -19,7 +19,7 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Laptop and desktop share the bare repository `bare`: two memories are corrected differently
 /// on each, and `knowledge/plan.md` changed on both; the laptop syncs, then the desktop merges.
 /// Answers (laptop, desktop): the desktop holds two memory conflicts and one file copy.
-fn two_devices_in_conflict(bare: &Path) -> (TestEnv, TestEnv) {
+pub(crate) fn two_devices_in_conflict(bare: &Path) -> (TestEnv, TestEnv) {
     let (a, b) = (device("laptop"), device("desktop"));
     a.init("coach");
     let out = git_command()

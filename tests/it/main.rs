@@ -8,6 +8,7 @@ mod browser;
 mod browser_graph;
 mod browser_layout;
 mod browser_pages;
+mod browser_screenshots;
 mod browser_sync;
 mod build;
 mod cli_lang;

@@ -507,6 +507,109 @@ impl Engram {
         Ok(format!("已压缩: [{category}] 原始条目已归档至 memory/{category}-archive.md{id}"))
     }
 
+    /// `consolidate_memory` of some entries of one category (the web page's merge of likely
+    /// duplicates): the entries the [`MemoryTarget`]s name become one `consolidated` entry
+    /// stamped now, their blocks go to `<category>-archive.md` as a category's do, in one
+    /// commit — or nothing when one of them is missing or changed. The other entries stay.
+    pub fn consolidate_memory_items(
+        &self,
+        name: &str,
+        targets: &[MemoryTarget],
+        content: &str,
+        summary: &str,
+        caller: &Caller,
+    ) -> Result<WriteOutcome> {
+        if targets.len() < 2 {
+            return Err(invalid("ids", "name at least two memories to merge"));
+        }
+        check_content("consolidated_content", content)?;
+        let summary = check_summary("summary", summary)?;
+        let root = self.resolve(name)?.dir;
+        let now = self.now();
+        let ts = now.format("%Y-%m-%d %H:%M").to_string();
+        let (commit, (category, rank)) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
+            repo.write(|snap| {
+                let mut index = FullIndex::load(snap)?;
+                let hand_edited = index.hot_hand_edited();
+                let entries = index.entries();
+                let mut picked = Vec::with_capacity(targets.len());
+                for t in targets {
+                    let i = Select::Target(t).pick(snap, &entries)?;
+                    if !picked.contains(&i) {
+                        picked.push(i);
+                    }
+                }
+                if picked.len() < 2 {
+                    return Err(invalid("ids", "name at least two different memories to merge"));
+                }
+                let category = entries[picked[0]].1.category.clone();
+                if picked.iter().any(|&i| entries[i].1.category != category) {
+                    return Err(invalid("ids", "the memories to merge are of one category"));
+                }
+                let mut changes = Changes::for_memory();
+                let mut log = CategoryLog::load(snap, &category)?;
+                let mut blocks: Vec<_> = picked
+                    .iter()
+                    .filter_map(|&i| log.find(&entries[i].1, same_meta_rank(&entries, i)))
+                    .collect();
+                blocks.sort_unstable();
+                blocks.dedup();
+                let mut old: Vec<_> = blocks.into_iter().rev().map(|bp| log.remove(bp)).collect();
+                old.reverse();
+                if !old.is_empty() {
+                    let archive_path = format!("memory/{category}-archive.md");
+                    let archive = snap.read_text(&archive_path)?.unwrap_or_default();
+                    let old = crate::memory::render_blocks(&old);
+                    changes.put(archive_path, format!("{archive}\n\n# 归档于 {ts}\n{old}"));
+                }
+                let meta = EntryMeta {
+                    ts: ts.clone(),
+                    memory_type: "consolidated".into(),
+                    expires: None,
+                    tags: Vec::new(),
+                    conversation_id: None,
+                };
+                log.append(&meta, content);
+                log.write(&mut changes);
+                let mut lines: Vec<_> = picked.iter().map(|&i| entries[i].0).collect();
+                lines.sort_unstable();
+                for pos in lines.into_iter().rev() {
+                    index.remove(pos);
+                }
+                // The new entry's rank among the entries of its category and minute (its id).
+                let rank =
+                    index.entries().iter().filter(|(_, e)| e.category == category && e.ts == ts).count();
+                let entry = IndexEntry {
+                    category: category.clone(),
+                    ts: ts.clone(),
+                    memory_type: meta.memory_type.clone(),
+                    expires: None,
+                    tags: Vec::new(),
+                    summary: summary.clone(),
+                };
+                index.append(entry.render());
+                index.write(&mut changes, false);
+                let subject =
+                    format!("consolidate: {category} — {} memories → {}", picked.len(), short(&summary));
+                let mut msg = message(subject, caller, None, now.timestamp());
+                note_hot_regenerated(&mut msg, hand_edited);
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: (category, rank) })
+            })
+        })?;
+        self.forget_expiry(&root);
+        let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        let mut out = WriteOutcome::new(
+            format!(
+                "已压缩: [{category}] {} 条 → {summary}，原始条目已归档至 memory/{category}-archive.md{id}",
+                targets.len()
+            ),
+            commit.as_ref(),
+        );
+        out.id = Some(super::memory_items::memory_id(&category, &ts, rank));
+        Ok(out)
+    }
+
     /// `delete_memory`: removes exactly one entry (index line and block).
     pub fn delete_memory(
         &self,

@@ -5,7 +5,8 @@
 //   sent as a field);
 // - a memory's "History" opens in its card: its commits are fetched the first time (without
 //   the script, the card holds a link to the same commits on their own page);
-// - the graph's picture pans and zooms.
+// - the graph's picture pans and zooms; a click on a node shows its panel in place (without
+//   the script, the node is a link to the page drawn around it).
 "use strict";
 document.addEventListener("DOMContentLoaded", () => {
   const filter = document.querySelector("form.filter");
@@ -32,7 +33,12 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   });
   const svg = document.getElementById("graph-picture");
-  if (svg) panAndZoom(svg);
+  if (svg) {
+    panAndZoom(svg);
+    nodePanels(svg);
+    // Back and forward between nodes shown in place: the page of that address.
+    window.addEventListener("popstate", () => location.reload());
+  }
   document.querySelectorAll("form[method=post]").forEach((f) => {
     f.addEventListener("submit", (e) => {
       // A disabled button is not sent: the one pressed (keep mine, theirs, both) goes as a field.
@@ -89,4 +95,43 @@ function panAndZoom(svg) {
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointerleave", end);
   svg.addEventListener("click", (e) => { if (moved) { e.preventDefault(); moved = false; } }, true);
+}
+
+// A click on a node of the graph's picture fetches the picture and the node's panel alone
+// (`&part=1`) and shows the panel in place of the one shown. The whole graph's picture is kept
+// as it is (pan and zoom included); a neighbourhood is replaced by the one drawn around the node.
+// The address says the node, so a reload or a shared link shows the same. Anything unexpected:
+// the link is followed.
+function nodePanels(svg) {
+  svg.addEventListener("click", (e) => {
+    const a = e.target.closest("a.node");
+    if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    const href = a.getAttribute("href");
+    const go = () => { location.href = href; };
+    fetch(href + "&part=1", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(new Error(r.status + " " + r.statusText))))
+      .then((html) => {
+        const got = document.createElement("template");
+        got.innerHTML = html;
+        const section = got.content.getElementById("graph-view");
+        const panel = got.content.getElementById("node-info");
+        const picture = section && section.querySelector("#graph-picture");
+        if (!panel || !picture) { go(); return; }
+        const shown = document.getElementById("node-info");
+        if (shown) shown.remove();
+        const here = svg.closest("section");
+        if ("whole" in svg.dataset && "whole" in picture.dataset) {
+          svg.querySelectorAll("a.node.chosen").forEach((n) => n.classList.remove("chosen"));
+          a.classList.add("chosen");
+        } else {
+          here.replaceWith(section);
+          panAndZoom(picture);
+          nodePanels(picture);
+        }
+        (section.isConnected ? section : here).insertAdjacentElement("afterend", panel);
+        history.pushState({ node: a.dataset.name }, "", href);
+      })
+      .catch(go);
+  });
 }
