@@ -221,9 +221,15 @@ fn merge_seq(base: &[Entry], ours: &[Entry], theirs: &[Entry]) -> Vec<Entry> {
 }
 
 fn describe(e: &Entry) -> String {
-    let content = crate::memory::single_line(&e.content());
+    describe_version(&e.summary(), &e.content())
+}
+
+/// How `memory/_conflicts.md` names one version of a memory: "summary — content", the content
+/// on one line and cut at 200 characters (just the summary when there is no content).
+pub fn describe_version(summary: &str, content: &str) -> String {
+    let content = crate::memory::single_line(content);
     let content: String = content.chars().take(200).collect();
-    if content.is_empty() { e.summary() } else { format!("{} — {content}", e.summary()) }
+    if content.is_empty() { summary.to_owned() } else { format!("{summary} — {content}") }
 }
 
 fn find_conflicts(base: &[Entry], ours: &[Entry], theirs: &[Entry]) -> Vec<MemoryConflict> {
@@ -419,6 +425,133 @@ pub fn count_conflicts(text: &str) -> usize {
     text.lines().filter(|l| l.starts_with("- [")).count()
 }
 
+/// The text that marks a side that deleted the memory in [`render_conflicts`].
+const DELETED: &str = "已删除 (deleted)";
+
+/// One open item of `memory/_conflicts.md`, as [`render_conflicts`] wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedConflict {
+    /// Names this item among the file's items: a hash of its lines, so an item changed or
+    /// removed since a page showed it is not taken for another.
+    pub key: String,
+    /// The heading of its sync (`2026-12-07 14:00 — sync with origin on laptop`).
+    pub section: String,
+    /// Category.
+    pub category: String,
+    /// The entry's time.
+    pub ts: String,
+    /// Summary of the version both sides started from.
+    pub base_summary: String,
+    /// The device that merged, whose versions are `ours` (`laptop`; empty when unknown).
+    pub host: String,
+    /// Who "ours" is (`本机 (this device, laptop)`).
+    pub ours_label: String,
+    /// This device's versions ("summary — content"); empty when it deleted the memory.
+    pub ours: Vec<String>,
+    /// Who "theirs" is (`远端 (remote origin)`).
+    pub theirs_label: String,
+    /// The remote's versions; empty when it deleted the memory.
+    pub theirs: Vec<String>,
+    /// The item's lines in the file (`start..end`).
+    lines: std::ops::Range<usize>,
+}
+
+/// The open items of a conflicts file, in file order. Lines of another shape (a person's
+/// notes) are not items and are kept by [`without_conflict`].
+pub fn parse_conflicts(text: &str) -> Vec<ListedConflict> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut section = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(h) = line.strip_prefix("## ") {
+            section = h.trim().to_owned();
+        }
+        let Some(rest) = line.strip_prefix("- [") else {
+            i += 1;
+            continue;
+        };
+        let start = i;
+        i += 1;
+        while i < lines.len() && lines[i].starts_with("  - ") {
+            i += 1;
+        }
+        let (category, rest) = rest.split_once("] ").unwrap_or((rest, ""));
+        let (ts, base_summary) =
+            rest.strip_prefix('[').and_then(|r| r.split_once("] ")).unwrap_or(("", rest));
+        let mut item = ListedConflict {
+            key: conflict_key(&lines[start..i]),
+            section: section.clone(),
+            category: category.to_owned(),
+            ts: ts.to_owned(),
+            base_summary: base_summary.to_owned(),
+            host: String::new(),
+            ours_label: String::new(),
+            ours: Vec::new(),
+            theirs_label: String::new(),
+            theirs: Vec::new(),
+            lines: start..i,
+        };
+        for version in &lines[start + 1..i] {
+            let Some((label, text)) = version.trim_start_matches("  - ").split_once(": ") else { continue };
+            let ours = label.starts_with("本机");
+            let (side_label, side) = if ours {
+                (&mut item.ours_label, &mut item.ours)
+            } else {
+                (&mut item.theirs_label, &mut item.theirs)
+            };
+            label.clone_into(side_label);
+            if let Some(host) = label.strip_prefix("本机 (this device, ").and_then(|h| h.strip_suffix(')'))
+            {
+                host.clone_into(&mut item.host);
+            }
+            if text != DELETED {
+                side.push(text.to_owned());
+            }
+        }
+        out.push(item);
+    }
+    out
+}
+
+/// FNV-1a of an item's lines, in hex.
+fn conflict_key(lines: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in lines.join("\n").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The conflicts file without the item `key` (and without its sync's heading when that was its
+/// last item); `None` when no item has that key (it was resolved meanwhile).
+pub fn without_conflict(text: &str, key: &str) -> Option<String> {
+    let items = parse_conflicts(text);
+    let item = items.iter().find(|c| c.key == key)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut drop: Vec<std::ops::Range<usize>> = vec![item.lines.clone()];
+    let alone = items.iter().filter(|c| c.section == item.section).count() == 1;
+    if alone && let Some(h) = lines[..item.lines.start].iter().rposition(|l| l.starts_with("## ")) {
+        // The heading and the blank lines around it, back to the previous text.
+        let from = lines[..h].iter().rposition(|l| !l.trim().is_empty()).map_or(0, |p| p + 1);
+        let only_blank = lines[h + 1..item.lines.start].iter().all(|l| l.trim().is_empty());
+        if only_blank {
+            drop.push(from..item.lines.start);
+        }
+    }
+    let kept: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| !drop.iter().any(|r| r.contains(n)))
+        .map(|(_, l)| *l)
+        .collect();
+    let mut out = kept.join("\n");
+    out.push('\n');
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,5 +648,46 @@ mod tests {
         let (segments, head) = layout("x", &items[..HEAD_LIMIT], &[], HEAD_LIMIT);
         assert!(segments.is_empty());
         assert_eq!(head.len(), HEAD_LIMIT);
+    }
+
+    #[test]
+    fn a_listed_conflict_is_read_back_and_removed_with_its_heading() {
+        let conflict = |ts: &str, ours: &[&str], theirs: &[&str]| MemoryConflict {
+            category: "prefs".into(),
+            ts: ts.into(),
+            base_summary: "tea".into(),
+            ours: ours.iter().map(|s| (*s).to_owned()).collect(),
+            theirs: theirs.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let mut text = CONFLICTS_HEADER.to_owned();
+        text.push_str(&render_conflicts(
+            &[conflict("2026-01-01 10:00", &["green — green tea"], &["black — black tea"])],
+            "2026-01-02 09:00",
+            "origin",
+            "laptop",
+        ));
+        text.push_str(&render_conflicts(
+            &[conflict("2026-01-01 11:00", &[], &["milk — milk tea"])],
+            "2026-01-03 09:00",
+            "origin",
+            "laptop",
+        ));
+        let listed = parse_conflicts(&text);
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].ours, ["green — green tea"]);
+        assert_eq!(listed[0].theirs, ["black — black tea"]);
+        assert_eq!(listed[0].ours_label, "本机 (this device, laptop)");
+        assert_eq!(listed[0].host, "laptop");
+        assert_eq!(listed[1].ours, Vec::<String>::new(), "deleted on this device");
+        assert_eq!(listed[1].section, "2026-01-03 09:00 — sync with origin on laptop");
+        let after = without_conflict(&text, &listed[0].key).expect("listed");
+        assert_eq!(count_conflicts(&after), 1);
+        assert!(!after.contains("2026-01-02 09:00"), "its heading went with it: {after}");
+        assert!(after.starts_with(CONFLICTS_HEADER.trim_end()), "{after}");
+        let empty = without_conflict(&after, &listed[1].key).expect("listed");
+        assert_eq!(count_conflicts(&empty), 0);
+        assert_eq!(empty.trim_end(), CONFLICTS_HEADER.trim_end());
+        assert_eq!(without_conflict(&empty, &listed[1].key), None, "already resolved");
+        assert_eq!(describe_version("tea", "  green\n tea "), "tea — green tea");
     }
 }

@@ -212,6 +212,8 @@ def full(binary, n, prefilled, fill_into):
                 ("GET /p/big/memory?old=1 (expired and archived)", "/p/big/memory?old=1"),
                 ("GET /p/big/history?memory=<id> (one memory's commits)", f"/p/big/history?memory={last_id}"),
                 ("GET /p/big/file?path=role.md", "/p/big/file?path=role.md"),
+                ("GET /p/big/activity (90 days of commits by client)", "/p/big/activity"),
+                ("GET /sync", "/sync"),
                 ("GET /notes", "/notes"),
                 ("GET /personal", "/personal"),
                 ("GET /graph", "/graph"),

@@ -89,6 +89,7 @@ mod layout;
 mod mem_files;
 mod model;
 mod output;
+pub mod picture;
 mod query;
 mod record;
 mod repair;

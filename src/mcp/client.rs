@@ -18,6 +18,17 @@ pub struct McpClient {
     pid: Option<u32>,
 }
 
+/// How the HTTP client resumes a response stream that broke: three tries within about two
+/// seconds, then the call fails. rmcp's default retries forever with a doubling pause, so a
+/// call in flight when its server died never returned.
+fn give_up_soon() -> rmcp::transport::common::client_side_sse::ExponentialBackoff {
+    let mut policy = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    policy.max_times = Some(3);
+    policy.base_duration = std::time::Duration::from_millis(200);
+    policy.max_delay = Some(std::time::Duration::from_secs(1));
+    policy
+}
+
 /// What a tool call returned.
 #[derive(Debug, Clone)]
 pub struct ToolReply {
@@ -89,6 +100,7 @@ impl McpClient {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        config.retry_config = std::sync::Arc::new(give_up_soon());
         if let Some(t) = token {
             config = config.auth_header(t.to_owned());
         }

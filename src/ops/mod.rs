@@ -41,7 +41,7 @@ pub(crate) use engram::memory_files::fold as fold_for_duplicates;
 pub use engram::memory_items::{
     MemoryItem, MemoryList, MemoryRef, MemoryTarget, ParsedMemoryFiles, PastItem, WriteOutcome, memory_id,
 };
-pub use engram::memory_tools::{CaptureRequest, CorrectRequest};
+pub use engram::memory_tools::{CaptureRequest, CorrectRequest, KeepVersion};
 pub use engram::search::{SearchHit, SearchOutcome, SearchQuery, render as render_search, with_notes};
 pub use notes::{
     Category, DEFAULT_CATEGORY, DEFAULT_IMPORTANCE, DEFAULT_NOTES_PACK, Note, Notes, NotesError, StoreNote,
@@ -49,7 +49,10 @@ pub use notes::{
 };
 pub(crate) use notes::{derive_title, render_note};
 pub use packs::health::{Damage, PackHealth, Survey};
-pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
+pub use packs::sync::{
+    ConflictCopy, DEFAULT_REMOTE, FileConflict, Incoming, LastSync, Outgoing, SyncOverview, SyncReport,
+    SyncSettings, SyncState,
+};
 pub use packs::sync_worker::SyncWorker;
 pub use workspace::*;
 
@@ -186,6 +189,15 @@ pub enum EngramError {
         /// The memory as it is now (`None`: it was deleted).
         current: Option<Box<MemoryItem>>,
     },
+    /// A sync conflict a person resolves (a memory listed in `memory/_conflicts.md`, or a
+    /// file's `.conflict-<host>` copy) is no longer there: it was resolved meanwhile.
+    #[error(
+        "冲突已解决 (this conflict was already resolved): {what} — nothing was written; reload the sync page"
+    )]
+    ConflictGone {
+        /// The conflict: `[category] [time] summary`, or the copy's path.
+        what: String,
+    },
 }
 
 impl EngramError {
@@ -226,6 +238,9 @@ impl EngramError {
             Self::Stale { id, .. } => format!(
                 "the memory changed since you read it: {id} — nothing was written; reload it and apply your change again"
             ),
+            Self::ConflictGone { what } => format!(
+                "this conflict was already resolved: {what} — nothing was written; reload the sync page"
+            ),
         }
     }
 
@@ -235,7 +250,7 @@ impl EngramError {
         match self {
             Self::Invalid { .. } | Self::InvalidText { .. } => "invalid_argument",
             Self::Pack(_) => "pack_error",
-            Self::Stale { .. } => "conflict",
+            Self::Stale { .. } | Self::ConflictGone { .. } => "conflict",
             _ => "storage_error",
         }
     }

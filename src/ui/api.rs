@@ -357,6 +357,31 @@ pub(crate) fn delete_memory(
     Ok(out)
 }
 
+/// Merges memories into one as `consolidate_memory` does, in one commit, if each is unchanged
+/// since `base`.
+pub(crate) fn merge_memories(
+    state: &Arc<UiState>,
+    pack: &str,
+    ids: &[String],
+    base: Option<&str>,
+    summary: &str,
+    content: &str,
+) -> Result<crate::ops::WriteOutcome, Failure> {
+    if ids.len() < 2 {
+        return Err(Failure::bad_request("name two memories to merge"));
+    }
+    let targets = ids.iter().map(|id| target_at(state, pack, id, base)).collect::<Result<Vec<_>, _>>()?;
+    let out = state.engram.consolidate_memory_items(
+        pack,
+        &targets,
+        content,
+        summary,
+        &UiState::caller("consolidate_memory"),
+    )?;
+    state.catch_up_later(pack);
+    Ok(out)
+}
+
 /// `DELETE /api/packs/<pack>/memories/<id>`.
 pub(crate) async fn delete(
     State(state): State<Arc<UiState>>,

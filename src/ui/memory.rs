@@ -1,9 +1,10 @@
 //! `/p/<pack>/memory`: the memories of a commit, newest first (best first for a text filter),
 //! 50 a page; one search box (the search engine) and the other filters folded until asked for
-//! (category, type, tags, time range, expired and archived entries); likely duplicates marked;
-//! each memory's history, opened in its card; its menu (correct, delete); several ticked and
-//! deleted in one commit; add; consolidate a category. Every form works without JavaScript;
-//! every write is the MCP tool's operation, one commit by client `web-ui`.
+//! (category, type, tags, time range, expired and archived entries); likely duplicates marked,
+//! each offering a merge with the entry it repeats (one `consolidate` commit); each memory's
+//! history, opened in its card; its menu (correct, delete); several ticked and deleted in one
+//! commit; add; consolidate a category. Every form works without JavaScript; every write is the
+//! MCP tool's operation, one commit by client `web-ui`.
 
 use std::sync::Arc;
 
@@ -74,10 +75,15 @@ pub(crate) fn memory_html(
         ),
         None => String::new(),
     };
+    // Beside the mark, outside the menu: the likely duplicate merged with the entry it repeats.
+    let merge = match (base, duplicate_of) {
+        (Some(base), Some(d)) => merge_form(l, pack, base, d, m),
+        _ => String::new(),
+    };
     let mut out = format!(
         "<article class=\"memory\" id=\"m-{id}\" data-id=\"{id}\">\
 <div class=\"meta\">{pick}<time>{ts}</time> · <span class=\"cat\">{cat}</span> · <span class=\"type\">{ty}</span>{tags}{expires}{dup}</div>\
-<h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>\
+<h3 class=\"summary\">{sum}</h3><div class=\"content text\">{text}</div>{merge}\
 <details class=\"history\" data-src=\"/p/{u}/history?memory={id}&amp;part=1\"><summary aria-label=\"{hist}: {sum}\">{lh}</summary>\
 <div class=\"commits\"><a class=\"memory-history\" href=\"/p/{u}/history?memory={id}\">{hist}</a></div></details>\
 <details class=\"menu\"{open}><summary aria-label=\"{menu}: {sum}\">{menu}</summary>",
@@ -114,6 +120,42 @@ pub(crate) fn memory_html(
     }
     out.push_str("</details></article>\n");
     out
+}
+
+/// The form that merges a likely duplicate `m` with the `earlier` entry it repeats: one
+/// `consolidate` commit, the merged text shown and editable first.
+fn merge_form(l: Lang, pack: &str, base: &str, earlier: &MemoryItem, m: &MemoryItem) -> String {
+    let id = esc(&m.id);
+    format!(
+        "<details class=\"merge\"><summary>{title}</summary>\
+<form method=\"post\" action=\"/p/{u}/memory/merge\" class=\"merge\"><p class=\"muted\">{help}</p>\
+<input type=\"hidden\" name=\"base\" value=\"{base}\">\
+<input type=\"hidden\" name=\"id\" value=\"{first}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
+<label for=\"ms-{id}\">{ls}</label><input id=\"ms-{id}\" name=\"summary\" value=\"{sum}\" required>\
+<label for=\"mc-{id}\">{lc}</label><textarea id=\"mc-{id}\" name=\"content\" rows=\"5\" required>{text}</textarea>\
+<button type=\"submit\">{merge}</button></form></details>",
+        title = l.t("merge_these"),
+        u = url(pack),
+        help = l.t("merge_help"),
+        base = esc(base),
+        first = esc(&earlier.id),
+        ls = l.t("summary"),
+        sum = esc(&earlier.summary),
+        lc = l.t("content"),
+        text = esc(&merged_text(&earlier.content, &m.content)),
+        merge = l.t("merge"),
+    )
+}
+
+/// What a merge of two likely duplicates offers: the earlier text, and the later one after it
+/// when it says more than the same words.
+fn merged_text(earlier: &str, later: &str) -> String {
+    let (a, b) = (earlier.trim(), later.trim());
+    if crate::ops::fold_for_duplicates(a).eq(crate::ops::fold_for_duplicates(b)) {
+        a.to_owned()
+    } else {
+        format!("{a}\n\n{b}")
+    }
 }
 
 /// An archived or expired entry (read only).
@@ -457,6 +499,25 @@ pub(crate) async fn memory_delete_many(
     let ids: Vec<String> = f.iter().filter(|(k, _)| k == "id").map(|(_, v)| v.clone()).collect();
     let (st, n, base) = (state.clone(), name.clone(), optional(&f, "base"));
     let out = blocking(move || super::api::delete_memory(&st, &n, &ids, base.as_deref())).await;
+    written(state, &headers, &name, out, None).await
+}
+
+/// `POST /p/<pack>/memory/merge` (`base`, `id` twice, `summary`, `content`): the memories
+/// become one, as `consolidate_memory` does, in one commit — or nothing when one of them
+/// changed since `base` (409).
+pub(crate) async fn memory_merge(
+    State(state): State<Arc<UiState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let f = form(&bytes);
+    let ids: Vec<String> = f.iter().filter(|(k, _)| k == "id").map(|(_, v)| v.clone()).collect();
+    let (st, n, base) = (state.clone(), name.clone(), optional(&f, "base"));
+    let (summary, content) = (field(&f, "summary"), field(&f, "content"));
+    let out =
+        blocking(move || super::api::merge_memories(&st, &n, &ids, base.as_deref(), &summary, &content))
+            .await;
     written(state, &headers, &name, out, None).await
 }
 

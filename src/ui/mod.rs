@@ -19,9 +19,11 @@
 //!   list shows (the search engine for text), likely duplicates, archived/expired entries;
 //! - `diff.rs` — word-level diffs of prose on the history page; `markdown.rs` — pack files'
 //!   Markdown as HTML, with no markup taken from the text;
-//! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`;
+//! - `notes.rs` — `/notes` (the notes toolset); `personal.rs` — `/personal` and `/graph`, whose
+//!   picture (an SVG laid out in the server, a neighbourhood of a large graph) is `graph.rs`;
 //! - `packs.rs` — create and install packs (with progress), edit a pack's files;
-//! - `actions.rs` — "undo the last n" and the `/sync` page;
+//! - `actions.rs` — "undo the last n"; `sync.rs` — the `/sync` page: each pack's state, "sync
+//!   now", and the conflicts a sync left, each resolved in one commit;
 //! - `html.rs` — escaping, the page frame, the interface texts (Chinese and English);
 //! - `assets/` — the stylesheet and script, embedded in the binary.
 
@@ -31,6 +33,7 @@ mod api;
 mod auth;
 mod diff;
 mod filter;
+mod graph;
 mod html;
 mod markdown;
 mod memory;
@@ -38,6 +41,7 @@ mod notes;
 mod packs;
 mod pages;
 mod personal;
+mod sync;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -316,6 +320,7 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/p/{pack}/memory/{id}/edit", post(memory::memory_edit))
         .route("/p/{pack}/memory/{id}/delete", post(memory::memory_delete))
         .route("/p/{pack}/memory/delete", post(memory::memory_delete_many))
+        .route("/p/{pack}/memory/merge", post(memory::memory_merge))
         .route("/p/{pack}/consolidate", post(memory::consolidate))
         .route("/p/{pack}/file", get(packs::file_page).post(packs::file_save))
         .route("/packs/init", post(packs::init))
@@ -332,8 +337,10 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/p/{pack}/activity", get(activity::activity))
         .route("/p/{pack}/revert", post(pages::revert))
         .route("/p/{pack}/undo", post(actions::undo))
-        .route("/sync", get(actions::sync_page))
-        .route("/sync/{pack}", post(actions::sync_now))
+        .route("/sync", get(sync::sync_page))
+        .route("/sync/{pack}", post(sync::sync_now))
+        .route("/sync/{pack}/memory", post(sync::resolve_memory))
+        .route("/sync/{pack}/file", post(sync::resolve_file))
         .route("/api/packs", get(api::packs))
         .route("/api/packs/{pack}/memories", get(api::list).post(api::add))
         .route("/api/packs/{pack}/memories/{id}", axum::routing::patch(api::correct).delete(api::delete))
@@ -520,7 +527,9 @@ impl Failure {
                 EngramError::Secret(_) | EngramError::Refused(_) | EngramError::Ambiguous { .. } => {
                     S::UNPROCESSABLE_ENTITY
                 }
-                EngramError::Stale { .. } | EngramError::RevertConflict { .. } => S::CONFLICT,
+                EngramError::Stale { .. }
+                | EngramError::ConflictGone { .. }
+                | EngramError::RevertConflict { .. } => S::CONFLICT,
                 _ => S::INTERNAL_SERVER_ERROR,
             },
         }

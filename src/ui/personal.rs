@@ -1,5 +1,5 @@
 //! `/personal` (profile keys with their history, entities with their status, the events
-//! timeline) and `/graph` (entities and relations, searchable): read through the personal and
+//! timeline) and `/graph` (a picture, `graph.rs`, then entities and relations, searchable): read through the personal and
 //! graph toolsets' operations (`Personal::query_profile`, `profile_history`, `list_entities`,
 //! `search_events`; `UserGraph::call("read_graph" | "search_nodes")`), whose answers are the
 //! tools' JSON, for the user and pack of `--user` / `--graph-pack`.
@@ -196,6 +196,18 @@ pub(crate) async fn graph_page(
 ) -> Response {
     let cx = Ctx::new(&headers, q.as_deref());
     let c = cx.clone();
+    if cx.get("part").is_some() {
+        // The picture and a node's panel alone, for the page's script to show in place.
+        let read = blocking(move || {
+            let graph = state.user_graph()?;
+            Ok(graph.read(|snap| super::graph::drawing(snap, c.get("focus"), c.get("q")))?)
+        })
+        .await;
+        return match read {
+            Ok(d) => cx.html(StatusCode::OK, super::graph::render(cx.lang, &d, cx.get("q"))),
+            Err(f) => cx.failure(&f, "/graph"),
+        };
+    }
     let read = blocking(move || {
         let graph = state.user_graph()?;
         let caller = UiState::caller("read_graph");
@@ -210,16 +222,18 @@ pub(crate) async fn graph_page(
         if out.is_error {
             return Err(Failure::bad_request(out.text().to_owned()));
         }
-        Ok((out.structured_content.unwrap_or(Value::Null), out.content.get(1).cloned(), offset))
+        let drawing = graph.read(|snap| super::graph::drawing(snap, c.get("focus"), c.get("q")))?;
+        Ok((out.structured_content.unwrap_or(Value::Null), out.content.get(1).cloned(), offset, drawing))
     })
     .await;
-    let (graph, note, offset) = match read {
+    let (graph, note, offset, drawing) = match read {
         Ok(r) => r,
         Err(f) => return cx.failure(&f, "/"),
     };
     let l = cx.lang;
     let mut body = format!("<h1>{}</h1>\n", l.t("graph"));
     body.push_str(&filter_form(l, "/graph", &[("q", "search", cx.get("q"))]));
+    body.push_str(&super::graph::render(l, &drawing, cx.get("q")));
     let entities = graph["entities"].as_array().cloned().unwrap_or_default();
     let relations = graph["relations"].as_array().cloned().unwrap_or_default();
     body.push_str(&format!(

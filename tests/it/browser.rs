@@ -2,8 +2,8 @@
 //! open with the token, see the memories, add, correct, delete and revert — one commit each —,
 //! the stale-edit (409) page, memory text that looks like HTML, no token, a cross-site form post.
 //!
-//! With `ENGRAM_UI_SCREENSHOTS=<dir>` the first test also saves the screenshots shown in the
-//! README (`docs/screenshots/`), in English and Chinese.
+//! With `ENGRAM_UI_SCREENSHOTS=<dir>` the first test also saves the history page's screenshots
+//! (`docs/screenshots/`), in English and Chinese.
 
 use std::io::{Read as _, Write as _};
 use std::sync::Arc;
@@ -121,7 +121,8 @@ fn the_page_in_a_browser_adds_corrects_deletes_and_reverts_one_commit_each() {
     assert_fsck(&dir);
 }
 
-/// The README's screenshots (`docs/screenshots/`), taken when `ENGRAM_UI_SCREENSHOTS=<dir>`:
+/// The history page's screenshots (`docs/screenshots/`), taken when `ENGRAM_UI_SCREENSHOTS=<dir>`
+/// (the README's are `browser_screenshots.rs`'s):
 /// `ENGRAM_UI_SCREENSHOTS=$PWD/docs/screenshots cargo test --test it -- browser::screenshots`.
 #[test]
 fn screenshots() {
@@ -175,11 +176,9 @@ fn screenshots() {
     wait_for(WAIT, "the cookie", || (!b.url().contains("token=")).then_some(()));
     let base = crate::webdriver::origin(&b.url());
     for lang in ["en", "zh"] {
-        for (page, path) in [("home", "/"), ("memory", "/p/coach/memory"), ("history", "/p/coach/history")] {
-            b.goto(&format!("{base}{path}?lang={lang}"));
-            b.find("main");
-            b.screenshot(&out.join(format!("{page}-{lang}.png")));
-        }
+        b.goto(&format!("{base}/p/coach/history?lang={lang}"));
+        b.find("main");
+        b.screenshot(&out.join(format!("history-{lang}.png")));
     }
 }
 

@@ -2,10 +2,11 @@
 //! `webdriver.rs`): `/notes` (a note added there is what the notes tools recall, in its file),
 //! `/personal` and `/graph` (the records the personal and graph tools wrote, searchable), the
 //! memory search (a Chinese memory found by the search engine), word diffs on the history page,
+//! a likely duplicate merged in one `consolidate` commit,
 //! creating and installing a pack from `/`, and editing a pack file.
 //!
-//! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves their screenshots
-//! (`docs/screenshots/`), in English and Chinese.
+//! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves screenshots of the
+//! notes and personal pages and a search (`docs/screenshots/`), in English and Chinese.
 
 use std::time::Duration;
 
@@ -255,6 +256,78 @@ fn memory_list_folds_filters_and_deletes_several_memories_in_one_commit_in_a_bro
 }
 
 #[test]
+fn a_likely_duplicate_is_merged_in_one_consolidate_commit_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let mut ids = Vec::new();
+    for (summary, content) in [
+        ("green tea", "The user likes green tea."),
+        ("coffee", "The user drinks coffee before nine."),
+        ("Green tea!", "Green tea in the afternoon, no sugar."),
+    ] {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "prefs", "summary": summary, "content": content})),
+        );
+        assert_eq!(status, 201, "{v}");
+        ids.push(v["id"].as_str().expect("the new entry's id").to_owned());
+    }
+    let base = open(&b, &ui);
+    b.goto(&format!("{base}/p/p/memory"));
+
+    // Only the later of the two is marked, and it offers the merge, the two texts shown.
+    let offers = b.find_all("article.memory details.merge");
+    assert_eq!(offers.len(), 1, "{}", b.body_text());
+    let card = format!("#m-{}", ids[2]);
+    b.click(&b.find(&format!("{card} details.merge > summary")));
+    let text = b.find(&format!("{card} form.merge textarea"));
+    let shown = b.eval_on(&text, "return arguments[0].value;");
+    assert_eq!(shown, "The user likes green tea.\n\nGreen tea in the afternoon, no sugar.");
+    b.fill(&text, "The user likes green tea in the afternoon, no sugar.");
+
+    // One commit, as consolidate_memory makes, by web-ui: the two are gone, one is new.
+    let n = commit_count(&dir);
+    let page = b.submit(&b.find(&format!("{card} form.merge button[type=submit]")), WAIT);
+    assert_eq!(commit_count(&dir), n + 1, "one commit");
+    let msg = git(&dir, &["log", "-1", "--format=%B"]);
+    assert!(msg.starts_with("consolidate: prefs"), "{msg}");
+    assert!(
+        msg.contains("Engram-Tool: consolidate_memory") && msg.contains("Engram-Client: web-ui"),
+        "{msg}"
+    );
+    assert!(page.contains("The user likes green tea in the afternoon, no sugar."), "{page}");
+    assert!(b.find_all("details.merge").is_empty(), "no duplicate is left to merge");
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    let left: Vec<(&str, &str)> =
+        items.iter().filter_map(|i| Some((i["summary"].as_str()?, i["type"].as_str()?))).collect();
+    assert_eq!(left, [("green tea", "consolidated"), ("coffee", "general")], "{list}");
+    // (Ids are made of category, minute and rank: the test clock stands still, so the ones
+    // after a removed entry move up; the texts tell the entries apart.)
+    let texts: Vec<&str> = items.iter().filter_map(|i| i["content"].as_str()).collect();
+    assert_eq!(
+        texts,
+        ["The user likes green tea in the afternoon, no sugar.", "The user drinks coffee before nine."],
+        "{list}"
+    );
+
+    // The originals went to the category's archive, as a consolidation's do.
+    let archive = std::fs::read_to_string(dir.join("memory/prefs-archive.md")).expect("the archive");
+    assert!(
+        archive.contains("The user likes green tea.")
+            && archive.contains("Green tea in the afternoon, no sugar."),
+        "{archive}"
+    );
+    let files = git(&dir, &["grep", "-h", "-c", "green tea", "HEAD", "--", "memory/prefs.md"]);
+    assert_eq!(files.trim(), "1", "one entry about green tea is left in the log");
+    assert_fsck(&dir);
+}
+
+#[test]
 fn home_creates_and_installs_packs_and_a_pack_file_is_edited_in_a_browser() {
     let Some(b) = Browser::start() else { return };
     let env = TestEnv::new();
@@ -296,7 +369,7 @@ fn home_creates_and_installs_packs_and_a_pack_file_is_edited_in_a_browser() {
     assert!(git(&dir, &["log", "-1", "--format=%B"]).contains("Engram-Client: web-ui"));
 }
 
-/// Screenshots of the notes, personal and graph pages and a search, in English and Chinese:
+/// Screenshots of the notes and personal pages and a search, in English and Chinese:
 /// `ENGRAM_UI_SCREENSHOTS=$PWD/docs/screenshots cargo test --test it -- browser_pages::screenshots`.
 #[test]
 fn screenshots_of_the_new_pages() {
@@ -334,7 +407,6 @@ fn screenshots_of_the_new_pages() {
         for (name, path) in [
             ("notes", "/notes?".to_owned()),
             ("personal", "/personal?".to_owned()),
-            ("graph", "/graph?".to_owned()),
             ("search", "/p/coach/memory?q=%E7%BB%BF%E8%8C%B6&".to_owned()),
         ] {
             b.goto(&format!("{base}{path}lang={lang}"));

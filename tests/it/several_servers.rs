@@ -189,7 +189,6 @@ fn hold_pushes_in_pairs(bare: &Path) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "hangs in some runs on a loaded machine (seen twice beside the full suite, > 15 min); run alone with --ignored until the wait that hangs is found (#39 stays open)"]
 async fn three_servers_one_ssh_remote_converge_with_nothing_lost() {
     let Some(mut ssh) = SshServer::start() else { return };
     let mut nodes: Vec<Node> = HOSTS.iter().map(|h| Node::new(h, &ssh)).collect();

@@ -33,6 +33,10 @@ impl UiServer {
         if let Some(now) = &env.now {
             cmd.env("ENGRAM_NOW", now);
         }
+        // The device name sync uses: the sync page's "mine" is this device's version.
+        if let Some(host) = &env.host {
+            cmd.env("ENGRAM_HOST", host);
+        }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| e.to_string())?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -999,5 +1003,68 @@ fn deleting_several_memories_is_one_commit_or_none() {
     let left: Vec<&str> =
         after["items"].as_array().unwrap().iter().filter_map(|i| i["summary"].as_str()).collect();
     assert_eq!(left, ["two"], "{after}");
+    assert_fsck(&dir);
+}
+
+#[test]
+fn a_merge_of_duplicates_from_a_stale_page_writes_nothing_and_a_fresh_one_is_one_commit() {
+    let env = TestEnv::new();
+    env.init("p");
+    let ui = UiServer::start(&env);
+    let dir = env.pack("p");
+    let mut ids = Vec::new();
+    for (summary, content) in
+        [("green tea", "Likes green tea."), ("Green tea", "Green tea, no sugar."), ("cake", "Cake.")]
+    {
+        let (status, v) = ui.api(
+            "POST",
+            "/api/packs/p/memories",
+            Some(json!({"category": "c", "summary": summary, "content": content})),
+        );
+        assert_eq!(status, 201, "{v}");
+        ids.push(v["id"].as_str().expect("an id").to_owned());
+    }
+    let auth = format!("Bearer {}", ui.token);
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/x-www-form-urlencoded")];
+    let form = |base: &str, ids: &[&str]| -> String {
+        let mut pairs =
+            vec![format!("base={base}"), "summary=green+tea".into(), "content=Green+tea,+no+sugar.".into()];
+        pairs.extend(ids.iter().map(|id| format!("id={id}")));
+        pairs.join("&")
+    };
+    let old = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    let (status, _) = ui.api(
+        "PATCH",
+        &format!("/api/packs/p/memories/{}", ids[1]),
+        Some(json!({"base": old, "summary": "Green tea", "content": "Green tea, with honey."})),
+    );
+    assert_eq!(status, 200);
+    let n = commit_count(&dir);
+
+    // One of the two changed since the page was read: 409, nothing written.
+    let (status, _, page) =
+        ui.request("POST", "/p/p/memory/merge", &headers, &form(&old, &[&ids[0], &ids[1]]));
+    assert_eq!(status, 409, "{page}");
+    assert!(page.contains("with honey"), "the entry as it is now: {page}");
+    // One memory is not a merge.
+    let head = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    let (status, _, page) = ui.request("POST", "/p/p/memory/merge", &headers, &form(&head, &[&ids[0]]));
+    assert_eq!(status, 400, "{page}");
+    assert_eq!(commit_count(&dir), n, "nothing written");
+
+    // From the page as it is: one commit, the third entry kept.
+    let (status, _, _) = ui.request("POST", "/p/p/memory/merge", &headers, &form(&head, &[&ids[0], &ids[1]]));
+    assert_eq!(status, 303);
+    assert_eq!(commit_count(&dir), n + 1, "one commit");
+    let msg = last_message(&dir);
+    assert!(msg.starts_with("consolidate: c — 2 memories → green tea"), "{msg}");
+    assert!(
+        msg.contains("Engram-Tool: consolidate_memory") && msg.contains("Engram-Client: web-ui"),
+        "{msg}"
+    );
+    let (_, list) = ui.api("GET", "/api/packs/p/memories", None);
+    let left: Vec<&str> =
+        list["items"].as_array().into_iter().flatten().filter_map(|i| i["content"].as_str()).collect();
+    assert_eq!(left, ["Green tea, no sugar.", "Cake."], "{list}");
     assert_fsck(&dir);
 }

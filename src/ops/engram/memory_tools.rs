@@ -192,6 +192,37 @@ fn dedup_key(name: &str, category: &str, content: &str) -> String {
     fnv1a(&format!("{name}:{category}:{head}"))
 }
 
+/// Which version of a memory changed differently on two devices stays (the sync page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepVersion {
+    /// This device's version: the remote's is deleted.
+    Mine,
+    /// The remote's version: this device's is deleted.
+    Theirs,
+    /// Both, as the merge left them.
+    Both,
+}
+
+impl KeepVersion {
+    /// `mine`, `theirs` or `both`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "mine" => Some(Self::Mine),
+            "theirs" => Some(Self::Theirs),
+            "both" => Some(Self::Both),
+            _ => None,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Self::Mine => "mine",
+            Self::Theirs => "theirs",
+            Self::Both => "both",
+        }
+    }
+}
+
 fn message(subject: String, caller: &Caller, conversation: Option<&str>, now: i64) -> CommitMessage {
     caller.commit_message(subject, now).trailer(trailer::CONVERSATION, conversation.unwrap_or_default())
 }
@@ -248,6 +279,46 @@ fn find_one(
                 .collect(),
         }),
     }
+}
+
+/// Removes the entries at `picked` (positions in `entries`, each once) from their category logs
+/// and from `index`, and writes both into `changes`. Returns each removed entry's
+/// (category, summary).
+fn remove_picked(
+    snap: &crate::store::Snapshot<'_>,
+    index: &mut FullIndex,
+    entries: &[(crate::memlog::LinePos, IndexEntry)],
+    picked: &[usize],
+    changes: &mut Changes,
+) -> Result<Vec<(String, String)>> {
+    // Each category's blocks and the index lines, removed from the last one back so that the
+    // positions found before stay right.
+    let mut categories: Vec<&str> = picked.iter().map(|&i| entries[i].1.category.as_str()).collect();
+    categories.sort_unstable();
+    categories.dedup();
+    for category in categories {
+        let mut log = CategoryLog::load(snap, category)?;
+        let mut blocks: Vec<_> = picked
+            .iter()
+            .filter(|&&i| entries[i].1.category == category)
+            .filter_map(|&i| log.find(&entries[i].1, same_meta_rank(entries, i)))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        if !blocks.is_empty() {
+            for bp in blocks.into_iter().rev() {
+                log.remove(bp);
+            }
+            log.write(changes);
+        }
+    }
+    let mut lines: Vec<_> = picked.iter().map(|&i| entries[i].0).collect();
+    lines.sort_unstable();
+    for pos in lines.into_iter().rev() {
+        index.remove(pos);
+    }
+    index.write(changes, false);
+    Ok(picked.iter().map(|&i| (entries[i].1.category.clone(), entries[i].1.summary.clone())).collect())
 }
 
 /// How a deletion or correction picks its entry.
@@ -436,6 +507,109 @@ impl Engram {
         Ok(format!("已压缩: [{category}] 原始条目已归档至 memory/{category}-archive.md{id}"))
     }
 
+    /// `consolidate_memory` of some entries of one category (the web page's merge of likely
+    /// duplicates): the entries the [`MemoryTarget`]s name become one `consolidated` entry
+    /// stamped now, their blocks go to `<category>-archive.md` as a category's do, in one
+    /// commit — or nothing when one of them is missing or changed. The other entries stay.
+    pub fn consolidate_memory_items(
+        &self,
+        name: &str,
+        targets: &[MemoryTarget],
+        content: &str,
+        summary: &str,
+        caller: &Caller,
+    ) -> Result<WriteOutcome> {
+        if targets.len() < 2 {
+            return Err(invalid("ids", "name at least two memories to merge"));
+        }
+        check_content("consolidated_content", content)?;
+        let summary = check_summary("summary", summary)?;
+        let root = self.resolve(name)?.dir;
+        let now = self.now();
+        let ts = now.format("%Y-%m-%d %H:%M").to_string();
+        let (commit, (category, rank)) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
+            repo.write(|snap| {
+                let mut index = FullIndex::load(snap)?;
+                let hand_edited = index.hot_hand_edited();
+                let entries = index.entries();
+                let mut picked = Vec::with_capacity(targets.len());
+                for t in targets {
+                    let i = Select::Target(t).pick(snap, &entries)?;
+                    if !picked.contains(&i) {
+                        picked.push(i);
+                    }
+                }
+                if picked.len() < 2 {
+                    return Err(invalid("ids", "name at least two different memories to merge"));
+                }
+                let category = entries[picked[0]].1.category.clone();
+                if picked.iter().any(|&i| entries[i].1.category != category) {
+                    return Err(invalid("ids", "the memories to merge are of one category"));
+                }
+                let mut changes = Changes::for_memory();
+                let mut log = CategoryLog::load(snap, &category)?;
+                let mut blocks: Vec<_> = picked
+                    .iter()
+                    .filter_map(|&i| log.find(&entries[i].1, same_meta_rank(&entries, i)))
+                    .collect();
+                blocks.sort_unstable();
+                blocks.dedup();
+                let mut old: Vec<_> = blocks.into_iter().rev().map(|bp| log.remove(bp)).collect();
+                old.reverse();
+                if !old.is_empty() {
+                    let archive_path = format!("memory/{category}-archive.md");
+                    let archive = snap.read_text(&archive_path)?.unwrap_or_default();
+                    let old = crate::memory::render_blocks(&old);
+                    changes.put(archive_path, format!("{archive}\n\n# 归档于 {ts}\n{old}"));
+                }
+                let meta = EntryMeta {
+                    ts: ts.clone(),
+                    memory_type: "consolidated".into(),
+                    expires: None,
+                    tags: Vec::new(),
+                    conversation_id: None,
+                };
+                log.append(&meta, content);
+                log.write(&mut changes);
+                let mut lines: Vec<_> = picked.iter().map(|&i| entries[i].0).collect();
+                lines.sort_unstable();
+                for pos in lines.into_iter().rev() {
+                    index.remove(pos);
+                }
+                // The new entry's rank among the entries of its category and minute (its id).
+                let rank =
+                    index.entries().iter().filter(|(_, e)| e.category == category && e.ts == ts).count();
+                let entry = IndexEntry {
+                    category: category.clone(),
+                    ts: ts.clone(),
+                    memory_type: meta.memory_type.clone(),
+                    expires: None,
+                    tags: Vec::new(),
+                    summary: summary.clone(),
+                };
+                index.append(entry.render());
+                index.write(&mut changes, false);
+                let subject =
+                    format!("consolidate: {category} — {} memories → {}", picked.len(), short(&summary));
+                let mut msg = message(subject, caller, None, now.timestamp());
+                note_hot_regenerated(&mut msg, hand_edited);
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: (category, rank) })
+            })
+        })?;
+        self.forget_expiry(&root);
+        let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        let mut out = WriteOutcome::new(
+            format!(
+                "已压缩: [{category}] {} 条 → {summary}，原始条目已归档至 memory/{category}-archive.md{id}",
+                targets.len()
+            ),
+            commit.as_ref(),
+        );
+        out.id = Some(super::memory_items::memory_id(&category, &ts, rank));
+        Ok(out)
+    }
+
     /// `delete_memory`: removes exactly one entry (index line and block).
     pub fn delete_memory(
         &self,
@@ -486,38 +660,7 @@ impl Engram {
                     }
                 }
                 let mut changes = Changes::for_memory();
-                // Each category's blocks and the index lines, removed from the last one back
-                // so that the positions found before stay right.
-                let mut categories: Vec<&str> =
-                    picked.iter().map(|&i| entries[i].1.category.as_str()).collect();
-                categories.sort_unstable();
-                categories.dedup();
-                for category in categories {
-                    let mut log = CategoryLog::load(snap, category)?;
-                    let mut blocks: Vec<_> = picked
-                        .iter()
-                        .filter(|&&i| entries[i].1.category == category)
-                        .filter_map(|&i| log.find(&entries[i].1, same_meta_rank(&entries, i)))
-                        .collect();
-                    blocks.sort_unstable();
-                    blocks.dedup();
-                    if !blocks.is_empty() {
-                        for bp in blocks.into_iter().rev() {
-                            log.remove(bp);
-                        }
-                        log.write(&mut changes);
-                    }
-                }
-                let mut lines: Vec<_> = picked.iter().map(|&i| entries[i].0).collect();
-                lines.sort_unstable();
-                for pos in lines.into_iter().rev() {
-                    index.remove(pos);
-                }
-                index.write(&mut changes, false);
-                let deleted: Vec<(String, String)> = picked
-                    .iter()
-                    .map(|&i| (entries[i].1.category.clone(), entries[i].1.summary.clone()))
-                    .collect();
+                let deleted = remove_picked(snap, &mut index, &entries, &picked, &mut changes)?;
                 let subject = match deleted.as_slice() {
                     [(category, summary)] => format!("delete: {category} — {}", short(summary)),
                     many => {
@@ -622,6 +765,88 @@ impl Engram {
         );
         out.id = req.target.as_ref().map(|t| t.id.clone());
         Ok(out)
+    }
+
+    /// Resolves the memory conflict `key` of `memory/_conflicts.md` (see
+    /// [`crate::memmerge::parse_conflicts`]): deletes the version not kept, as `delete_memory`
+    /// does, and removes the item from the conflicts file, in one commit. "Mine" is this
+    /// device's version (`SyncSettings::host`): the merge's own on the device that merged, the
+    /// remote's on the others. A version already gone is not looked for again; an item no
+    /// longer listed is [`EngramError::ConflictGone`].
+    pub fn resolve_memory_conflict(
+        &self,
+        name: &str,
+        key: &str,
+        keep: KeepVersion,
+        caller: &Caller,
+    ) -> Result<WriteOutcome> {
+        use crate::memmerge::{CONFLICTS_FILE, describe_version, parse_conflicts, without_conflict};
+        let root = self.resolve(name)?.dir;
+        let now = self.now().timestamp();
+        let (commit, ()) = self.with_repo(&root, |repo| {
+            self.expire_before_write(repo, &root, caller)?;
+            repo.write(|snap| {
+                let gone = || EngramError::ConflictGone { what: format!("{CONFLICTS_FILE} item {key}") };
+                let text = snap.read_text(CONFLICTS_FILE)?.ok_or_else(gone)?;
+                let listed = parse_conflicts(&text);
+                let item = listed.iter().find(|c| c.key == key).ok_or_else(gone)?;
+                let rest = without_conflict(&text, key).ok_or_else(gone)?;
+                // The file says "ours" for the device that merged; on another, mine is theirs.
+                let keep = match keep {
+                    KeepVersion::Mine if !item.host.is_empty() && item.host != self.config.sync.host => {
+                        KeepVersion::Theirs
+                    }
+                    KeepVersion::Theirs if !item.host.is_empty() && item.host != self.config.sync.host => {
+                        KeepVersion::Mine
+                    }
+                    other => other,
+                };
+                let drop: Vec<&String> = match keep {
+                    KeepVersion::Mine => item.theirs.iter().filter(|v| !item.ours.contains(v)).collect(),
+                    KeepVersion::Theirs => item.ours.iter().filter(|v| !item.theirs.contains(v)).collect(),
+                    KeepVersion::Both => Vec::new(),
+                };
+                let mut changes = Changes::for_memory();
+                let mut index = FullIndex::load(snap)?;
+                let hand_edited = index.hot_hand_edited();
+                let entries = index.entries();
+                let mut picked = Vec::new();
+                if !drop.is_empty() {
+                    let log = CategoryLog::load(snap, &item.category)?;
+                    for (i, (_, e)) in entries.iter().enumerate() {
+                        if e.category != item.category || e.ts != item.ts || picked.contains(&i) {
+                            continue;
+                        }
+                        let content = log
+                            .find(e, same_meta_rank(&entries, i))
+                            .map(|bp| log.block(bp).content().to_owned())
+                            .unwrap_or_default();
+                        if drop.contains(&&describe_version(&e.summary, &content)) {
+                            picked.push(i);
+                        }
+                    }
+                }
+                if !picked.is_empty() {
+                    remove_picked(snap, &mut index, &entries, &picked, &mut changes)?;
+                }
+                changes.put(CONFLICTS_FILE, rest);
+                let subject = format!(
+                    "resolve: {} — {} (keep {})",
+                    item.category,
+                    short(&item.base_summary),
+                    keep.word()
+                );
+                let mut msg = message(subject, caller, None, now);
+                note_hot_regenerated(&mut msg, hand_edited && !picked.is_empty());
+                Ok::<_, EngramError>(Edit::Commit { changes, message: msg, value: () })
+            })
+        })?;
+        self.forget_expiry(&root);
+        let id = commit.as_ref().map(|c| format!("\ncommit: {}", c.short)).unwrap_or_default();
+        Ok(WriteOutcome::new(
+            format!("已解决冲突 (conflict resolved): keep {}{id}", keep.word()),
+            commit.as_ref(),
+        ))
     }
 
     fn forget_expiry(&self, root: &Path) {

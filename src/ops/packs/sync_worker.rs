@@ -5,12 +5,16 @@
 //! the remote has not seen. Tool calls only send a message on a channel
 //! ([`SyncWorker::poke`]); network work never runs on a tool's thread and never
 //! holds a pack's lock (the merge commit takes it briefly, like any write).
+//!
+//! A push that lost a race (the remote moved since the fetch) is retried at once, after a
+//! short random pause: the retry fetches the winner's commits, merges them and pushes again,
+//! so several servers sharing one remote converge in seconds rather than intervals.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::ops::{Caller, Damage, Engram};
+use crate::ops::{Caller, Engram};
 
 /// Handle to the background sync thread.
 pub struct SyncWorker {
@@ -24,15 +28,50 @@ fn caller() -> Caller {
     Caller { tool: "sync".into(), client: Some("engram-serve".into()) }
 }
 
-/// The damaged packs a sync of all packs left out, then its results.
-fn log_all((results, damaged): (Vec<(String, crate::ops::Result<crate::ops::SyncReport>)>, Vec<Damage>)) {
+/// How many times a push that lost a race is tried again in one round.
+const RACE_RETRIES: u32 = 3;
+
+/// `result` of a pack's sync, or, while its push lost a race, that of a new sync after a
+/// short pause (each lost try is logged).
+fn retry_lost_races(engram: &Engram, name: &str, mut result: SyncResult) -> SyncResult {
+    for _ in 0..RACE_RETRIES {
+        if !matches!(&result, Ok(report) if report.push_lost_a_race()) {
+            break;
+        }
+        log_results(vec![(name.to_owned(), result)]);
+        std::thread::sleep(race_pause());
+        result = engram.sync_pack(name, &caller());
+    }
+    result
+}
+
+/// 20–220 ms, different in every process: two servers that lost to each other do not
+/// collide again in step.
+fn race_pause() -> Duration {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    Duration::from_millis(20 + random % 200)
+}
+
+type SyncResult = crate::ops::Result<crate::ops::SyncReport>;
+
+/// Syncs every pack with a remote (retrying lost races) and logs the damaged packs left out.
+fn sync_all(engram: &Engram) {
+    let (results, damaged) = engram.sync_all(&caller());
     for d in damaged {
         eprintln!("engram: sync skipped {}", d.note());
     }
+    let results = results
+        .into_iter()
+        .map(|(name, r)| {
+            let r = retry_lost_races(engram, &name, r);
+            (name, r)
+        })
+        .collect();
     log_results(results);
 }
 
-fn log_results(results: Vec<(String, crate::ops::Result<crate::ops::SyncReport>)>) {
+fn log_results(results: Vec<(String, SyncResult)>) {
     for (pack, r) in results {
         match r {
             Ok(report) => {
@@ -55,7 +94,7 @@ impl SyncWorker {
         let (tx, rx) = mpsc::channel::<()>();
         let spawned = std::thread::Builder::new().name("engram-sync".into()).spawn(move || {
             if on_start {
-                log_all(engram.sync_all(&caller()));
+                sync_all(&engram);
             }
             loop {
                 match rx.recv_timeout(interval.unwrap_or(IDLE)) {
@@ -67,6 +106,7 @@ impl SyncWorker {
                             .into_iter()
                             .map(|name| {
                                 let r = engram.sync_pack(&name, &caller());
+                                let r = retry_lost_races(&engram, &name, r);
                                 (name, r)
                             })
                             .collect();
@@ -74,7 +114,7 @@ impl SyncWorker {
                     }
                     Err(RecvTimeoutError::Timeout) => {
                         if interval.is_some() {
-                            log_all(engram.sync_all(&caller()));
+                            sync_all(&engram);
                         }
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
