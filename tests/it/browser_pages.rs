@@ -3,7 +3,8 @@
 //! `/personal` and `/graph` (the records the personal and graph tools wrote, searchable), the
 //! memory search (a Chinese memory found by the search engine), word diffs on the history page,
 //! a likely duplicate merged in one `consolidate` commit,
-//! creating and installing a pack from `/`, and editing a pack file.
+//! creating and installing a pack from `/`, and editing a pack file; the activity chart, a
+//! damaged pack's badge and the search ranked as `search_memory` ranks it.
 //!
 //! With `ENGRAM_UI_SCREENSHOTS=<dir>`, `screenshots_of_the_new_pages` saves screenshots of the
 //! notes and personal pages and a search (`docs/screenshots/`), in English and Chinese.
@@ -414,4 +415,75 @@ fn screenshots_of_the_new_pages() {
             b.screenshot(&out.join(format!("{name}-{lang}.png")));
         }
     }
+}
+
+/// The activity chart, a damaged pack's badge and the memory search's order, as a person sees
+/// them: the chart has a bar a day per client and the writers table names the tool clients and
+/// the page; a pack with an unreadable branch carries the badge with `engram doctor` while the
+/// other pack is listed and opens; the page lists a search's hits in the order `search_memory`
+/// gives them.
+#[test]
+fn activity_chart_damaged_badge_and_search_order_like_the_tool_in_a_browser() {
+    let Some(b) = Browser::start() else { return };
+    let env = TestEnv::new();
+    env.init("p");
+    env.init("broken");
+    let rt = runtime();
+    let memories = [
+        ("tea", "The user drinks green tea in the afternoon."),
+        ("tea shop", "The tea shop on Elm street sells green tea and oolong."),
+        ("coffee", "The user stopped drinking coffee; tea instead."),
+        ("walks", "The user walks to work every day."),
+    ];
+    rt.block_on(async {
+        let c = env.client().await;
+        for (summary, content) in memories {
+            let args = json!({"name": "p", "category": "prefs", "content": content, "summary": summary});
+            ok(&c, "capture_memory", args).await;
+        }
+        drop(c);
+    });
+    let ui = UiServer::start(&env);
+    let (status, v) = ui.api(
+        "POST",
+        "/api/packs/p/memories",
+        Some(json!({"category": "prefs", "summary": "tea cups", "content": "Green tea cups are in the top drawer."})),
+    );
+    assert_eq!(status, 201, "{v}");
+    let base = open(&b, &ui);
+
+    // The activity page: an SVG chart with bars, and the writers table.
+    b.goto(&format!("{base}/p/p/activity"));
+    b.find("svg#activity-chart");
+    assert!(!b.find_all("svg#activity-chart rect.bar").is_empty(), "no bars: {}", b.body_text());
+    let writers = b.text(&b.find("table#writers"));
+    assert!(writers.contains("web-ui"), "the page is a writer: {writers}");
+    assert!(b.find_all("table#writers tbody tr").len() >= 2, "the test client and the page: {writers}");
+
+    // The search on the page ranks like the tool.
+    let tool = rt.block_on(async {
+        let c = env.client().await;
+        ok(&c, "search_memory", json!({"query": "green tea", "name": "p", "kinds": ["memory"]})).await
+    });
+    b.goto(&format!("{base}/p/p/memory?q=green+tea"));
+    let shown: Vec<String> = b.find_all("article.memory h3").iter().map(|e| b.text(e)).collect();
+    assert!(shown.len() >= 2, "{shown:?}");
+    let at: Vec<usize> = shown
+        .iter()
+        .map(|s| tool.find(s.as_str()).unwrap_or_else(|| panic!("{s} is not a hit of the tool:\n{tool}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "page order {shown:?} is not the tool's:\n{tool}");
+
+    // A damaged pack: the badge with the doctor command on the home page; the other pack works.
+    let pack = env.pack("broken");
+    let branch = git(&pack, &["symbolic-ref", "HEAD"]).trim().to_owned();
+    std::fs::write(pack.join(".git").join(&branch), "this is not a commit id\n").expect("write ref");
+    b.goto(&format!("{base}/"));
+    let badge = b.find(".badge.damaged");
+    assert!(!b.text(&badge).is_empty());
+    let home = b.body_text();
+    assert!(home.contains("engram doctor broken"), "{home}");
+    b.click(&b.find("a[href='/p/p']"));
+    wait_for(WAIT, "the healthy pack's page", || b.url().ends_with("/p/p").then_some(()));
+    assert!(b.find_all(".badge.damaged").is_empty(), "{}", b.body_text());
 }
