@@ -40,6 +40,29 @@ pub enum PushOutcome {
 
 const SYNC_STATE_FILE: &str = "engram-sync.json";
 
+/// How often a fetch or push whose ref update found a ref lock held is made again, and the
+/// pause between tries: git's own `git gc` (its `pack-refs`) or a person's git holds a ref's
+/// lock for moments, and git itself waits for one (`core.filesRefLockTimeout`).
+const REF_LOCK_TRIES: u32 = 10;
+const REF_LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Runs `op` again while it fails because a ref lock is held, [`REF_LOCK_TRIES`] times at most.
+/// A fetch or a push made again is harmless: what the first one moved is already there.
+fn while_a_ref_is_locked<T>(
+    mut op: impl FnMut() -> std::result::Result<T, git2::Error>,
+) -> std::result::Result<T, git2::Error> {
+    let mut tries = 1;
+    loop {
+        match op() {
+            Err(e) if e.code() == ErrorCode::Locked && tries < REF_LOCK_TRIES => {
+                tries += 1;
+                std::thread::sleep(REF_LOCK_PAUSE);
+            }
+            done => return done,
+        }
+    }
+}
+
 impl PackRepo {
     /// The configured remotes, sorted by name.
     pub fn remotes(&self) -> Result<Vec<RemoteInfo>> {
@@ -112,7 +135,7 @@ impl PackRepo {
         opts.remote_callbacks(session.callbacks());
         opts.download_tags(git2::AutotagOption::None);
         let spec = format!("+refs/heads/{branch}:{tracking}");
-        r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch"))
+        while_a_ref_is_locked(|| r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch")))
             .map_err(|e| session.error("fetching", &e))?;
         // A remote holding an encrypted pack is never merged or pushed to in plain text.
         if r.list()
@@ -146,18 +169,20 @@ impl PackRepo {
         let config = self.repo.config().ok();
         let session = Session::new(creds, &url, config.as_ref())?;
         let mut rejected: Option<String> = None;
+        let accepted = std::cell::Cell::new(false);
         {
             let mut cb = session.callbacks();
             cb.push_update_reference(|name, status| {
-                if let Some(msg) = status {
-                    rejected = Some(format!("{name}: {msg}"));
+                match status {
+                    Some(msg) => rejected = Some(format!("{name}: {msg}")),
+                    None => accepted.set(true),
                 }
                 Ok(())
             });
             let mut opts = PushOptions::new();
             opts.remote_callbacks(cb);
             let spec = format!("{local_ref}:{remote_ref}");
-            match r.push(&[spec.as_str()], Some(&mut opts)) {
+            match while_a_ref_is_locked(|| r.push(&[spec.as_str()], Some(&mut opts))) {
                 Ok(()) => {}
                 // libgit2 refuses before sending when the remote's branch is not an ancestor of
                 // ours: another device pushed since our fetch. That is a push the remote would
@@ -167,6 +192,9 @@ impl PackRepo {
                         "{remote_ref}: the remote moved since the last fetch (another device pushed first)"
                     )));
                 }
+                // The remote took the branch; only our remote-tracking ref stayed behind (its
+                // lock held throughout): the next fetch brings it up to date.
+                Err(e) if e.code() == ErrorCode::Locked && accepted.get() => {}
                 Err(e) => return Err(session.error("pushing", &e)),
             }
         }
@@ -185,9 +213,14 @@ impl PackRepo {
             // set ours too, in case the remote was configured without one.
             if let Some(head) = self.ref_target(&branch)? {
                 let tracking = self.tracking_ref(remote)?;
-                self.repo
-                    .reference(&tracking, head, true, "engram sync: push")
-                    .map_err(|e| git_err("updating the remote-tracking branch", &self.dir, e))?;
+                match while_a_ref_is_locked(|| {
+                    self.repo.reference(&tracking, head, true, "engram sync: push")
+                }) {
+                    // Another program holds its lock: the next fetch brings it up to date.
+                    Ok(_) => {}
+                    Err(e) if e.code() == ErrorCode::Locked => {}
+                    Err(e) => return Err(git_err("updating the remote-tracking branch", &self.dir, e)),
+                }
             }
         }
         Ok(outcome)

@@ -301,6 +301,72 @@ pub(crate) async fn two_devices_offline_then_sync(a: &TestEnv, b: &TestEnv, url:
     assert!(status.contains("清晨六点训练"), "{status}");
 }
 
+/// A ref lock held for a moment (git's own `gc` packing refs, a person's `git fetch`) is
+/// waited for, not reported as a failed sync; one that stays held is never broken: a push the
+/// remote took is still a push, and a fetch that cannot record what it brought fails, says
+/// so, and leaves the lock where it is.
+#[tokio::test]
+async fn a_held_ref_lock_is_waited_for_and_never_broken() {
+    let Some(daemon) = GitDaemon::start() else { return };
+    let a = device("laptop");
+    a.init("coach");
+    let b = branch(&a.pack("coach"));
+    let url = daemon.bare("coach", &b);
+    run_ok(&a, &["remote", "add", "coach", &url]);
+    run_ok(&a, &["sync", "coach"]);
+    {
+        let c = a.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "pushed past a lock", "lock")).await;
+    }
+    let lock = a.pack("coach").join(format!(".git/refs/remotes/origin/{b}.lock"));
+    std::fs::create_dir_all(lock.parent().expect("a folder")).expect("mkdir");
+    // Held for a moment: the sync waits, then fetches and pushes.
+    std::fs::write(&lock, "").expect("take the lock");
+    let released = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(600)); // the other program's moment
+            std::fs::remove_file(&lock).expect("release the lock");
+        })
+    };
+    let out = run_ok(&a, &["sync", "coach"]);
+    released.join().expect("released");
+    assert!(out.contains("pushed"), "{out}");
+    assert_eq!(git(&daemon.repo("coach"), &["rev-parse", &b]).trim(), head(&a.pack("coach")));
+    // Held throughout while pushing: the remote takes the push (a success); only the
+    // remote-tracking ref waits for the next fetch, and the lock stays.
+    {
+        let c = a.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "pushed under a held lock", "held")).await;
+    }
+    std::fs::write(&lock, "").expect("take the lock");
+    let out = run_ok(&a, &["sync", "coach"]);
+    assert!(out.contains("pushed"), "{out}");
+    assert_eq!(git(&daemon.repo("coach"), &["rev-parse", &b]).trim(), head(&a.pack("coach")));
+    assert!(lock.exists(), "a lock another program holds is never broken");
+    std::fs::remove_file(&lock).expect("release the lock");
+    // Held throughout while the remote has news: the sync cannot record what it fetched, so
+    // it fails with a message naming the lock, changes nothing and leaves the lock in place.
+    let phone = device("phone");
+    run_ok(&phone, &["install", &url]);
+    {
+        let c = phone.client().await;
+        ok(&c, "capture_memory", capture("coach", "facts", "from the phone", "phone")).await;
+    }
+    assert!(run_ok(&phone, &["sync", "coach"]).contains("pushed"));
+    let before = head(&a.pack("coach"));
+    std::fs::write(&lock, "").expect("take the lock");
+    let out = a.cli(&["sync", "coach"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains(&format!("refs/remotes/origin/{b}.lock")), "the message names the lock: {t}");
+    assert!(lock.exists(), "a lock another program holds is never broken");
+    assert_eq!(head(&a.pack("coach")), before);
+    std::fs::remove_file(&lock).expect("release the lock");
+    run_ok(&a, &["sync", "coach"]);
+    assert!(a.read("coach", "memory/facts.md").contains("from the phone"));
+}
+
 #[tokio::test]
 async fn a_rejected_push_keeps_local_commits_and_is_reported() {
     let Some(daemon) = GitDaemon::start() else { return };
