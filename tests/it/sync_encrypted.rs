@@ -451,3 +451,38 @@ async fn encrypted_many_small_pushes_keep_few_live_pack_files() {
     assert_fsck(&b.pack("coach"));
     assert_remote_opaque(&url, &["fact number"]);
 }
+
+/// Review on a team server (`serve --propose`) with an encrypted remote: a proposal stays on
+/// the server (a forge could not show it: it cannot read it), an accepted one reaches the
+/// remote encrypted with main, and another device with the key has it; the remote reads
+/// nothing of either.
+#[tokio::test]
+async fn encrypted_remote_with_review_on_a_team_server() {
+    let (server, other) = (device("laptop"), device("desktop"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = bare(dir.path(), "coach");
+    server.init("coach");
+    share_encrypted(&server, &url);
+    let proposer = server.client_named("alice", &["--propose"]).await;
+    ok(&proposer, "capture_memory", capture("coach", "facts", "Zebrafish 训练 proposal", "Zebrafish plan"))
+        .await;
+    proposer.close().await.expect("close");
+    let before = head(&server.pack("coach"));
+
+    // Synced while under review: main goes (unchanged), the proposal stays on the server.
+    let synced = run_ok(&server, &["sync", "coach"]);
+    assert!(synced.contains("proposals: 1 kept on this device"), "{synced}");
+    let mut words: Vec<&str> = SECRET_WORDS.to_vec();
+    words.extend(["Zebrafish", "alice", "proposals/"]);
+    assert_remote_opaque(&url, &words);
+
+    // Accepted: one merge commit on main, pushed encrypted, installed on another device.
+    cli_ok(&server, &["review", "accept", "coach", "proposals/alice"]);
+    assert_ne!(head(&server.pack("coach")), before);
+    assert!(run_ok(&server, &["sync", "coach"]).contains("pushed"));
+    assert_remote_opaque(&url, &words);
+    run_ok(&other, &["install", &url, "--key", &key_file(&server, "coach").display().to_string()]);
+    assert_eq!(head(&other.pack("coach")), head(&server.pack("coach")));
+    let facts = other.read("coach", "memory/facts.md");
+    assert_eq!(facts.matches("Zebrafish 训练 proposal").count(), 1, "{facts}");
+}

@@ -143,6 +143,9 @@ pub struct SyncReport {
     /// Proposal branches (`serve --propose`) pushed under their own name, never forced:
     /// each branch and whether the remote took it.
     pub proposals: Vec<(String, std::result::Result<(), String>)>,
+    /// Proposal branches kept on this device because the remote is encrypted: it carries the
+    /// branch only (a forge could not show a proposal it cannot read); review them here.
+    pub proposals_kept_here: usize,
 }
 
 impl SyncReport {
@@ -201,6 +204,12 @@ impl SyncReport {
                 Ok(()) => s.push_str(&format!("- proposal {branch}: pushed\n")),
                 Err(e) => s.push_str(&format!("- proposal {branch}: NOT pushed ({e})\n")),
             }
+        }
+        if self.proposals_kept_here > 0 {
+            s.push_str(&format!(
+                "- proposals: {} kept on this device (an encrypted remote carries the branch only); review them here with `engram review list {}`\n",
+                self.proposals_kept_here, self.pack
+            ));
         }
         if !self.memory_conflicts.is_empty() {
             s.push_str(&format!(
@@ -720,6 +729,7 @@ impl Engram {
             memory_conflicts: Vec::new(),
             file_conflicts: Vec::new(),
             proposals: Vec::new(),
+            proposals_kept_here: 0,
         };
         // An encrypted remote needs the key before anything goes over the network.
         let key =
@@ -783,8 +793,11 @@ impl Engram {
         };
         // Proposals travel too, so a forge can show them as pull requests (or another
         // device review them); a branch the remote has moved elsewhere is refused, not forced.
-        // FIXME(#38): proposals stay on this device with an encrypted remote (they are plain).
-        let proposals = if key.is_some() { Vec::new() } else { repo.proposals_to_push(&remote.name)? };
+        let proposals = repo.proposals_to_push(&remote.name)?;
+        if key.is_some() {
+            report.proposals_kept_here = proposals.len();
+            return Ok(report);
+        }
         for branch in proposals {
             let name = branch.ref_name();
             let pushed = match repo.push_ref(&remote.name, &name, &name, creds) {
@@ -824,7 +837,12 @@ impl Engram {
             }
             let Ok(repo) = self.sync_repo_to_read(&name, &dir) else { continue };
             let Ok(remote) = self.pick_remote(&name, &repo) else { continue };
-            let proposals = repo.proposals_to_push(&remote.name).map(|p| p.len()).unwrap_or(0);
+            // Proposals never travel to an encrypted remote: they alone are nothing to push.
+            let proposals = if encrypted::is_encrypted(repo.dir(), &remote.name) {
+                0
+            } else {
+                repo.proposals_to_push(&remote.name).map(|p| p.len()).unwrap_or(0)
+            };
             match repo.ahead_behind(&remote.name) {
                 Ok(Some((0, _))) if proposals == 0 => {}
                 Ok(_) => out.push(name),
