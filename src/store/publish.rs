@@ -87,6 +87,34 @@ pub(super) enum CommitOutcome {
     Retry,
 }
 
+/// Runs a libgit2 object write again when it lost a race with git's own `git gc`.
+///
+/// `git gc` ends with `prune-packed`, which deletes the loose objects it has packed and then
+/// the `objects/xx/` folders left empty. libgit2 writes a loose object to a temporary file in
+/// `objects/`, creates `objects/xx/`, then renames the file into it: a folder removed between
+/// the last two steps fails the rename ("failed to rename lockfile … No such file or
+/// directory"). Git writes its temporary file inside the folder and never loses this race. An
+/// object write is idempotent (its name is its content), so it is simply made again, and
+/// libgit2 creates the folder again.
+fn racing_git_gc<T>(
+    mut write: impl FnMut() -> std::result::Result<T, git2::Error>,
+) -> std::result::Result<T, git2::Error> {
+    const TRIES: usize = 10;
+    let mut tries = 1;
+    loop {
+        match write() {
+            Err(e)
+                if tries < TRIES
+                    && e.class() == git2::ErrorClass::Os
+                    && e.message().contains("failed to rename lockfile") =>
+            {
+                tries += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// A file a write put into the working tree: path, blob id, content, metadata after writing.
 pub(super) type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, crate::pack_root::FileStat);
 
@@ -229,7 +257,7 @@ impl PackRepo {
                 for (path, content) in &changes.files {
                     match content {
                         Some(bytes) => {
-                            let id = self.repo.blob(bytes).map_err(git)?;
+                            let id = racing_git_gc(|| self.repo.blob(bytes)).map_err(git)?;
                             blobs.insert(path.as_str(), id);
                             update.upsert(path.as_str(), id, file_mode(changes.mode_of(path)));
                         }
@@ -242,16 +270,18 @@ impl PackRepo {
                 let base_tree = match base_tree {
                     Some(tree) => tree,
                     None => {
-                        empty = self.repo.treebuilder(None).and_then(|b| b.write()).map_err(git)?;
+                        empty = racing_git_gc(|| self.repo.treebuilder(None).and_then(|b| b.write()))
+                            .map_err(git)?;
                         self.repo.find_tree(empty).map_err(git)?
                     }
                 };
-                let tree_id = match update.create_updated(&self.repo, &base_tree) {
+                let tree_id = match racing_git_gc(|| update.create_updated(&self.repo, &base_tree)) {
                     Ok(id) => id,
                     // A file where the tree has a folder, or the other way round (a hand
                     // edit): libgit2's tree update refuses to change an entry's kind.
                     Err(e) if e.class() == git2::ErrorClass::Tree => {
-                        self.tree_replacing_kinds(&base_tree, changes, &blobs).map_err(git)?
+                        racing_git_gc(|| self.tree_replacing_kinds(&base_tree, changes, &blobs))
+                            .map_err(git)?
                     }
                     Err(e) => return Err(git(e)),
                 };
@@ -274,7 +304,8 @@ impl PackRepo {
                     .map_err(git)?;
                 let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
                 let commit_id =
-                    self.repo.commit(None, &sig, &sig, &rendered, &tree, &parents).map_err(git)?;
+                    racing_git_gc(|| self.repo.commit(None, &sig, &sig, &rendered, &tree, &parents))
+                        .map_err(git)?;
                 (commit_id, Some(rendered))
             }
         };
