@@ -60,6 +60,22 @@ fn spawn_sshd(d: &Path, port: u16) -> Child {
     child
 }
 
+/// A free loopback port below Linux's ephemeral range (32768–60999). [`SshServer::stop`] frees
+/// the port until [`SshServer::resume`]; a port from the ephemeral range could meanwhile be
+/// handed to another test's `bind(0)` (a git daemon, an HTTP server), and a client of the
+/// stopped server would then talk to that one (seen: a sync waiting forever for an ssh banner
+/// from an HTTP server, beside the full suite).
+/// Each call of this process starts further on, so that servers started at once never pick
+/// the same port before either has bound it.
+fn port_outside_the_ephemeral_range() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let first = std::process::id() % 12_000 + NEXT.fetch_add(97, std::sync::atomic::Ordering::Relaxed);
+    (0..12_000u32)
+        .map(|i| 20_000 + ((first + i) % 12_000) as u16)
+        .find(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port below 32000")
+}
+
 impl SshServer {
     /// Starts sshd, or `None` (with a message) when OpenSSH's server is not installed.
     pub(crate) fn start() -> Option<Self> {
@@ -78,7 +94,7 @@ impl SshServer {
         keygen(&d.join("user_key"));
         std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).expect("authorized_keys");
         std::fs::create_dir_all(d.join("srv")).expect("mkdir");
-        let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let port = port_outside_the_ephemeral_range();
         let config = format!(
             "ListenAddress 127.0.0.1:{port}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
