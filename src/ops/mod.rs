@@ -49,10 +49,8 @@ pub use notes::{
 };
 pub(crate) use notes::{derive_title, render_note};
 pub use packs::health::{Damage, PackHealth, Survey};
-pub use packs::sync::{
-    ConflictCopy, DEFAULT_REMOTE, FileConflict, Incoming, LastSync, Outgoing, SyncOverview, SyncReport,
-    SyncSettings, SyncState,
-};
+pub use packs::sync::{DEFAULT_REMOTE, FileConflict, Incoming, Outgoing, SyncReport, SyncSettings};
+pub use packs::sync_page::{ConflictCopy, LastSync, SyncOverview, SyncState};
 pub use packs::sync_worker::SyncWorker;
 pub use workspace::*;
 

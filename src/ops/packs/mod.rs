@@ -9,4 +9,5 @@ pub(super) mod own_pack;
 pub(super) mod registry;
 pub(super) mod review;
 pub(super) mod sync;
+pub(super) mod sync_page;
 pub(super) mod sync_worker;
