@@ -365,20 +365,69 @@ impl PackRepo {
     }
 }
 
+/// How many commits the duplicate check walks back at most.
+const MAX_DEDUP_WALK: usize = 200;
+
 impl super::Snapshot<'_> {
     /// The short id of the newest commit at or after `since` (seconds) whose
-    /// trailer `key` has `value`, walking back from this snapshot's HEAD (at
-    /// most [`super::recent::MAX_DEDUP_WALK`] commits; the walk is cached on the
-    /// repository handle, so a check after one new commit reads one commit).
+    /// trailer `key` has `value`, walking back from this snapshot's HEAD along
+    /// first parents (at most [`MAX_DEDUP_WALK`] commits). libgit2 keeps the
+    /// commits it read in its object cache, so a check after one more write reads
+    /// one commit from disk (a walk cached by engram measured no faster: BENCHMARKS.md).
     pub fn recent_commit_with_trailer(&self, key: &str, value: &str, since: i64) -> Result<Option<String>> {
-        let Some(head) = self.head else { return Ok(None) };
-        super::recent::find_trailer(self.repo, self.dir, self.recent, head, key, value, since)
+        let mut next = self.head;
+        for _ in 0..MAX_DEDUP_WALK {
+            let Some(id) = next else { break };
+            let commit =
+                reread(|| self.repo.find_commit(id)).map_err(|e| git_err("reading a commit", self.dir, e))?;
+            if commit.time().seconds() < since {
+                break;
+            }
+            let trailers = parse_trailers(&String::from_utf8_lossy(commit.message_bytes()));
+            if trailers.iter().any(|(k, v)| k == key && v == value) {
+                return Ok(Some(super::short_id(&id.to_string())));
+            }
+            next = commit.parent_id(0).ok();
+        }
+        Ok(None)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::parse_trailers;
+    use git2::{Oid, Repository};
+
+    fn commit(repo: &Repository, parent: Option<Oid>, time: i64, dedup: &str) -> Oid {
+        let sig = git2::Signature::new("t", "t@localhost", &git2::Time::new(time, 0)).expect("sig");
+        let tree =
+            repo.find_tree(repo.treebuilder(None).and_then(|b| b.write()).expect("tree")).expect("tree");
+        let parents: Vec<git2::Commit<'_>> =
+            parent.into_iter().map(|p| repo.find_commit(p).expect("p")).collect();
+        let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        let message = format!("capture\n\nEngram-Dedup: {dedup}\n");
+        repo.commit(None, &sig, &sig, &message, &tree, &parents).expect("commit")
+    }
+
+    #[test]
+    fn a_trailer_is_found_only_inside_the_window() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let repo = Repository::init(tmp.path()).expect("init");
+        let a = commit(&repo, None, 1_000, "a");
+        let b = commit(&repo, Some(a), 1_010, "b");
+        let snap = super::super::Snapshot {
+            repo: &repo,
+            tree: None,
+            head: Some(b),
+            dir: tmp.path(),
+            overlay: Default::default(),
+        };
+        let found = |value: &str, since: i64| snap.recent_commit_with_trailer("Engram-Dedup", value, since);
+        assert_eq!(found("a", 990).expect("walk"), Some(a.to_string()[..7].to_owned()));
+        assert_eq!(found("b", 990).expect("walk"), Some(b.to_string()[..7].to_owned()));
+        assert_eq!(found("a", 1_005).expect("walk"), None, "older than the window");
+        assert_eq!(found("c", 0).expect("walk"), None);
+    }
 
     #[test]
     fn trailers_are_the_last_paragraph() {

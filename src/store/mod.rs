@@ -33,7 +33,6 @@ mod publish;
 mod purge;
 mod racy_commit;
 mod racy_reset;
-mod recent;
 mod recover;
 mod reread;
 mod revert;
@@ -238,8 +237,6 @@ impl Changes {
 /// Read access to the tree a write starts from.
 pub struct Snapshot<'r> {
     repo: &'r Repository,
-    /// The repository's newest commits, for the duplicate check (see [`recent`]).
-    recent: &'r recent::RecentCommits,
     /// The root tree (`None` for an empty repository).
     tree: Option<Oid>,
     head: Option<Oid>,
@@ -400,8 +397,6 @@ pub struct PackRepo {
     /// The git index as last found (or left) in agreement with HEAD: no entry lagging it
     /// (see [`racy_commit`]).
     index_checked: std::sync::Mutex<Option<index_lock::Stamp>>,
-    /// The newest commits, walked for the duplicate check (see [`recent`]).
-    recent: recent::RecentCommits,
     /// Set once a scoped write has checked the whole working tree (see [`scoped_write`]).
     scoped_checked: std::sync::atomic::AtomicBool,
     /// Whether the pack's `.git/config` sets `engram.propose = true` (read again when the file
@@ -431,14 +426,7 @@ impl PackRepo {
 
     /// A snapshot of the tree `tree` (of commit `head`).
     fn snapshot_of_tree(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'_> {
-        Snapshot {
-            repo: &self.repo,
-            recent: &self.recent,
-            tree,
-            head,
-            dir: &self.dir,
-            overlay: BTreeMap::new(),
-        }
+        Snapshot { repo: &self.repo, tree, head, dir: &self.dir, overlay: BTreeMap::new() }
     }
 
     /// The branch HEAD points at and its commit, read once (the branch name

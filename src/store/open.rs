@@ -18,7 +18,6 @@ impl PackRepo {
             options,
             clean: std::sync::Mutex::new(None),
             index_checked: std::sync::Mutex::new(None),
-            recent: Default::default(),
             scoped_checked: std::sync::atomic::AtomicBool::new(false),
             proposes: Default::default(),
         }

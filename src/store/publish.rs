@@ -13,8 +13,8 @@ use super::index_lock::{self, IndexLock, Retries};
 use super::racy_reset;
 use super::{
     BranchHead, Changes, CommitMessage, Committed, Edit, MODE_BLOB, PackRepo, Result, Snapshot, StoreError,
-    clean, doctor, git_err, guard, io_err, maintenance, recent, recover, scoped_write, short_id,
-    truncate_chars, worktree,
+    clean, doctor, git_err, guard, io_err, maintenance, recover, scoped_write, short_id, truncate_chars,
+    worktree,
 };
 
 /// What kind of commit [`PackRepo::publish`] makes.
@@ -236,7 +236,7 @@ impl PackRepo {
         trace.mark("checks");
         let mut blobs = BTreeMap::new();
         let sig = self.signature(message.time)?;
-        let (commit_id, rendered) = match kind {
+        let commit_id = match kind {
             Kind::FastForward { theirs } => {
                 for (path, content) in &changes.files {
                     if let Some(bytes) = content {
@@ -245,7 +245,7 @@ impl PackRepo {
                         blobs.insert(path.as_str(), id);
                     }
                 }
-                (theirs, None)
+                theirs
             }
             _ => {
                 let git = |e| git_err("writing objects", dir, e);
@@ -294,7 +294,6 @@ impl PackRepo {
                     return Ok(CommitOutcome::Unchanged);
                 }
                 trace.mark("objects");
-                let rendered = message.render();
                 let tree = self.repo.find_tree(tree_id).map_err(git)?;
                 let parents = head
                     .into_iter()
@@ -303,10 +302,8 @@ impl PackRepo {
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(git)?;
                 let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-                let commit_id =
-                    racing_git_gc(|| self.repo.commit(None, &sig, &sig, &rendered, &tree, &parents))
-                        .map_err(git)?;
-                (commit_id, Some(rendered))
+                racing_git_gc(|| self.repo.commit(None, &sig, &sig, &message.render(), &tree, &parents))
+                    .map_err(git)?
             }
         };
         let old = head;
@@ -357,11 +354,6 @@ impl PackRepo {
             }
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
-        }
-        if let (Some(parent), Some(rendered), Kind::Tool { .. } | Kind::WorkingTree { .. }) =
-            (old, &rendered, kind)
-        {
-            recent::note_commit(&self.recent, commit_id, parent, sig.when().seconds(), rendered);
         }
         trace.mark("branch-cas");
         match (kind, written) {

@@ -115,14 +115,7 @@ impl<'r> Snapshot<'r> {
     pub fn overlaid(&self, changes: &Changes) -> Snapshot<'r> {
         let mut overlay = self.overlay.clone();
         overlay.extend(changes.files.clone());
-        Snapshot {
-            repo: self.repo,
-            recent: self.recent,
-            tree: self.tree,
-            head: self.head,
-            dir: self.dir,
-            overlay,
-        }
+        Snapshot { repo: self.repo, tree: self.tree, head: self.head, dir: self.dir, overlay }
     }
 
     pub(super) fn overlay_listing(&self, dir: &str, names: &mut Vec<String>) {
@@ -172,7 +165,7 @@ impl<'r> Snapshot<'r> {
 
     /// A snapshot of another tree of the same repository (no overlay).
     fn other(&self, tree: Option<Oid>, head: Option<Oid>) -> Snapshot<'r> {
-        Snapshot { repo: self.repo, recent: self.recent, tree, head, dir: self.dir, overlay: BTreeMap::new() }
+        Snapshot { repo: self.repo, tree, head, dir: self.dir, overlay: BTreeMap::new() }
     }
 
     /// Paths a commit changed relative to its first parent.

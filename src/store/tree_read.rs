@@ -113,7 +113,6 @@ where
     let repo = git2::Odb::new()
         .and_then(git2::Repository::from_odb)
         .map_err(|e| git_err("making an empty repository in memory", dir, e))?;
-    let recent = super::recent::RecentCommits::default();
-    let snap = Snapshot { repo: &repo, recent: &recent, tree: None, head: None, dir, overlay };
+    let snap = Snapshot { repo: &repo, tree: None, head: None, dir, overlay };
     f(&snap)
 }
