@@ -5,7 +5,7 @@ use std::collections::{BinaryHeap, HashSet};
 
 use git2::{Delta, DiffOptions, Oid};
 
-use super::reread::reread;
+use super::beside_git::reread;
 use super::{PackRepo, Result, git_err};
 
 /// A file a commit changed, with its text before and after (when it is text).

@@ -18,6 +18,7 @@
 //! adopting a folder, cloning), `publish.rs` (the commit path), and this file
 //! the small shared types ([`Changes`], [`CommitMessage`], [`Snapshot`], …).
 
+mod beside_git;
 mod clean;
 pub mod doctor;
 mod error;
@@ -34,7 +35,6 @@ mod purge;
 mod racy_commit;
 mod racy_reset;
 mod recover;
-mod reread;
 mod revert;
 mod scoped_write;
 mod sync;
@@ -51,9 +51,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
 
+use beside_git::reread;
 use error::io_err;
 use publish::{CommitOutcome, PhaseTimer};
-use reread::reread;
 
 pub use crate::remote::Credentials;
 pub use crate::workspace_git::{

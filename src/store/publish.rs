@@ -9,6 +9,7 @@ use git2::{ErrorCode, ObjectType, Oid, Status, StatusOptions};
 use crate::pack_path::PackPath;
 use crate::pack_root::{Found, PackRoot};
 
+use super::beside_git::rewrite;
 use super::index_lock::{self, IndexLock, Retries};
 use super::racy_reset;
 use super::{
@@ -85,34 +86,6 @@ pub(super) enum CommitOutcome {
     Committed(Committed),
     Unchanged,
     Retry,
-}
-
-/// Runs a libgit2 object write again when it lost a race with git's own `git gc`.
-///
-/// `git gc` ends with `prune-packed`, which deletes the loose objects it has packed and then
-/// the `objects/xx/` folders left empty. libgit2 writes a loose object to a temporary file in
-/// `objects/`, creates `objects/xx/`, then renames the file into it: a folder removed between
-/// the last two steps fails the rename ("failed to rename lockfile … No such file or
-/// directory"). Git writes its temporary file inside the folder and never loses this race. An
-/// object write is idempotent (its name is its content), so it is simply made again, and
-/// libgit2 creates the folder again.
-fn racing_git_gc<T>(
-    mut write: impl FnMut() -> std::result::Result<T, git2::Error>,
-) -> std::result::Result<T, git2::Error> {
-    const TRIES: usize = 10;
-    let mut tries = 1;
-    loop {
-        match write() {
-            Err(e)
-                if tries < TRIES
-                    && e.class() == git2::ErrorClass::Os
-                    && e.message().contains("failed to rename lockfile") =>
-            {
-                tries += 1;
-            }
-            done => return done,
-        }
-    }
 }
 
 /// A file a write put into the working tree: path, blob id, content, metadata after writing.
@@ -257,7 +230,7 @@ impl PackRepo {
                 for (path, content) in &changes.files {
                     match content {
                         Some(bytes) => {
-                            let id = racing_git_gc(|| self.repo.blob(bytes)).map_err(git)?;
+                            let id = rewrite(|| self.repo.blob(bytes)).map_err(git)?;
                             blobs.insert(path.as_str(), id);
                             update.upsert(path.as_str(), id, file_mode(changes.mode_of(path)));
                         }
@@ -270,18 +243,17 @@ impl PackRepo {
                 let base_tree = match base_tree {
                     Some(tree) => tree,
                     None => {
-                        empty = racing_git_gc(|| self.repo.treebuilder(None).and_then(|b| b.write()))
-                            .map_err(git)?;
+                        empty =
+                            rewrite(|| self.repo.treebuilder(None).and_then(|b| b.write())).map_err(git)?;
                         self.repo.find_tree(empty).map_err(git)?
                     }
                 };
-                let tree_id = match racing_git_gc(|| update.create_updated(&self.repo, &base_tree)) {
+                let tree_id = match rewrite(|| update.create_updated(&self.repo, &base_tree)) {
                     Ok(id) => id,
                     // A file where the tree has a folder, or the other way round (a hand
                     // edit): libgit2's tree update refuses to change an entry's kind.
                     Err(e) if e.class() == git2::ErrorClass::Tree => {
-                        racing_git_gc(|| self.tree_replacing_kinds(&base_tree, changes, &blobs))
-                            .map_err(git)?
+                        rewrite(|| self.tree_replacing_kinds(&base_tree, changes, &blobs)).map_err(git)?
                     }
                     Err(e) => return Err(git(e)),
                 };
@@ -302,7 +274,7 @@ impl PackRepo {
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(git)?;
                 let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-                racing_git_gc(|| self.repo.commit(None, &sig, &sig, &message.render(), &tree, &parents))
+                rewrite(|| self.repo.commit(None, &sig, &sig, &message.render(), &tree, &parents))
                     .map_err(git)?
             }
         };

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, NaiveDateTime, TimeZone as _, Utc};
 use git2::Oid;
 
-use super::reread::reread;
+use super::beside_git::reread;
 use super::{Changes, CommitInfo, PackRepo, Result, Snapshot, StoreError, git_err};
 
 /// A path whose revert conflicts with a later commit.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, FetchOptions, Oid, PushOptions};
 
+use super::beside_git::while_a_ref_is_locked;
 use super::{PackRepo, Result, git_err, io_err};
 use crate::remote::{Credentials, Session};
 
@@ -39,29 +40,6 @@ pub enum PushOutcome {
 }
 
 const SYNC_STATE_FILE: &str = "engram-sync.json";
-
-/// How often a fetch or push whose ref update found a ref lock held is made again, and the
-/// pause between tries: git's own `git gc` (its `pack-refs`) or a person's git holds a ref's
-/// lock for moments, and git itself waits for one (`core.filesRefLockTimeout`).
-const REF_LOCK_TRIES: u32 = 10;
-const REF_LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Runs `op` again while it fails because a ref lock is held, [`REF_LOCK_TRIES`] times at most.
-/// A fetch or a push made again is harmless: what the first one moved is already there.
-fn while_a_ref_is_locked<T>(
-    mut op: impl FnMut() -> std::result::Result<T, git2::Error>,
-) -> std::result::Result<T, git2::Error> {
-    let mut tries = 1;
-    loop {
-        match op() {
-            Err(e) if e.code() == ErrorCode::Locked && tries < REF_LOCK_TRIES => {
-                tries += 1;
-                std::thread::sleep(REF_LOCK_PAUSE);
-            }
-            done => return done,
-        }
-    }
-}
 
 impl PackRepo {
     /// The configured remotes, sorted by name.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{DiffOptions, ErrorCode, ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
-use super::reread::reread;
+use super::beside_git::reread;
 use super::{PackRepo, Result, git_err};
 
 /// Directory (inside the pack's `.git`) for derived data that is never committed.

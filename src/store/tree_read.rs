@@ -7,7 +7,7 @@ use std::path::Path;
 
 use git2::{ObjectType, TreeWalkMode, TreeWalkResult};
 
-use super::reread::reread;
+use super::beside_git::reread;
 use super::{PackRepo, Result, Snapshot, git_err, io_err};
 
 impl Snapshot<'_> {
