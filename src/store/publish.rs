@@ -97,8 +97,34 @@ impl PackRepo {
     /// `edit` may be called more than once (when the branch moves under us), so
     /// it must be a pure function of the snapshot. It returns `Ok(None)` to
     /// commit nothing, or the changes, the message and a value handed back.
+    /// Hand edits anywhere in the working tree are committed first.
     pub fn write<T, E>(
         &self,
+        edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
+    ) -> Result<(Option<Committed>, T), E>
+    where
+        E: From<StoreError>,
+    {
+        self.write_checking(false, edit)
+    }
+
+    /// Like [`PackRepo::write`], looking for hand edits only on the paths the
+    /// edit changes, with the git index updated lazily (see [`scoped_write`]).
+    /// For tools whose writes touch a few files of a pack that holds many.
+    pub fn write_scoped<T, E>(
+        &self,
+        edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
+    ) -> Result<(Option<Committed>, T), E>
+    where
+        E: From<StoreError>,
+    {
+        self.write_checking(true, edit)
+    }
+
+    /// [`PackRepo::write`] (`scoped` false) and [`PackRepo::write_scoped`]: one loop.
+    fn write_checking<T, E>(
+        &self,
+        scoped: bool,
         mut edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
     ) -> Result<(Option<Committed>, T), E>
     where
@@ -107,17 +133,23 @@ impl PackRepo {
         if let Some(branch) = self.proposal_target() {
             return self.write_proposal(&branch, edit);
         }
-        let mut trace = PhaseTimer::new(self.options.trace_timing);
-
         if self.options.read_only {
             return Err(StoreError::ReadOnly { dir: self.dir.clone() }.into());
         }
+        let mut trace = PhaseTimer::new(self.options.trace_timing);
         let _lock = self.lock()?;
         trace.mark("lock");
         recover::finish_pending(self)?;
         trace.mark("recover");
-        scoped_write::flush_index(self)?;
-        let mut verified = self.commit_hand_edits_if_any()?;
+        // A scoped write looks at the whole working tree only the first time on this
+        // handle, and when a path it changes is not as in HEAD (a hand edit there).
+        let mut whole_tree_checked = false;
+        let mut verified = None;
+        if !scoped || !self.scoped_checked.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            scoped_write::flush_index(self)?;
+            verified = self.commit_hand_edits_if_any()?;
+            whole_tree_checked = true;
+        }
         trace.mark("hand-edits");
         let mut retries = Retries::new();
         loop {
@@ -125,8 +157,7 @@ impl PackRepo {
                 Some(current) => current,
                 None => self.branch_head()?,
             };
-            let head = at.id;
-            let snapshot = self.snapshot_of(head)?;
+            let snapshot = self.snapshot_of(at.id)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
                 Edit::Nothing(value) => return Ok((None, value)),
@@ -135,12 +166,18 @@ impl PackRepo {
             if changes.is_empty() {
                 return Ok((None, value));
             }
+            if scoped && !whole_tree_checked && !self.paths_match_head(&snapshot, changes.paths())? {
+                scoped_write::flush_index(self)?;
+                self.commit_hand_edits()?;
+                whole_tree_checked = true;
+                continue;
+            }
             let proposal = Proposal {
                 at: &at,
                 base: snapshot.tree,
                 changes: &changes,
                 message: &message,
-                kind: Kind::Tool { defer_index: false },
+                kind: Kind::Tool { defer_index: scoped },
             };
             let mut index_lock = IndexLock::acquire(self)?;
             trace.mark("index-lock");

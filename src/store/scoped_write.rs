@@ -22,6 +22,19 @@
 //! lost either way, because the working tree and HEAD agree and a full write
 //! re-stages whatever the index lacks.
 
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use git2::{ObjectType, Oid};
+
+use crate::pack_path::PackPath;
+use crate::pack_root::{FileStat, Found, PackRoot};
+
+use super::index_lock::IndexLock;
+use super::{Changes, PackRepo, Result, Snapshot, StoreError, git_err, io_err};
+
 /// How long written paths may wait before the index is rewritten.
 pub const INDEX_FLUSH_INTERVAL: Duration = Duration::from_millis(1000);
 
@@ -144,87 +157,9 @@ impl Drop for PackRepo {
     }
 }
 
-use super::index_lock::IndexLock;
-use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-use git2::{ObjectType, Oid};
-
-use crate::pack_path::PackPath;
-use crate::pack_root::{FileStat, Found, PackRoot};
-
-use super::publish::{Kind, Proposal};
-use super::{
-    Changes, CommitOutcome, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, io_err, recover,
-};
-
 impl PackRepo {
-    /// Like [`PackRepo::write`], checking for hand edits only on the paths
-    /// the edit changes (see the module docs). For tools whose writes touch a
-    /// few files of a pack that holds many.
-    pub fn write_scoped<T, E>(
-        &self,
-        mut edit: impl FnMut(&Snapshot<'_>) -> Result<Edit<T>, E>,
-    ) -> Result<(Option<Committed>, T), E>
-    where
-        E: From<StoreError>,
-    {
-        if let Some(branch) = self.proposal_target() {
-            return self.write_proposal(&branch, edit);
-        }
-        let _lock = self.lock()?;
-        recover::finish_pending(self)?;
-        // The first scoped write of this handle checks the whole working tree.
-        if !self.scoped_checked.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            flush_index(self)?;
-            self.commit_hand_edits()?;
-        }
-        let mut full_check_done = false;
-        let mut retries = super::index_lock::Retries::new();
-        loop {
-            let at = self.branch_head()?;
-            let head = at.id;
-            let snapshot = self.snapshot_of(head)?;
-            let (changes, message, value) = match edit(&snapshot)? {
-                Edit::Commit { changes, message, value } => (changes, message, value),
-                Edit::Nothing(value) => return Ok((None, value)),
-            };
-            if changes.is_empty() {
-                return Ok((None, value));
-            }
-            if !full_check_done && !self.paths_match_head(&snapshot, changes.paths())? {
-                flush_index(self)?;
-                self.commit_hand_edits()?;
-                full_check_done = true;
-                continue;
-            }
-            let proposal = Proposal {
-                at: &at,
-                base: snapshot.tree,
-                changes: &changes,
-                message: &message,
-                kind: Kind::Tool { defer_index: true },
-            };
-            let mut index_lock = IndexLock::acquire(self)?;
-            match self.publish(&proposal, &mut index_lock, &mut super::PhaseTimer::new(false))? {
-                CommitOutcome::Committed(committed) => {
-                    drop(index_lock);
-                    super::maintenance::after_write(self);
-                    return Ok((Some(committed), value));
-                }
-                CommitOutcome::Unchanged => return Ok((None, value)),
-                CommitOutcome::Retry => {
-                    drop(index_lock);
-                    retries.again(&self.dir)?;
-                }
-            }
-        }
-    }
-
     /// True when every path is in the working tree exactly as in `head`.
-    fn paths_match_head<'p>(
+    pub(super) fn paths_match_head<'p>(
         &self,
         head: &Snapshot<'_>,
         paths: impl Iterator<Item = &'p str>,
