@@ -205,15 +205,15 @@ impl PackRepo {
     ///    the names of the files it writes, and the commits a sync brings in;
     ///    credentials in the message are masked;
     /// 2. the path checks ([`PackRepo::check_paths`]);
-    /// 3. the objects (blobs, trees, the commit) as one pack;
+    /// 3. the objects (blobs, trees, the commit), loose, as libgit2 writes them;
     /// 4. the pending record (crash recovery);
-    /// 5. the compare-and-swap of the branch;
-    /// 6. the working tree and the git index.
+    /// 5. the working tree and the git index;
+    /// 6. the compare-and-swap of the branch.
     ///
     /// The caller holds git's index lock (`lock`, see [`index_lock`]) from
     /// before step 4 until it drops it after this returns: no git command
-    /// writes the index or checks files out from it between the branch move
-    /// and the new index, so none can put back an older state (issue 15).
+    /// writes the index or checks files out from it between the new files
+    /// and the branch move, so none can put back an older state (issue 15).
     ///
     /// Returns `Retry` when the branch moved and the caller must look again.
     /// Only purge (which rewrites history on purpose) makes commits elsewhere.
