@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 use engram::mcp::client::McpClient;
 use serde_json::json;
 
+mod common;
+use common::{dir_bytes, git_out};
+
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_engram"))
 }
@@ -328,32 +331,6 @@ fn engram_ok(packs: &Path, home: &Path, args: &[&str]) {
         .output()
         .expect("engram");
     assert!(out.status.success(), "engram {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// `git -C dir args…` (no configuration outside the repository); its trimmed stdout.
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// Bytes under `path`.
-fn dir_bytes(path: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(path) else { return 0 };
-    rd.flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// A bare repository holding the pack `bench` with `memories` memories, written through the

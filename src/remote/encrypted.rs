@@ -250,19 +250,24 @@ struct PackEntry {
     bytes: u64,
 }
 
-/// The smallest sealed pack file: a pack of one memory shows nothing of its size.
-const MIN_PACK_BYTES: usize = 4096;
+/// The smallest sealed pack file. With [`PAD_STEP`] a push of one memory shows its size only
+/// to within 1 KiB (docs/encrypted-remotes.md weighs this against the remote's size).
+const MIN_PACK_BYTES: usize = 1024;
 
 /// The smallest sealed manifest (its size only says how many pack files are live).
 const MIN_MANIFEST_BYTES: usize = 512;
 
+/// The finest padding step: sizes under 16 KiB are padded to a multiple of 1 KiB.
+const PAD_STEP: usize = 1024;
+
 /// The size a sealed plain text of `n` bytes (with its length prefix) is padded to: at least
-/// `min`, then a multiple of 1/16 of the power of two below it (at most 6.25 % more).
+/// `min`, then a multiple of [`PAD_STEP`] or of 1/16 of the power of two below it, whichever
+/// is larger (at most 1 KiB more under 16 KiB, at most 6.25 % more above).
 fn bucket(n: usize, min: usize) -> usize {
     if n <= min {
         return min;
     }
-    let step = 1usize << (usize::BITS - 1 - n.leading_zeros() - 4);
+    let step = (1usize << (usize::BITS - 1 - n.leading_zeros() - 4)).max(PAD_STEP);
     n.div_ceil(step) * step
 }
 
@@ -340,6 +345,8 @@ fn fetch_cipher(
     let mut opts = FetchOptions::new();
     opts.remote_callbacks(session.callbacks());
     opts.download_tags(git2::AutotagOption::None);
+    // Nothing reads the cache's FETCH_HEAD: writing it costs two files per sync.
+    opts.update_fetchhead(false);
     let spec = format!("+{CIPHER_BRANCH}:{CACHE_REF}");
     remote.fetch(&[spec.as_str()], Some(&mut opts), None).map_err(|e| session.error("fetching", &e))?;
     let has_branch =
@@ -404,23 +411,25 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
     if plain.find_commit(tip).is_ok() {
         return Ok(tip);
     }
-    let imported_path = imported_path(cache);
-    let imported = fs::read_to_string(&imported_path).unwrap_or_default();
+    // A pack file whose tip the pack has brought nothing the pack lacks (every object of a
+    // commit the pack holds is in it): only the others are opened and indexed.
     let mut opened = Vec::new();
-    let ids = manifest.packs.iter().map(|p| &p.id);
-    for id in ids.filter(|id| !imported.lines().any(|l| l == id.as_str())) {
-        let what = || format!("pack file {id}");
-        let oid = Oid::from_str(id).map_err(|_| CryptError::Refused { what: what() })?;
+    for entry in &manifest.packs {
+        let what = || format!("pack file {}", entry.id);
+        let covered = Oid::from_str(&entry.tip).is_ok_and(|t| plain.find_commit(t).is_ok());
+        if covered {
+            continue;
+        }
+        let oid = Oid::from_str(&entry.id).map_err(|_| CryptError::Refused { what: what() })?;
         let size = cache.odb().and_then(|odb| odb.read_header(oid)).map(|(size, _)| size);
         if !size.is_ok_and(|size| size <= MAX_SEALED_BYTES) {
             return Err(CryptError::Refused { what: what() });
         }
         let blob = cache.find_blob(oid).map_err(|_| CryptError::Refused { what: what() })?;
-        opened.push((id, open(key, "pack", blob.content(), what)?));
+        opened.push(open(key, "pack", blob.content(), what)?);
     }
     let odb = plain.odb().map_err(git("opening the object database", plain.path()))?;
-    let mut done = imported;
-    for (id, bytes) in opened {
+    for bytes in opened {
         let mut writer = odb.packwriter().map_err(git("indexing a fetched pack file", plain.path()))?;
         writer.write_all(&bytes).map_err(|source| CryptError::Io {
             step: "index a pack file in",
@@ -428,29 +437,41 @@ fn import(plain: &Repository, cache: &Repository, cipher_tip: Oid, key: &Key) ->
             source,
         })?;
         writer.commit().map_err(git("indexing a fetched pack file", plain.path()))?;
-        done.push_str(id);
-        done.push('\n');
     }
-    let _ = fs::write(&imported_path, done);
     if plain.find_commit(tip).is_err() {
         return Err(refused());
     }
     Ok(tip)
 }
 
-/// The list of pack files whose objects the pack has (indexed by a fetch, or made here), so
-/// a fetch opens only new ones; losing it costs a second copy of objects, never a wrong one.
-fn imported_path(cache: &Repository) -> PathBuf {
-    cache.path().join("engram-imported")
-}
-
 /// How many live pack files of one size class a push merges with its own (a base-4 counter:
 /// at most 3 live files per class, each object sealed again once per class it climbs).
 const MERGE_RUN: usize = 3;
 
-/// The size class of a pack file of `bytes` plain bytes: 0 up to 16 KiB, then one per factor 4.
+/// The unit of size classes: class k holds files of 4^k − 1 up to 4^(k+1) − 1 units, so class 0
+/// is under 3 KiB. A class about as small as a one-memory push keeps runs of such pushes from
+/// being merged and sealed again several times before their file leaves the class.
+const LEVEL_UNIT: u64 = 1024;
+
+/// The size class of a pack file of `bytes` plain bytes: 0 under 3 KiB, then one per factor 4.
 fn level(bytes: u64) -> u32 {
-    (bytes / 4096 + 1).ilog(4)
+    (bytes / LEVEL_UNIT + 1).ilog(4)
+}
+
+/// How many of `packs` (the live files, oldest first) a new file of `held` plain bytes leaves
+/// live: while the newest ones of its size class or below number [`MERGE_RUN`], it takes them
+/// over and its size class is taken again with their bytes.
+fn merge_start(packs: &[PackEntry], mut held: u64) -> usize {
+    let mut keep = packs.len();
+    loop {
+        let small = packs[..keep].iter().rev().take_while(|p| level(p.bytes) <= level(held));
+        let (run, run_bytes) = small.fold((0, 0), |(n, b), p| (n + 1, b + p.bytes));
+        if run < MERGE_RUN {
+            return keep;
+        }
+        keep -= run;
+        held += run_bytes;
+    }
 }
 
 /// Pushes the pack's current branch to an encrypted remote, never forced: one new sealed pack
@@ -486,23 +507,29 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
             )));
         }
     }
-    let mut pack = build_pack(&plain, head, previous)?;
-    let (mut keep, mut held) = (manifest.packs.len(), pack.len() as u64);
+    // Where the new file starts: first as if it were empty (a run it would merge with only
+    // grows with its size), then again with its size, so a merging push builds it once.
+    let mut keep = manifest.packs.len();
+    let mut pack: Option<Vec<u8>> = None;
     loop {
-        let small = manifest.packs[..keep].iter().rev().take_while(|p| level(p.bytes) <= level(held));
-        let (run, run_bytes) = small.fold((0, 0), |(n, b), p| (n + 1, b + p.bytes));
-        if run < MERGE_RUN {
+        let held = pack.as_ref().map_or(0, |p| p.len() as u64);
+        let start = merge_start(&manifest.packs[..keep], held);
+        if pack.is_some() && start == keep {
             break;
         }
-        keep -= run;
-        held += run_bytes;
+        keep = start;
+        let base = match keep.checked_sub(1) {
+            Some(i) if keep < manifest.packs.len() => Some(
+                Oid::from_str(&manifest.packs[i].tip)
+                    .map_err(|_| CryptError::Refused { what: "manifest".into() })?,
+            ),
+            Some(_) => previous,
+            None => None,
+        };
+        pack = Some(build_pack(&plain, head, base)?);
     }
-    if keep < manifest.packs.len() {
-        let base = keep.checked_sub(1).map(|i| Oid::from_str(&manifest.packs[i].tip));
-        let base = base.transpose().map_err(|_| CryptError::Refused { what: "manifest".into() })?;
-        pack = build_pack(&plain, head, base)?;
-        manifest.packs.truncate(keep);
-    }
+    let pack = pack.unwrap_or_default();
+    manifest.packs.truncate(keep);
     let sealed = seal(key, "pack", &pack, MIN_PACK_BYTES)?;
     let pack_id = cache.blob(&sealed).map_err(git("writing a sealed pack file", cache.path()))?;
     manifest.branch = branch;
@@ -517,18 +544,13 @@ pub fn push(repo: &PackRepo, remote: &str, key: &Key, creds: &Credentials) -> Re
         .blob(&seal(key, "manifest", &manifest_json, MIN_MANIFEST_BYTES)?)
         .map_err(git("writing the manifest", cache.path()))?;
     let commit = cipher_commit(&cache, parent.as_ref(), manifest_id, &manifest.packs)?;
-    let local = "refs/heads/engram-encrypted";
-    cache
-        .reference(local, commit, true, "engram: encrypted push")
-        .map_err(git("writing a ref", cache.path()))?;
-    let outcome = push_cipher(&cache, &url, local, creds, plain.config().ok().as_ref())?;
+    // Pushed by its id: no local branch is written for it (the cache's ref moves only once
+    // the remote took it).
+    let outcome = push_cipher(&cache, &url, &commit.to_string(), creds, plain.config().ok().as_ref())?;
     if outcome == PushOutcome::Pushed {
         cache
             .reference(CACHE_REF, commit, true, "engram: pushed")
             .map_err(git("writing a ref", cache.path()))?;
-        let mut imported = fs::read_to_string(imported_path(&cache)).unwrap_or_default();
-        imported.push_str(&format!("{pack_id}\n"));
-        let _ = fs::write(imported_path(&cache), imported);
         let tracking = repo.tracking_ref(remote)?;
         plain
             .reference(&tracking, head, true, "engram sync: push (encrypted)")
@@ -579,7 +601,7 @@ fn cipher_commit(
     cache.commit(None, &who, &who, CIPHER_MESSAGE, &tree, &parents).map_err(git("writing a commit", dir))
 }
 
-/// Pushes `local` of `cache` to the remote's cipher branch, never forced.
+/// Pushes `local` (a ref or a commit id) of `cache` to the remote's cipher branch, never forced.
 fn push_cipher(
     cache: &Repository,
     url: &str,
@@ -688,7 +710,7 @@ mod tests {
         let key = Key::generate().expect("random");
         let other = Key::generate().expect("random");
         let sealed = seal(&key, "pack", b"memory text", MIN_PACK_BYTES).expect("seal");
-        assert_eq!(sealed.len(), MAGIC.len() + NONCE_LEN + 4096 + 16);
+        assert_eq!(sealed.len(), MAGIC.len() + NONCE_LEN + 1024 + 16);
         assert!(!sealed.windows(6).any(|w| w == b"memory"));
         assert_eq!(open(&key, "pack", &sealed, String::new).expect("opens"), b"memory text");
         assert!(open(&other, "pack", &sealed, String::new).is_err());
@@ -702,15 +724,46 @@ mod tests {
     }
 
     #[test]
-    fn padding_buckets_hide_small_sizes_and_cost_at_most_a_sixteenth() {
-        assert_eq!(bucket(1, 4096), 4096);
-        assert_eq!(bucket(4096, 4096), 4096);
-        assert_eq!(bucket(4097, 4096), 4096 + 256);
-        assert_eq!(bucket(600, 512), 512 + 96);
-        for n in [5000, 70_000, 1_000_000, 33_554_433] {
-            let b = bucket(n, 4096);
-            assert!(b >= n && b - n <= n / 16, "{n} → {b}");
+    fn padding_buckets_hide_small_sizes_and_cost_at_most_a_kib_or_a_sixteenth() {
+        assert_eq!(bucket(1, MIN_PACK_BYTES), 1024);
+        assert_eq!(bucket(1024, MIN_PACK_BYTES), 1024);
+        assert_eq!(bucket(1025, MIN_PACK_BYTES), 2048);
+        assert_eq!(bucket(600, MIN_MANIFEST_BYTES), 1024);
+        // Under 16 KiB every size of one 1 KiB step looks the same.
+        for k in 1..16 {
+            let sizes: Vec<usize> =
+                (k * 1024 + 1..=(k + 1) * 1024).map(|n| bucket(n, MIN_PACK_BYTES)).collect();
+            assert!(sizes.iter().all(|&b| b == (k + 1) * 1024), "step {k}");
         }
+        for n in [5000, 16_385, 70_000, 1_000_000, 33_554_433] {
+            let b = bucket(n, MIN_PACK_BYTES);
+            assert!(b >= n && b - n <= (n / 16).max(1023), "{n} → {b}");
+        }
+    }
+
+    fn entry(bytes: u64) -> PackEntry {
+        PackEntry { id: String::new(), tip: String::new(), bytes }
+    }
+
+    #[test]
+    fn small_pushes_merge_like_a_base_four_counter() {
+        // Three one-memory files and a fourth push: it takes all three over.
+        let packs = [entry(800_000), entry(2000), entry(2000), entry(2000)];
+        assert_eq!(merge_start(&packs, 0), 1);
+        assert_eq!(merge_start(&packs[..3], 2000), 3);
+        // 256 pushes of 2 KB, each merged file as large as what it took over: a few live files
+        // per size class, and a byte sealed again about once per class it climbs (five here).
+        let mut live: Vec<PackEntry> = Vec::new();
+        let mut sealed = 0u64;
+        for _ in 0..256 {
+            let keep = merge_start(&live, 2000);
+            let bytes = 2000 + live[keep..].iter().map(|p| p.bytes).sum::<u64>();
+            live.truncate(keep);
+            live.push(entry(bytes));
+            sealed += bytes;
+        }
+        assert!(live.len() <= 3 * 5, "{} live files", live.len());
+        assert!(sealed <= 256 * 2000 * 6, "{sealed} bytes sealed for {} pushed", 256 * 2000);
     }
 
     #[test]
