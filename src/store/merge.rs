@@ -13,7 +13,7 @@ use std::path::Path;
 
 use git2::{Delta, DiffOptions, FileFavor, MergeFileInput, MergeFileOptions, ObjectType, Oid, Tree};
 
-use super::index_lock::{IndexLock, Retries};
+use super::index_lock::Retries;
 use super::publish::{Kind, Proposal};
 use super::{
     BranchHead, Changes, CommitMessage, CommitOutcome, Committed, PackRepo, PhaseTimer, Result, Snapshot,
@@ -301,13 +301,9 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Merge { theirs: theirs.id() },
             };
-            let mut index_lock = IndexLock::acquire(self)?;
-            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
+            match self.publish_locked(&proposal, &mut PhaseTimer::new(false))? {
                 CommitOutcome::Committed(commit) => return Ok(Integrated::Merged { commit, value }),
-                CommitOutcome::Unchanged | CommitOutcome::Retry => {
-                    drop(index_lock);
-                    retries.again(dir)?;
-                }
+                CommitOutcome::Unchanged | CommitOutcome::Retry => retries.again(dir)?,
             }
         }
     }
@@ -421,8 +417,7 @@ impl PackRepo {
             message: &message,
             kind: Kind::FastForward { theirs: theirs.id() },
         };
-        let mut index_lock = IndexLock::acquire(self)?;
-        match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
+        match self.publish_locked(&proposal, &mut PhaseTimer::new(false))? {
             CommitOutcome::Committed(to) => Ok(Some(to)),
             CommitOutcome::Unchanged | CommitOutcome::Retry => Ok(None),
         }

@@ -33,7 +33,7 @@ use git2::{ErrorCode, Oid};
 
 use crate::proposal::ProposalBranch;
 
-use super::index_lock::{IndexLock, Retries};
+use super::index_lock::Retries;
 use super::merge::{Integrated, Integration, MergeView};
 use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
 use super::{BranchHead, Committed, Edit, PackRepo, Result, Snapshot, StoreError, git_err, recover};
@@ -250,17 +250,9 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Proposal { expected: Some(tip), merge: Some(head) },
             };
-            let mut index_lock = IndexLock::acquire(self)?;
-            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
-                CommitOutcome::Committed(commit) => {
-                    drop(index_lock);
-                    super::maintenance::after_write(self);
-                    return Ok(Some(Integrated::Merged { commit, value }));
-                }
-                CommitOutcome::Unchanged | CommitOutcome::Retry => {
-                    drop(index_lock);
-                    retries.again(dir)?;
-                }
+            match self.publish_locked(&proposal, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(commit) => return Ok(Some(Integrated::Merged { commit, value })),
+                CommitOutcome::Unchanged | CommitOutcome::Retry => retries.again(dir)?,
             }
         }
     }
@@ -318,19 +310,11 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Proposal { expected: tip, merge: None },
             };
-            // Not needed for the files (none change), but `publish` runs under it like every commit.
-            let mut index_lock = IndexLock::acquire(self)?;
-            match self.publish(&proposal, &mut index_lock, &mut PhaseTimer::new(false))? {
-                CommitOutcome::Committed(committed) => {
-                    drop(index_lock);
-                    super::maintenance::after_write(self);
-                    return Ok((Some(committed), value));
-                }
+            // (git's index lock is not needed for the files, none change, but every commit takes it.)
+            match self.publish_locked(&proposal, &mut PhaseTimer::new(false))? {
+                CommitOutcome::Committed(committed) => return Ok((Some(committed), value)),
                 CommitOutcome::Unchanged => return Ok((None, value)),
-                CommitOutcome::Retry => {
-                    drop(index_lock);
-                    retries.again(&self.dir)?;
-                }
+                CommitOutcome::Retry => retries.again(&self.dir)?,
             }
         }
     }

@@ -179,22 +179,32 @@ impl PackRepo {
                 message: &message,
                 kind: Kind::Tool { defer_index: scoped },
             };
-            let mut index_lock = IndexLock::acquire(self)?;
-            trace.mark("index-lock");
-            match self.publish(&proposal, &mut index_lock, &mut trace)? {
+            match self.publish_locked(&proposal, &mut trace)? {
                 CommitOutcome::Committed(committed) => {
-                    drop(index_lock);
-                    maintenance::after_write(self);
                     trace.report(&self.dir);
                     return Ok((Some(committed), value));
                 }
                 CommitOutcome::Unchanged => return Ok((None, value)),
-                CommitOutcome::Retry => {
-                    drop(index_lock);
-                    retries.again(&self.dir)?;
-                }
+                CommitOutcome::Retry => retries.again(&self.dir)?,
             }
         }
+    }
+
+    /// [`PackRepo::publish`] under git's index lock, taken here and given up before it
+    /// returns; after a commit, packing is started if due ([`maintenance::after_write`]).
+    pub(super) fn publish_locked(
+        &self,
+        proposal: &Proposal<'_>,
+        trace: &mut PhaseTimer,
+    ) -> Result<CommitOutcome> {
+        let mut index_lock = IndexLock::acquire(self)?;
+        trace.mark("index-lock");
+        let outcome = self.publish(proposal, &mut index_lock, trace)?;
+        drop(index_lock);
+        if matches!(outcome, CommitOutcome::Committed(_)) {
+            maintenance::after_write(self);
+        }
+        Ok(outcome)
     }
 
     /// **The one publish path.** Every commit engram makes (tool writes,
