@@ -166,6 +166,25 @@ impl Layout {
         Layout::MixedLanguages,
     ];
 
+    /// The layouts named by their letters (`"acf"`), in report order.
+    pub fn by_letters(letters: &str) -> Result<Vec<Layout>, String> {
+        let mut out = Vec::new();
+        for ch in letters.chars().filter(|c| !matches!(c, ',' | ' ')) {
+            let i = (ch.to_ascii_lowercase() as usize).wrapping_sub('a' as usize);
+            let layout = Self::ALL.get(i).copied().ok_or_else(|| {
+                format!(
+                    "unknown layout {ch:?}: the layouts are a to {}",
+                    (b'a' + Self::ALL.len() as u8 - 1) as char
+                )
+            })?;
+            if !out.contains(&layout) {
+                out.push(layout);
+            }
+        }
+        out.sort_by_key(|l| Self::ALL.iter().position(|x| x == l));
+        Ok(out)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Self::TurnEntries => "(a) entry per turn, speaker tag",
@@ -183,6 +202,7 @@ impl Layout {
 /// `variants` adds the engine alone on the documents it was first tuned on.
 pub fn run(
     path: &std::path::Path,
+    layouts: &[Layout],
     variants: bool,
     embeddings: Option<&super::Embeddings>,
 ) -> Result<Option<String>, String> {
@@ -211,7 +231,7 @@ pub fn run(
         engine_only(&convs).print(&mut out, "engine only (colleague layout)");
     }
     let mut min: Option<(f64, f64)> = None;
-    for layout in Layout::ALL {
+    for &layout in layouts {
         let tally = product(&convs, layout, embeddings).map_err(|e| e.to_string())?;
         tally.print(&mut out, &format!("engram, {}", layout.name()));
         let (a, b) = (tally.pct(tally.any5), tally.pct(tally.all5));
@@ -220,8 +240,9 @@ pub fn run(
     if let Some((any5, all5)) = min {
         let _ = writeln!(
             out,
-            "\nheadline (minimum over layouts): turn any@5 {any5:.1}%, all@5 {all5:.1}% \
+            "\nheadline (minimum over the {} layouts run): turn any@5 {any5:.1}%, all@5 {all5:.1}% \
              (plain BM25 {:.1}%, {:.1}%)",
+            layouts.len(),
             base.pct(base.any5),
             base.pct(base.all5)
         );
@@ -733,6 +754,12 @@ mod tests {
         assert_eq!(turns, 4);
         assert!(laid.entries.len() > 50, "{}", laid.entries.len());
         assert!(laid.entries[0].summary.contains("聊天记录"));
+    }
+
+    #[test]
+    fn layouts_by_letter() {
+        assert_eq!(Layout::by_letters("c,a"), Ok(vec![Layout::TurnEntries, Layout::Notes]));
+        assert!(Layout::by_letters("z").is_err());
     }
 
     #[test]
