@@ -15,6 +15,9 @@ pub struct BenchArgs {
     /// built from)
     #[arg(long, value_name = "PATH")]
     locomo: Option<PathBuf>,
+    /// LoCoMo layouts to run, by letter (`acf`: (a), (c) and (f)); all when absent
+    #[arg(long, value_name = "LETTERS")]
+    layouts: Option<String>,
     /// Also run the LoCoMo engine alone on the documents it was first tuned on
     #[arg(long)]
     variants: bool,
@@ -52,7 +55,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if all || args.which == "locomo" {
         let path = args.locomo.clone().unwrap_or_else(default_locomo);
-        match locomo::run(&path, args.variants, embeddings.as_ref()).map_err(anyhow::Error::msg)? {
+        let layouts = match &args.layouts {
+            Some(letters) => locomo::Layout::by_letters(letters).map_err(anyhow::Error::msg)?,
+            None => locomo::Layout::ALL.to_vec(),
+        };
+        match locomo::run(&path, &layouts, args.variants, embeddings.as_ref()).map_err(anyhow::Error::msg)? {
             Some(report) => outln!("{report}"),
             None => {
                 let missing = format!(

@@ -436,6 +436,7 @@ pub struct Engram {
     whole_heads: packs::health::WholeHeads,
     /// The last scan of the packs roots, kept while they are as they were (`packs/health.rs`).
     scans: packs::health::ScanCache,
+    resolved: packs::health::ResolveCache,
 }
 
 impl Engram {
@@ -464,6 +465,7 @@ impl Engram {
             proposing_packs: Mutex::new(HashMap::new()),
             whole_heads: packs::health::WholeHeads::default(),
             scans: packs::health::ScanCache::default(),
+            resolved: packs::health::ResolveCache::default(),
         })
     }
 
@@ -556,9 +558,10 @@ impl Engram {
             .map_err(|e| EngramError::BadPath { path: given.display().to_string(), reason: e.to_string() })
     }
 
-    /// Resolves a pack by name.
+    /// Resolves a pack by name (kept while its directory and `meta.json` are unchanged: see
+    /// [`packs::health`]).
     pub fn resolve(&self, name: &str) -> Result<PackDir> {
-        Ok(self.packs().resolve(name)?)
+        Ok(self.resolved.resolve(&self.packs(), name, std::time::SystemTime::now())?)
     }
 
     /// `ping`.

@@ -17,6 +17,7 @@ mod doc;
 pub mod embed;
 mod error;
 mod filter;
+mod hanzi;
 mod index;
 mod meta;
 mod params;

@@ -53,7 +53,7 @@ impl Default for FeedbackParams {
 
 /// Query weight of a word written like a name ("Caroline", "Rust" inside a
 /// sentence): names pick out whose memory a question is about.
-pub(crate) const NAME_WEIGHT: f32 = 2.5;
+pub(crate) const NAME_WEIGHT: f32 = 1.5;
 
 /// Weight of a CJK unigram in a query when it is part of a longer CJK run
 /// (the bigrams carry the match; unigrams only break ties and catch partial hits).
@@ -65,7 +65,7 @@ pub(crate) const QUERY_UNIGRAM_IN_RUN_WEIGHT: f32 = 0.2;
 /// several strong hits gains from each. Neighbours are only re-ranked, never
 /// added: an entry holding none of the query's words is not a hit. `0.0`
 /// turns the boost off.
-pub const NEIGHBOUR_WEIGHT: f32 = 0.4;
+pub const NEIGHBOUR_WEIGHT: f32 = 0.5;
 /// How many of the best first-pass hits lend score to their neighbours.
 pub(crate) const NEIGHBOUR_SOURCES: usize = 30;
 /// Neighbours on each side of a hit, nearest in time first.

@@ -33,6 +33,19 @@ fn finds_english_with_stemming() {
 }
 
 #[test]
+fn traditional_and_simplified_characters_find_each_other() {
+    let idx = index(vec![
+        doc("meeting", "周会时间", "团队每周二上午十点开周会"),
+        doc("passport", "護照到期", "護照將在明年五月到期"),
+        doc("run", "跑步", "周末去公园慢跑五公里"),
+    ]);
+    assert_eq!(ids(&idx.search("週會是星期幾啊", &Filter::all(), 1)), ["meeting"]);
+    assert_eq!(ids(&idx.search("护照啥时候过期", &Filter::all(), 1)), ["passport"]);
+    let hit = &idx.search("週會", &Filter::all(), 1)[0];
+    assert!(hit.snippet.contains("周会"), "the snippet shows the text as written: {}", hit.snippet);
+}
+
+#[test]
 fn one_char_cjk_query_matches() {
     let idx = index(vec![
         doc("cat", "", "我家的猫叫咪咪"),

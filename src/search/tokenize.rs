@@ -21,7 +21,7 @@ use super::stem::stem_into;
 use super::stopwords::is_stopword;
 
 /// Bumped whenever tokenisation changes, so stale snapshots are rejected.
-pub const TOKENIZER_VERSION: u32 = 1;
+pub const TOKENIZER_VERSION: u32 = 2;
 
 /// Words longer than this many characters (hashes, base64…) are not indexed.
 const MAX_WORD_CHARS: usize = 40;
@@ -109,7 +109,8 @@ fn is_apostrophe(c: char) -> bool {
     matches!(c, '\'' | '\u{2019}' | '\u{02BC}')
 }
 
-/// NFKC-normalises and lowercases `text`, keeping the original span of each char.
+/// NFKC-normalises and lowercases `text` and folds traditional Chinese characters to
+/// simplified ones ([`super::hanzi`]), keeping the original span of each char.
 fn normalize(text: &str, out: &mut Vec<NormChar>) {
     out.clear();
     let mut iter = text.char_indices().peekable();
@@ -137,7 +138,7 @@ fn normalize(text: &str, out: &mut Vec<NormChar>) {
         }
         for n in cluster.nfkc() {
             for l in n.to_lowercase() {
-                out.push(NormChar { c: l, start, end });
+                out.push(NormChar { c: super::hanzi::simplified(l), start, end });
             }
         }
     }
@@ -323,7 +324,8 @@ mod tests {
     fn japanese_and_korean() {
         assert_eq!(
             of_kind("東京の寿司", TokenKind::CjkBigram),
-            ["東京", "京の", "の寿", "寿司"]
+            // Kanji fold as traditional Chinese characters do, in documents and queries alike.
+            ["东京", "京の", "の寿", "寿司"]
         );
         assert_eq!(of_kind("カレー", TokenKind::CjkBigram), ["カレ", "レー"]);
         assert_eq!(of_kind("서울 여행", TokenKind::CjkBigram), ["서울", "여행"]);

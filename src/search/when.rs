@@ -125,7 +125,9 @@ fn recent_weekday(day: i64, wd: i64, strict: bool) -> i64 {
 pub fn query_time_spans(text: &str, anchor: i64) -> Vec<TimeSpan> {
     let today = anchor.div_euclid(DAY);
     let mut out = english(text, today);
-    out.extend(chinese(text, today));
+    // Written in traditional characters ("上週二", "兩個月前"), read as simplified ones.
+    let simplified: String = text.chars().map(super::hanzi::simplified).collect();
+    out.extend(chinese(&simplified, today));
     out.dedup();
     out
 }
@@ -517,6 +519,14 @@ mod tests {
         assert_eq!(spans("两周前"), [(day(2023, 5, 8), 7)]);
         assert!(spans("一周三次训练").is_empty());
         assert!(spans("周末").is_empty());
+    }
+
+    #[test]
+    fn chinese_in_traditional_characters() {
+        assert_eq!(spans("上週二跑步了嗎"), spans("上周二跑步了吗"));
+        assert_eq!(spans("兩個月前"), spans("两个月前"));
+        assert_eq!(spans("去年夏天"), [(day(2022, 6, 1), 92)]);
+        assert_eq!(spans("去年夏天"), spans("去年夏天去哪兒玩了"));
     }
 
     #[test]

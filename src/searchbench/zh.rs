@@ -64,6 +64,9 @@ pub fn entries(docs: &[Document]) -> (Vec<BenchEntry>, HashMap<String, String>) 
 
 /// The notes fixture (`title`, `category`, `content`).
 pub const NOTES: &str = include_str!("../../tests/fixtures/zh_notes.json");
+/// Queries over the fixture memories written as a person asks: colloquial, with
+/// particles, in traditional characters, with English words.
+pub const COLLOQUIAL_QUERIES: &str = include_str!("../../tests/fixtures/zh_queries_colloquial.json");
 /// Queries over the example packs and the notes (answers `pack:path` or `note:<title>`).
 pub const PACK_QUERIES: &str = include_str!("../../tests/fixtures/zh_queries_packs.json");
 /// The pack holding the fixture memories.
@@ -130,6 +133,10 @@ fn corpus(docs: &[Document]) -> Result<Corpus, String> {
 pub fn run(embeddings: Option<&super::Embeddings>) -> Result<String, String> {
     let (docs, mut queries) = fixtures()?;
     let memory_queries = queries.len();
+    let colloquial: Vec<Query> =
+        serde_json::from_str(COLLOQUIAL_QUERIES).map_err(|e| format!("colloquial queries fixture: {e}"))?;
+    queries.extend(colloquial);
+    let spoken = memory_queries..queries.len();
     let more: Vec<Query> =
         serde_json::from_str(PACK_QUERIES).map_err(|e| format!("pack queries fixture: {e}"))?;
     queries.extend(more);
@@ -142,8 +149,10 @@ pub fn run(embeddings: Option<&super::Embeddings>) -> Result<String, String> {
     let (b_all, _) = score(&queries, &bm25);
     let (e_mem, _) = score(&queries[..memory_queries], &engram[..memory_queries]);
     let (b_mem, _) = score(&queries[..memory_queries], &bm25[..memory_queries]);
-    let (e_pk, _) = score(&queries[memory_queries..], &engram[memory_queries..]);
-    let (b_pk, _) = score(&queries[memory_queries..], &bm25[memory_queries..]);
+    let (e_co, _) = score(&queries[spoken.clone()], &engram[spoken.clone()]);
+    let (b_co, _) = score(&queries[spoken.clone()], &bm25[spoken.clone()]);
+    let (e_pk, _) = score(&queries[spoken.end..], &engram[spoken.end..]);
+    let (b_pk, _) = score(&queries[spoken.end..], &bm25[spoken.end..]);
     let mut out = format!(
         "Chinese set: {} queries over {} packs ({} fixture memories, {} notes, 12 example packs; {n_docs} documents), \
          every pack searched\n\n",
@@ -152,16 +161,27 @@ pub fn run(embeddings: Option<&super::Embeddings>) -> Result<String, String> {
         docs.len(),
         packs[0].1.len(),
     );
-    let _ = writeln!(out, "{:<34} {:>10} {:>12} {:>10}", "run", "all", "memories", "packs+notes");
     let _ = writeln!(
         out,
-        "{:<34} {:>9.1}% {:>11.1}% {:>9.1}%",
-        "engram (search_memory path)", e_all, e_mem, e_pk
+        "{:<34} {:>10} {:>12} {:>12} {:>12}",
+        "run", "all", "memories", "colloquial", "packs+notes"
     );
     let _ = writeln!(
         out,
-        "{:<34} {:>9.1}% {:>11.1}% {:>9.1}%",
-        "plain character-bigram BM25", b_all, b_mem, b_pk
+        "{:<34} {:>9.1}% {:>11.1}% {:>11.1}% {:>11.1}%",
+        "engram (search_memory path)", e_all, e_mem, e_co, e_pk
+    );
+    let _ = writeln!(
+        out,
+        "{:<34} {:>9.1}% {:>11.1}% {:>11.1}% {:>11.1}%",
+        "plain character-bigram BM25", b_all, b_mem, b_co, b_pk
+    );
+    let _ = writeln!(
+        out,
+        "({} memory queries, {} colloquial ones, {} over packs and notes)",
+        memory_queries,
+        spoken.len(),
+        queries.len() - spoken.end
     );
     let _ = writeln!(out, "(recall@{K}: an answer among the top {K})");
     for m in misses {

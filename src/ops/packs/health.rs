@@ -233,6 +233,56 @@ impl ScanCache {
     }
 }
 
+/// Packs resolved by directory name ([`Engram::resolve`]), each with the stamps of its directory
+/// and `meta.json`: a named search neither reads nor parses `meta.json` while they hold.
+#[derive(Debug, Default)]
+pub(crate) struct ResolveCache(Mutex<HashMap<String, KeptPack>>);
+
+#[derive(Debug, Clone)]
+struct KeptPack {
+    pack: crate::pack::PackDir,
+    stamps: [Option<Stamp>; 2],
+}
+
+impl ResolveCache {
+    /// The pack named `name`: the kept one while its stamps hold, else resolved again.
+    pub(crate) fn resolve(
+        &self,
+        packs: &crate::pack::Packs,
+        name: &str,
+        now: SystemTime,
+    ) -> Result<crate::pack::PackDir, crate::pack::PackError> {
+        let stamps_of = |dir: &Path| [stamp(dir), stamp(&dir.join("meta.json"))];
+        {
+            let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(k) = kept.get(name)
+                && stamps_of(&k.pack.dir) == k.stamps
+            {
+                return Ok(k.pack.clone());
+            }
+        }
+        let first_root = packs.roots().first().map(|r| r.join(name));
+        let stamps = first_root.as_deref().map(stamps_of);
+        let pack = packs.resolve(name)?;
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Only a real directory of the first root, named as asked and settled, is kept: no other
+        // root can shadow it, and no `meta.name` of another directory decides.
+        match stamps {
+            Some(stamps)
+                if first_root.as_deref() == Some(pack.dir.as_path())
+                    && stamps[0].as_ref().is_some_and(|s| s.dir)
+                    && stamps.iter().all(|s| settled(s, now)) =>
+            {
+                kept.insert(name.to_owned(), KeptPack { pack: pack.clone(), stamps });
+            }
+            _ => {
+                kept.remove(name);
+            }
+        }
+        Ok(pack)
+    }
+}
+
 /// What a pack's HEAD is, read from its files: what [`quick_check`] found healthy stays so
 /// while this reads the same.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,6 +468,40 @@ mod tests {
         scan(true);
         std::fs::write(root.join("delta/meta.json"), "{\"name\": \"delta\"}").expect("meta");
         assert_eq!(dirs(&scan(false)), ["delta"], "a meta.json written into a listed folder");
+    }
+
+    #[test]
+    fn a_kept_resolution_sees_the_pack_removed_renamed_or_broken() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        pack(&root, "alpha");
+        age(&root.join("alpha"));
+        let packs = Packs::new(root.clone(), None);
+        let cache = ResolveCache::default();
+        let resolve = |name: &str| cache.resolve(&packs, name, SystemTime::now()).map(|p| p.dir);
+        assert_eq!(resolve("alpha").ok(), Some(root.join("alpha")));
+        assert!(cache.0.lock().expect("lock").contains_key("alpha"), "a settled pack is kept");
+        assert_eq!(resolve("alpha").ok(), Some(root.join("alpha")), "kept");
+
+        std::fs::write(root.join("alpha/meta.json"), "{oops").expect("break meta");
+        assert!(resolve("alpha").is_err(), "a broken meta.json is seen at once");
+        std::fs::write(root.join("alpha/meta.json"), "{\"name\": \"alpha\"}").expect("mend meta");
+        assert!(resolve("alpha").is_ok());
+        assert!(
+            !cache.0.lock().expect("lock").contains_key("alpha"),
+            "a meta.json changed just now is not kept"
+        );
+
+        age(&root.join("alpha/meta.json"));
+        age(&root.join("alpha"));
+        assert!(resolve("alpha").is_ok());
+        std::fs::rename(root.join("alpha"), root.join("beta")).expect("rename");
+        assert_eq!(
+            resolve("alpha").ok(),
+            Some(root.join("beta")),
+            "a renamed directory is not kept under its old name (its meta.json still names it alpha)"
+        );
+        assert_eq!(resolve("beta").ok(), Some(root.join("beta")));
     }
 
     #[test]
