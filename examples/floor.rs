@@ -3,7 +3,9 @@
 //! appending a line to `memory/preferences.md`, as `cargo bench --bench core`
 //! does on a bare copy of each pack) and prints p50/p95. Use it on a fresh
 //! `git clone --bare` of a pack to see what the floor costs on the file
-//! system as it is right now.
+//! system as it is right now. With `--git-work` (on a clone with a working
+//! tree), it also times the git work of a capture done the plain libgit2 way
+//! (`store::floor::time_git_work`).
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -14,5 +16,14 @@ fn main() -> anyhow::Result<()> {
     times.sort();
     let ms = |i: usize| times[i.min(n - 1)].as_secs_f64() * 1e3;
     println!("{n} bare git2 commits: p50 {:.3} ms, p95 {:.3} ms", ms(n / 2), ms(n * 95 / 100));
+    // The git work of a capture (three memory files, working tree and index), on a clone with a
+    // working tree: `floor <repository> [commits] --git-work`.
+    if std::env::args().any(|a| a == "--git-work") {
+        let paths = ["memory/preferences.md", "memory/_index.md", "memory/_index_full.md"];
+        let mut times = engram::store::floor::time_git_work(std::path::Path::new(&dir), &paths, n)?;
+        times.sort();
+        let ms = |i: usize| times[i.min(n - 1)].as_secs_f64() * 1e3;
+        println!("{n} captures' git work: p50 {:.3} ms, p95 {:.3} ms", ms(n / 2), ms(n * 95 / 100));
+    }
     Ok(())
 }

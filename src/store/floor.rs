@@ -1,6 +1,8 @@
-//! The benchmark floor: a bare git2 commit that changes one file, with
-//! nothing of engram around it. `engram bench` times it on a copy of a pack's
-//! repository so that engram's own cost can be stated as a ratio to it.
+//! The benchmark floors: a bare git2 commit that changes one file, with
+//! nothing of engram around it, and the git work of a capture done the plain
+//! libgit2 way (three files changed, the working tree and the index updated).
+//! The benchmarks time them on a copy of a pack's repository so that engram's
+//! own cost can be stated as a ratio to them.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -33,6 +35,47 @@ pub fn time_bare_commits(dir: &Path, path: &str, n: usize) -> Result<Vec<Duratio
         let new_tree = repo.find_tree(new_tree).map_err(|e| git_err("reading the tree", dir, e))?;
         repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head])
             .map_err(|e| git_err("committing", dir, e))?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
+
+/// Makes `n` commits on HEAD of the non-bare repository at `dir` doing the git work of a
+/// capture the plain libgit2 way, with nothing of engram around it: each appends one line to
+/// every file of `paths` (read from the parent tree), writes their blobs, the trees and the
+/// commit (moving the branch, with its reflog), then the files into the working tree and
+/// the git index. Returns the time of each.
+pub fn time_git_work(dir: &Path, paths: &[&str], n: usize) -> Result<Vec<Duration>> {
+    let repo = Repository::open(dir).map_err(|e| git_err("opening", dir, e))?;
+    let sig = Signature::now("floor", "floor@localhost").map_err(|e| git_err("signature", dir, e))?;
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = Instant::now();
+        let git = |step: &'static str| move |e| git_err(step, dir, e);
+        let head = repo.head().and_then(|h| h.peel_to_commit()).map_err(git("reading HEAD"))?;
+        let tree = head.tree().map_err(git("reading the tree"))?;
+        let mut update = TreeUpdateBuilder::new();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let mut content = match tree.get_path(Path::new(path)) {
+                Ok(entry) => repo.find_blob(entry.id()).map(|b| b.content().to_vec()).unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            content.extend_from_slice(format!("floor line {i}\n").as_bytes());
+            let blob = repo.blob(&content).map_err(git("writing a blob"))?;
+            update.upsert(*path, blob, FileMode::Blob);
+            files.push((*path, content));
+        }
+        let new_tree = update.create_updated(&repo, &tree).map_err(git("building the tree"))?;
+        let new_tree = repo.find_tree(new_tree).map_err(git("reading the tree"))?;
+        repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head]).map_err(git("committing"))?;
+        let mut index = repo.index().map_err(git("reading the index"))?;
+        for (path, content) in &files {
+            std::fs::write(dir.join(path), content)
+                .map_err(|e| super::io_err("write", &dir.join(path), e))?;
+            index.add_path(Path::new(path)).map_err(git("updating the index"))?;
+        }
+        index.write().map_err(git("writing the index"))?;
         times.push(start.elapsed());
     }
     Ok(times)
