@@ -14,38 +14,20 @@ use super::{Result, git_err};
 /// Makes `n` commits on HEAD of the repository at `dir`, each appending one line to
 /// `path` (read from the parent tree), and returns the time of each.
 pub fn time_bare_commits(dir: &Path, path: &str, n: usize) -> Result<Vec<Duration>> {
-    let repo = Repository::open(dir).map_err(|e| git_err("opening", dir, e))?;
-    let sig = Signature::now("floor", "floor@localhost").map_err(|e| git_err("signature", dir, e))?;
-    let mut times = Vec::with_capacity(n);
-    for i in 0..n {
-        let start = Instant::now();
-        let head =
-            repo.head().and_then(|h| h.peel_to_commit()).map_err(|e| git_err("reading HEAD", dir, e))?;
-        let tree = head.tree().map_err(|e| git_err("reading the tree", dir, e))?;
-        let mut content = match tree.get_path(Path::new(path)) {
-            Ok(entry) => repo.find_blob(entry.id()).map(|b| b.content().to_vec()).unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
-        content.extend_from_slice(format!("floor line {i}\n").as_bytes());
-        let blob = repo.blob(&content).map_err(|e| git_err("writing a blob", dir, e))?;
-        let mut update = TreeUpdateBuilder::new();
-        update.upsert(path, blob, FileMode::Blob);
-        let new_tree =
-            update.create_updated(&repo, &tree).map_err(|e| git_err("building the tree", dir, e))?;
-        let new_tree = repo.find_tree(new_tree).map_err(|e| git_err("reading the tree", dir, e))?;
-        repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head])
-            .map_err(|e| git_err("committing", dir, e))?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
+    time_commits(dir, &[path], n, false)
 }
 
 /// Makes `n` commits on HEAD of the non-bare repository at `dir` doing the git work of a
 /// capture the plain libgit2 way, with nothing of engram around it: each appends one line to
-/// every file of `paths` (read from the parent tree), writes their blobs, the trees and the
-/// commit (moving the branch, with its reflog), then the files into the working tree and
-/// the git index. Returns the time of each.
+/// every file of `paths`, commits (moving the branch, with its reflog), then writes the files
+/// into the working tree and the git index. Returns the time of each.
 pub fn time_git_work(dir: &Path, paths: &[&str], n: usize) -> Result<Vec<Duration>> {
+    time_commits(dir, paths, n, true)
+}
+
+/// `n` commits each appending one line to every file of `paths` (read from the parent tree);
+/// with `working_tree`, the files are then written and staged with `Index::add_path`.
+fn time_commits(dir: &Path, paths: &[&str], n: usize, working_tree: bool) -> Result<Vec<Duration>> {
     let repo = Repository::open(dir).map_err(|e| git_err("opening", dir, e))?;
     let sig = Signature::now("floor", "floor@localhost").map_err(|e| git_err("signature", dir, e))?;
     let mut times = Vec::with_capacity(n);
@@ -69,13 +51,15 @@ pub fn time_git_work(dir: &Path, paths: &[&str], n: usize) -> Result<Vec<Duratio
         let new_tree = update.create_updated(&repo, &tree).map_err(git("building the tree"))?;
         let new_tree = repo.find_tree(new_tree).map_err(git("reading the tree"))?;
         repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head]).map_err(git("committing"))?;
-        let mut index = repo.index().map_err(git("reading the index"))?;
-        for (path, content) in &files {
-            std::fs::write(dir.join(path), content)
-                .map_err(|e| super::io_err("write", &dir.join(path), e))?;
-            index.add_path(Path::new(path)).map_err(git("updating the index"))?;
+        if working_tree {
+            let mut index = repo.index().map_err(git("reading the index"))?;
+            for (path, content) in &files {
+                std::fs::write(dir.join(path), content)
+                    .map_err(|e| super::io_err("write", &dir.join(path), e))?;
+                index.add_path(Path::new(path)).map_err(git("updating the index"))?;
+            }
+            index.write().map_err(git("writing the index"))?;
         }
-        index.write().map_err(git("writing the index"))?;
         times.push(start.elapsed());
     }
     Ok(times)
