@@ -31,6 +31,11 @@ use engram::mcp::client::StdioClient;
 use engram::ops::{Caller, CaptureRequest, Config, Engram};
 use serde_json::json;
 
+// The git-work floor is for `examples/floor`.
+#[allow(dead_code)]
+#[path = "common/floor.rs"]
+mod floor;
+
 const SAMPLES: usize = 200;
 /// Loads and reads from the disk (page cache dropped before each).
 const COLD_SAMPLES: usize = 60;
@@ -396,8 +401,7 @@ async fn capture_rounds(live: &[Live]) -> Vec<(Vec<Duration>, Vec<Duration>)> {
                 assert!(!r.is_error, "{}", r.text);
             }
             floor.extend(
-                engram::store::floor::time_bare_commits(&l.copy, "memory/preferences.md", CAPTURES / ROUNDS)
-                    .expect("floor"),
+                floor::time_bare_commits(&l.copy, "memory/preferences.md", CAPTURES / ROUNDS).expect("floor"),
             );
         }
     }

@@ -22,7 +22,6 @@ mod beside_git;
 mod clean;
 pub mod doctor;
 mod error;
-pub mod floor;
 mod guard;
 mod history;
 mod index_lock;
@@ -49,7 +48,7 @@ use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
+use git2::{ErrorCode, Oid, Repository, Signature};
 
 use beside_git::reread;
 use error::io_err;
@@ -493,38 +492,6 @@ impl PackRepo {
             },
             Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
         }
-    }
-
-    /// Runs `git fsck`-like connectivity checks the library offers: every
-    /// commit reachable from HEAD and its trees and blobs can be read.
-    pub fn verify(&self) -> Result<usize> {
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
-        if self.head_commit()?.is_none() {
-            return Ok(0);
-        }
-        walk.push_head().map_err(|e| git_err("walking history", &self.dir, e))?;
-        let mut n = 0;
-        for id in walk {
-            let id = id.map_err(|e| git_err("walking history", &self.dir, e))?;
-            let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-            let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
-            let mut err = None;
-            tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-                if entry.kind() == Some(ObjectType::Blob)
-                    && let Err(e) = self.repo.find_blob(entry.id())
-                {
-                    err = Some(e);
-                    return git2::TreeWalkResult::Abort;
-                }
-                git2::TreeWalkResult::Ok
-            })
-            .ok();
-            if let Some(e) = err {
-                return Err(git_err("reading a blob", &self.dir, e));
-            }
-            n += 1;
-        }
-        Ok(n)
     }
 }
 

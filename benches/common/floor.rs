@@ -1,4 +1,5 @@
-//! The benchmark floors: a bare git2 commit that changes one file, with
+//! The benchmark floors (included by path from `benches/core.rs` and
+//! `examples/floor.rs`): a bare git2 commit that changes one file, with
 //! nothing of engram around it, and the git work of a capture done the plain
 //! libgit2 way (three files changed, the working tree and the index updated).
 //! The benchmarks time them on a copy of a pack's repository so that engram's
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use git2::{FileMode, Repository, Signature, build::TreeUpdateBuilder};
 
-use super::{Result, git_err};
+use anyhow::{Context, Result};
 
 /// Makes `n` commits on HEAD of the repository at `dir`, each appending one line to
 /// `path` (read from the parent tree), and returns the time of each.
@@ -28,14 +29,13 @@ pub fn time_git_work(dir: &Path, paths: &[&str], n: usize) -> Result<Vec<Duratio
 /// `n` commits each appending one line to every file of `paths` (read from the parent tree);
 /// with `working_tree`, the files are then written and staged with `Index::add_path`.
 fn time_commits(dir: &Path, paths: &[&str], n: usize, working_tree: bool) -> Result<Vec<Duration>> {
-    let repo = Repository::open(dir).map_err(|e| git_err("opening", dir, e))?;
-    let sig = Signature::now("floor", "floor@localhost").map_err(|e| git_err("signature", dir, e))?;
+    let repo = Repository::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    let sig = Signature::now("floor", "floor@localhost")?;
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
         let start = Instant::now();
-        let git = |step: &'static str| move |e| git_err(step, dir, e);
-        let head = repo.head().and_then(|h| h.peel_to_commit()).map_err(git("reading HEAD"))?;
-        let tree = head.tree().map_err(git("reading the tree"))?;
+        let head = repo.head().and_then(|h| h.peel_to_commit()).context("reading HEAD")?;
+        let tree = head.tree().context("reading the tree")?;
         let mut update = TreeUpdateBuilder::new();
         let mut files = Vec::with_capacity(paths.len());
         for path in paths {
@@ -44,21 +44,20 @@ fn time_commits(dir: &Path, paths: &[&str], n: usize, working_tree: bool) -> Res
                 Err(_) => Vec::new(),
             };
             content.extend_from_slice(format!("floor line {i}\n").as_bytes());
-            let blob = repo.blob(&content).map_err(git("writing a blob"))?;
+            let blob = repo.blob(&content).context("writing a blob")?;
             update.upsert(*path, blob, FileMode::Blob);
             files.push((*path, content));
         }
-        let new_tree = update.create_updated(&repo, &tree).map_err(git("building the tree"))?;
-        let new_tree = repo.find_tree(new_tree).map_err(git("reading the tree"))?;
-        repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head]).map_err(git("committing"))?;
+        let new_tree = update.create_updated(&repo, &tree).context("building the tree")?;
+        let new_tree = repo.find_tree(new_tree).context("reading the tree")?;
+        repo.commit(Some("HEAD"), &sig, &sig, "floor", &new_tree, &[&head]).context("committing")?;
         if working_tree {
-            let mut index = repo.index().map_err(git("reading the index"))?;
+            let mut index = repo.index().context("reading the index")?;
             for (path, content) in &files {
-                std::fs::write(dir.join(path), content)
-                    .map_err(|e| super::io_err("write", &dir.join(path), e))?;
-                index.add_path(Path::new(path)).map_err(git("updating the index"))?;
+                std::fs::write(dir.join(path), content).context("writing a file")?;
+                index.add_path(Path::new(path)).context("updating the index")?;
             }
-            index.write().map_err(git("writing the index"))?;
+            index.write().context("writing the index")?;
         }
         times.push(start.elapsed());
     }
