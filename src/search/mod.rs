@@ -11,6 +11,7 @@
 //! and the index can be saved and restored as a compact checksummed binary
 //! snapshot ([`SearchIndex::to_snapshot`], [`SearchIndex::from_snapshot`]).
 
+mod asked;
 mod boost;
 pub mod dates;
 mod doc;

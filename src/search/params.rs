@@ -84,3 +84,9 @@ pub(crate) const COVERAGE_EXPONENT: f32 = 1.0;
 pub(crate) const TIME_BOOST: f32 = 0.5;
 /// At most this many days of entries answer a query that names a time and matches nothing else.
 pub(crate) const TIME_FILL_DAYS: i64 = 366;
+/// A hit's score is multiplied by `1 - ASKED_DISCOUNT × share`, where share is
+/// how much of its body is questions (see `asked.rs`): a memory that asks
+/// about a topic holds its words but rarely what was said about it. Its
+/// neighbours still take their share of its full score: what follows a
+/// question often answers it.
+pub(crate) const ASKED_DISCOUNT: f32 = 0.5;

@@ -8,7 +8,7 @@ use super::doc::{Document, Field};
 use super::filter::Filter;
 use super::index::SearchIndex;
 use super::embed::{Embeddings, RERANK_DEPTH, RERANK_WEIGHT, cosine};
-use super::params::{COVERAGE_EXPONENT, FeedbackParams, NEIGHBOUR_SOURCES};
+use super::params::{ASKED_DISCOUNT, COVERAGE_EXPONENT, FeedbackParams, NEIGHBOUR_SOURCES};
 use super::prune::{Norm, Pruner, prunable};
 use super::when::TimeSpan;
 use super::query::parse_query;
@@ -26,8 +26,12 @@ pub(super) struct WeightedTerm {
 }
 
 /// The best hits, best first; the fields each matched (by slot); for a hit
-/// ranked mostly for a neighbour, that neighbour's slot.
-type Ranked = (Vec<(f32, u32)>, HashMap<u32, u8>, HashMap<u32, u32>);
+/// ranked mostly for a neighbour, that neighbour's slot; the documents
+/// already read (by slot).
+type Ranked<'a> = (Vec<(f32, u32)>, HashMap<u32, u8>, HashMap<u32, u32>, Read<'a>);
+
+/// Documents read while ranking, by slot: read once, for the snippet too.
+type Read<'a> = HashMap<u32, Cow<'a, Document>>;
 
 /// How a query term counts towards a document's coverage of the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +102,7 @@ impl SearchIndex {
         // spans' and the path groups' boosts read every hit, so those queries
         // are scored exhaustively.
         let prune = req.prune && spans.is_empty() && req.group_weight <= 0.0 && prunable(&self.params);
-        let (ranked, masks, beside) = if prune {
+        let (ranked, masks, beside, mut read) = if prune {
             self.rank_pruned(req, terms, query_mass)
         } else {
             self.rank_exhaustive(req, terms, query_mass, &spans)
@@ -114,7 +118,10 @@ impl SearchIndex {
         ranked
             .into_iter()
             .filter_map(|(score, slot)| {
-                let doc = self.doc_at(slot)?;
+                let doc = match read.remove(&slot) {
+                    Some(doc) => doc,
+                    None => self.doc_at(slot)?,
+                };
                 let mask = masks.get(&slot).copied().unwrap_or(0);
                 let fields: Vec<Field> = Field::ALL
                     .into_iter()
@@ -155,7 +162,7 @@ impl SearchIndex {
         mut terms: Vec<WeightedTerm>,
         query_mass: f32,
         spans: &[TimeSpan],
-    ) -> Ranked {
+    ) -> Ranked<'_> {
         let mut scores = self.score(&terms);
         let mut ranked = self.candidates(&scores, &req.filter, query_mass);
         if let Some(fb) = &req.feedback
@@ -180,9 +187,10 @@ impl SearchIndex {
         if !spans.is_empty() {
             self.apply_time_boost(&mut ranked, req, spans);
         }
+        let read = self.discount_asked(&mut ranked, final_depth(req));
         self.final_order(&mut ranked, req);
         let masks = ranked.iter().map(|r| (r.1, scores.mask.get(r.1 as usize).copied().unwrap_or(0))).collect();
-        (ranked, masks, beside)
+        (ranked, masks, beside, read)
     }
 
     /// [`Self::rank_exhaustive`] for a query without time spans or path
@@ -191,7 +199,7 @@ impl SearchIndex {
     /// of the strongest are scored one by one. Same result: a boost only adds
     /// to a hit, so a hit outside the best `n` (`n` ≥ the hits returned, ≥ the
     /// neighbour sources) that is no neighbour of a source stays behind them.
-    fn rank_pruned(&self, req: &SearchRequest, mut terms: Vec<WeightedTerm>, query_mass: f32) -> Ranked {
+    fn rank_pruned(&self, req: &SearchRequest, mut terms: Vec<WeightedTerm>, query_mass: f32) -> Ranked<'_> {
         let depth = if req.embeddings.is_some() { req.limit.max(RERANK_DEPTH) } else { req.limit };
         let n = depth.max(if req.neighbour_weight > 0.0 { NEIGHBOUR_SOURCES } else { 0 });
         let mut pruner = Pruner::new(self, &terms, query_mass);
@@ -227,8 +235,9 @@ impl SearchIndex {
         } else {
             HashMap::new()
         };
+        let read = self.discount_asked(&mut ranked, final_depth(req));
         self.final_order(&mut ranked, req);
-        (ranked, masks, beside)
+        (ranked, masks, beside, read)
     }
 
     /// The best `limit` of `ranked`, best first (re-ranked by word vectors
@@ -242,6 +251,41 @@ impl SearchIndex {
             }
             None => self.top_k(ranked, req.limit),
         }
+    }
+
+    /// Discounts hits by the share of their body that is questions
+    /// ([`ASKED_DISCOUNT`]), reading only the documents that can be among the
+    /// best `k` afterwards: a discount only lowers a score, so once the `k`
+    /// best are discounted, a hit scoring no more than the `k`-th of them
+    /// before its own discount stays behind them. Returns the documents read.
+    fn discount_asked(&self, ranked: &mut Vec<(f32, u32)>, k: usize) -> Read<'_> {
+        let mut read = HashMap::new();
+        if ASKED_DISCOUNT <= 0.0 || k == 0 || ranked.is_empty() {
+            return read;
+        }
+        let mut discount = |r: &mut (f32, u32)| {
+            if let Some(doc) = self.doc_at(r.1) {
+                r.0 *= 1.0 - ASKED_DISCOUNT * super::asked::asked_share(&doc.body);
+                read.insert(r.1, doc);
+            }
+        };
+        let mut best = ranked.clone();
+        self.top_k(&mut best, k);
+        best.iter_mut().for_each(&mut discount);
+        if best.len() < k {
+            *ranked = best;
+            return read;
+        }
+        let floor = best.iter().map(|r| r.0).fold(f32::INFINITY, f32::min);
+        let done: HashMap<u32, f32> = best.iter().map(|r| (r.1, r.0)).collect();
+        for r in ranked.iter_mut() {
+            match done.get(&r.1) {
+                Some(&score) => r.0 = score,
+                None if r.0 > floor => discount(r),
+                None => {}
+            }
+        }
+        read
     }
 
     /// Inverse document frequency of a term found in `df` documents.
@@ -454,6 +498,11 @@ impl SearchIndex {
         }
         ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     }
+}
+
+/// How many hits [`SearchIndex::final_order`] orders: the limit, or the re-ranking depth.
+fn final_depth(req: &SearchRequest) -> usize {
+    if req.embeddings.is_some() { req.limit.max(RERANK_DEPTH) } else { req.limit }
 }
 
 /// Whether a query term is a CJK character or bigram. Such terms count for

@@ -339,3 +339,22 @@ fn freed_slots_are_compacted_and_postings_stay_consistent() {
     let back = SearchIndex::from_snapshot(&idx.to_snapshot().expect("snapshot")).expect("load");
     assert_eq!(ids(&back.search("word7", &Filter::all(), 5)), ["d7"]);
 }
+
+#[test]
+fn a_memory_that_asks_ranks_behind_one_that_tells() {
+    let idx = index(vec![
+        doc("asks", "", "Who is your favorite basketball player?"),
+        doc("tells", "", "My favorite basketball player is LeBron, for his leadership."),
+        doc("other", "", "We watched a basketball game on Sunday."),
+    ]);
+    for prune in [true, false] {
+        for limit in [1, 3] {
+            let mut req = SearchRequest::new("Who is John's favorite basketball player?").limit(limit);
+            req.prune = prune;
+            assert_eq!(ids(&idx.search_with(&req))[0], "tells", "prune {prune}, limit {limit}");
+        }
+    }
+    let mut req = SearchRequest::new("favorite basketball player").limit(3);
+    req.neighbour_weight = 0.0;
+    assert_eq!(ids(&idx.search_with(&req)), ["tells", "asks", "other"]);
+}

@@ -77,10 +77,11 @@ async fn an_entry_next_to_a_strong_hit_is_marked_as_its_context_and_unrelated_on
     let text = ok(&c, "search_memory", json!({"query": "travel summer", "name": "coach"})).await;
     let h = hits(&text);
     assert_eq!(h.len(), 2, "an entry holding none of the words is no hit, however near:\n{text}");
-    assert!(h[0].contains("question") && !h[0].contains("context:"), "{text}");
-    assert!(h[1].contains("answer"), "{text}");
+    // The answer rises past the question it follows: a memory that asks ranks behind one that tells.
+    assert!(h[1].contains("question") && !h[1].contains("context:"), "{text}");
+    assert!(h[0].contains("answer"), "{text}");
     assert!(
-        h[1].contains("context: written next to [2026-11-22 10:00], a stronger hit"),
+        h[0].contains("context: written next to [2026-11-22 10:00], a stronger hit"),
         "the hit raised by its neighbour says so:\n{text}"
     );
     c.close().await.expect("close");
