@@ -4,9 +4,10 @@
 //! The remote's branch [`CIPHER_BRANCH`] holds `manifest` and `p/<id>`: each `p/<id>` is one
 //! git packfile of the pack's history (the commits the previous manifest did not cover),
 //! sealed with the pack's key, and `manifest` is the sealed list of those files with the
-//! plain branch's tip. Its commits have a fixed author, time and message. Sealing is
-//! ChaCha20-Poly1305 (ring) with a random nonce per object; the plain text is padded to a
-//! size bucket first, so a memory's size shows only to within the bucket.
+//! plain branch's tip. Its commits have a fixed author and message, and their depth on the
+//! branch as their time. Sealing is ChaCha20-Poly1305 (ring) with a random nonce per object;
+//! the plain text is padded to a size bucket first, so a memory's size shows only to within
+//! the bucket.
 //!
 //! Every device keeps a plain repository: a fetch decrypts and indexes the pack files it
 //! lacks into the pack's object database and sets `refs/remotes/<remote>/<branch>` to the
@@ -575,7 +576,7 @@ fn build_pack(plain: &Repository, head: Oid, previous: Option<Oid>) -> Result<Ve
 }
 
 /// A commit on the cipher branch: `manifest` and `p/<id>` for every live pack file, with a
-/// fixed author, time and message.
+/// fixed author and message and its depth on the branch as its time.
 fn cipher_commit(
     cache: &Repository,
     parent: Option<&git2::Commit<'_>>,
@@ -595,7 +596,11 @@ fn cipher_commit(
     let tree = cache
         .find_tree(root.write().map_err(git("writing a tree", dir))?)
         .map_err(git("writing a tree", dir))?;
-    let who = git2::Signature::new("engram", "engram@invalid", &git2::Time::new(0, 0))
+    // The time is the commit's depth on the branch (its parent's time plus one), not a clock:
+    // a revision walk (a push's, a server's) stops a few commits past the remote's tip only
+    // when times fall along the branch; with equal times it reads the whole branch every push.
+    let depth = parent.map_or(0, |p| p.time().seconds().max(0)).saturating_add(1);
+    let who = git2::Signature::new("engram", "engram@invalid", &git2::Time::new(depth, 0))
         .map_err(git("writing a commit", dir))?;
     let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
     cache.commit(None, &who, &who, CIPHER_MESSAGE, &tree, &parents).map_err(git("writing a commit", dir))

@@ -68,9 +68,11 @@ fn assert_remote_opaque(url: &str, words: &[&str]) {
     }
     let refs = git(Path::new(url), &["for-each-ref", "--format=%(refname)"]);
     assert_eq!(refs.trim(), "refs/heads/engram-encrypted", "{refs}");
+    // Each commit's time is its depth on the branch, not a clock: newest first, n down to 1.
     let log = git(Path::new(url), &["log", "--format=%an <%ae> %at %s%n%b", "engram-encrypted"]);
-    for line in log.lines().filter(|l| !l.is_empty()) {
-        assert_eq!(line, "engram <engram@invalid> 0 engram encrypted pack", "{log}");
+    let lines: Vec<&str> = log.lines().filter(|l| !l.is_empty()).collect();
+    for (line, depth) in lines.iter().zip((1..=lines.len()).rev()) {
+        assert_eq!(*line, format!("engram <engram@invalid> {depth} engram encrypted pack"), "{log}");
     }
 }
 
