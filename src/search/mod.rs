@@ -21,6 +21,7 @@ mod filter;
 mod hanzi;
 mod index;
 mod meta;
+mod names;
 mod params;
 mod prune;
 mod query;

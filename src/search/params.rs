@@ -55,6 +55,12 @@ impl Default for FeedbackParams {
 /// sentence): names pick out whose memory a question is about.
 pub(crate) const NAME_WEIGHT: f32 = 1.5;
 
+/// Query weight of a short form of a name the query writes ("Jo" for
+/// "Joanna", see `names.rs`), relative to the name's, before it is scaled by
+/// the short form's share of the memories holding either form: a prefix of
+/// a name is weaker evidence than the name.
+pub(crate) const SHORT_FORM_WEIGHT: f32 = 0.5;
+
 /// Weight of a CJK unigram in a query when it is part of a longer CJK run
 /// (the bigrams carry the match; unigrams only break ties and catch partial hits).
 pub(crate) const QUERY_UNIGRAM_IN_RUN_WEIGHT: f32 = 0.2;

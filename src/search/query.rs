@@ -13,6 +13,8 @@ pub struct QueryTerm {
     pub text: String,
     /// Query-side weight (repetitions add up).
     pub weight: f32,
+    /// Whether the query writes the word like a name (see [`looks_like_name`]).
+    pub name: bool,
 }
 
 /// Parses `text` into distinct weighted terms, in first-occurrence order.
@@ -35,16 +37,21 @@ pub fn parse_query(tokenizer: &mut Tokenizer, text: &str) -> Vec<QueryTerm> {
         } else {
             1.0
         };
-        if t.kind == TokenKind::Word && looks_like_name(text, t.start, t.end) {
+        let name = t.kind == TokenKind::Word && looks_like_name(text, t.start, t.end);
+        if name {
             weight *= NAME_WEIGHT;
         }
         match pos.get(&t.text) {
-            Some(&i) => out[i].weight += weight,
+            Some(&i) => {
+                out[i].weight += weight;
+                out[i].name |= name;
+            }
             None => {
                 pos.insert(t.text.clone(), out.len());
                 out.push(QueryTerm {
                     text: t.text.clone(),
                     weight,
+                    name,
                 });
             }
         }
@@ -55,6 +62,7 @@ pub fn parse_query(tokenizer: &mut Tokenizer, text: &str) -> Vec<QueryTerm> {
             out.push(QueryTerm {
                 text: term,
                 weight: 1.0,
+                name: false,
             });
         }
     }
@@ -64,7 +72,7 @@ pub fn parse_query(tokenizer: &mut Tokenizer, text: &str) -> Vec<QueryTerm> {
 /// Whether the word at `start..end` of `text` is written like a name: a
 /// capital then a lower-case letter, and not merely the first word of a
 /// sentence (unless a possessive `'s` follows it).
-fn looks_like_name(text: &str, start: usize, end: usize) -> bool {
+pub(super) fn looks_like_name(text: &str, start: usize, end: usize) -> bool {
     let word = &text[start..end];
     let mut chars = word.chars();
     let (Some(a), Some(b)) = (chars.next(), chars.next()) else { return false };

@@ -40,7 +40,8 @@ pub(super) enum Covers {
     Word,
     /// A CJK character or bigram of the query: counts when held, never as missing.
     Cjk,
-    /// A term feedback added: not part of the query.
+    /// A term feedback added, or a short form of a name (`names.rs`): not
+    /// part of the query.
     No,
 }
 
@@ -76,6 +77,7 @@ impl SearchIndex {
         }
         let mut tokenizer = Tokenizer::new();
         let parsed = parse_query(&mut tokenizer, &req.query);
+        let short_forms = self.short_forms(&mut tokenizer, &parsed);
         let terms: Vec<WeightedTerm> = parsed
             .iter()
             .filter(|q| self.doc_freq(&q.text) > 0)
@@ -84,6 +86,11 @@ impl SearchIndex {
                 weight: q.weight,
                 covers: if is_cjk_term(&q.text) { Covers::Cjk } else { Covers::Word },
             })
+            .chain(short_forms.iter().map(|(text, weight)| WeightedTerm {
+                text: text.as_str().into(),
+                weight: *weight,
+                covers: Covers::No,
+            }))
             .collect();
         let spans = self.query_spans(req);
         if terms.is_empty() && spans.is_empty() {
@@ -114,6 +121,10 @@ impl SearchIndex {
                 let df = self.doc_freq(&q.text);
                 (df > 0).then(|| (q.text.clone(), q.weight * self.idf(df)))
             })
+            .chain(short_forms.into_iter().map(|(text, weight)| {
+                let idf = self.idf(self.doc_freq(&text));
+                (text, weight * idf)
+            }))
             .collect();
         ranked
             .into_iter()
