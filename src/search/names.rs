@@ -4,8 +4,10 @@
 //! A name of the query (a word it writes like a name) brings in, at a reduced
 //! weight, every indexed word of at least two letters that is a prefix of it
 //! (after stemming: "Nate" is indexed as `nat`) and that the memories holding
-//! it write like a name too, so "Caroline" does not bring in every "car".
-//! A short form does not count towards a memory's coverage of the query.
+//! it write like a name too, so "Caroline" does not bring in every "car". The
+//! other way round, a short name of the query ("Mel") brings in the longest-held
+//! indexed words it is a prefix of ("Melanie"), on the same condition. Such a
+//! word does not count towards a memory's coverage of the query.
 
 use super::index::SearchIndex;
 use super::params::SHORT_FORM_WEIGHT;
@@ -17,6 +19,8 @@ use super::tokenize::{TokenKind, Tokenizer};
 const MIN_LETTERS: usize = 2;
 /// Memories holding a candidate short form read to see how they write it.
 const SAMPLED_DOCS: usize = 4;
+/// Longer words a short name of the query is looked up as, at most.
+const LONGER_FORMS: usize = 4;
 
 impl SearchIndex {
     /// The short forms of the names in `parsed` that this index holds, each
@@ -31,19 +35,49 @@ impl SearchIndex {
                 if is_stopword(prefix) || parsed.iter().any(|p| p.text == prefix) {
                     continue;
                 }
-                let weight = q.weight * SHORT_FORM_WEIGHT;
-                if let Some(known) = out.iter_mut().find(|o| o.0 == prefix) {
-                    known.1 = known.1.max(weight);
-                } else if self.doc_freq(prefix) > 0 && self.written_as_name(tokenizer, prefix) {
-                    // The pack's own usage says which form it writes: a short
-                    // form next to a far more frequent full name is mostly
-                    // something else (someone addressed, another name).
-                    let (short, full) = (self.doc_freq(prefix) as f32, self.doc_freq(&q.text) as f32);
-                    out.push((prefix.to_owned(), weight * short / (short + full)));
+                self.add_other_form(tokenizer, q, prefix, &mut out);
+            }
+            for longer in self.words_extending(&q.text) {
+                if !parsed.iter().any(|p| p.text == longer) {
+                    self.add_other_form(tokenizer, q, &longer, &mut out);
                 }
             }
         }
         out
+    }
+
+    /// Adds `form`, another form of the query's name `q`, to `out` when the index holds it
+    /// written like a name, weighted by its share of the memories holding either form: the
+    /// pack's own usage says which form it writes, and a form next to a far more frequent
+    /// one is mostly something else (someone addressed, another name).
+    fn add_other_form(&self, tokenizer: &mut Tokenizer, q: &QueryTerm, form: &str, out: &mut Vec<(String, f32)>) {
+        let weight = q.weight * SHORT_FORM_WEIGHT;
+        if let Some(known) = out.iter_mut().find(|o| o.0 == form) {
+            known.1 = known.1.max(weight);
+        } else if self.doc_freq(form) > 0 && self.written_as_name(tokenizer, form) {
+            let (other, named) = (self.doc_freq(form) as f32, self.doc_freq(&q.text) as f32);
+            out.push((form.to_owned(), weight * other / (other + named)));
+        }
+    }
+
+    /// The indexed words longer than `prefix` that start with it: the full names a short
+    /// name may stand for, the [`LONGER_FORMS`] held by the most memories.
+    fn words_extending(&self, prefix: &str) -> Vec<String> {
+        if prefix.chars().count() < MIN_LETTERS {
+            return Vec::new();
+        }
+        let longer = |t: &str| t.len() > prefix.len() && t.starts_with(prefix);
+        let mut words: Vec<String> = self.term_ids.keys().filter(|t| longer(t)).map(|t| t.to_string()).collect();
+        if let Some(base) = &self.base {
+            base.terms_with_prefix(prefix, |t| {
+                if longer(t) && !words.iter().any(|w| w == t) {
+                    words.push(t.to_owned());
+                }
+            });
+        }
+        let mut held: Vec<(usize, String)> = words.into_iter().map(|w| (self.doc_freq(&w), w)).collect();
+        held.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        held.into_iter().filter(|(df, _)| *df > 0).take(LONGER_FORMS).map(|(_, w)| w).collect()
     }
 
     /// Whether one of the first few memories holding `term` writes it like a name.
@@ -96,6 +130,16 @@ mod tests {
         // Stemmed: "Nate" is indexed as `nat`, a prefix of "Nathan".
         let idx = index(&[("nate", "Then Nate won the video game tournament")]);
         assert_eq!(found(&idx, "Which tournament did Nathan win?"), ["nate"]);
+    }
+
+    #[test]
+    fn a_short_name_finds_the_full_one() {
+        let idx = index(&[
+            ("melanie", "Yesterday Melanie painted a sunrise over the lake"),
+            ("melody", "The melody of that song stayed with me"),
+        ]);
+        assert_eq!(found(&idx, "What did Mel paint?"), ["melanie"]);
+        assert_eq!(short_forms(&idx, "What did Mel paint?"), ["melani"]);
     }
 
     #[test]

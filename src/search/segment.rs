@@ -439,6 +439,27 @@ impl Segment {
         None
     }
 
+    /// Calls `visit` with every term that starts with `prefix`, in order.
+    pub(super) fn terms_with_prefix(&self, prefix: &str, mut visit: impl FnMut(&str)) {
+        let (mut lo, mut hi) = (0u32, self.n_terms);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term_bytes(mid) {
+                Some(t) if t < prefix.as_bytes() => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        for i in lo..self.n_terms {
+            let Some(t) = self.term_bytes(i) else { return };
+            if !t.starts_with(prefix.as_bytes()) {
+                return;
+            }
+            if let Ok(t) = std::str::from_utf8(t) {
+                visit(t);
+            }
+        }
+    }
+
     /// The postings of term `i`, decoded (frequent terms from the cache).
     pub(super) fn postings_shared(&self, i: u32) -> Arc<[Posting]> {
         let cacheable = self.term_df(i) >= CACHE_MIN_DF;
