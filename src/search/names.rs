@@ -54,8 +54,11 @@ impl SearchIndex {
         let weight = q.weight * SHORT_FORM_WEIGHT;
         if let Some(known) = out.iter_mut().find(|o| o.0 == form) {
             known.1 = known.1.max(weight);
-        } else if self.doc_freq(form) > 0 && self.written_as_name(tokenizer, form) {
-            let (other, named) = (self.doc_freq(form) as f32, self.doc_freq(&q.text) as f32);
+            return;
+        }
+        let other = self.doc_freq(form) as f32;
+        if other > 0.0 && self.written_as_name(tokenizer, form) {
+            let named = self.doc_freq(&q.text) as f32;
             out.push((form.to_owned(), weight * other / (other + named)));
         }
     }
@@ -67,11 +70,12 @@ impl SearchIndex {
             return Vec::new();
         }
         let longer = |t: &str| t.len() > prefix.len() && t.starts_with(prefix);
-        let mut words: Vec<String> = self.term_ids.keys().filter(|t| longer(t)).map(|t| t.to_string()).collect();
+        let mut words: std::collections::BTreeSet<String> =
+            self.term_ids.keys().filter(|t| longer(t)).map(|t| t.to_string()).collect();
         if let Some(base) = &self.base {
             base.terms_with_prefix(prefix, |t| {
-                if longer(t) && !words.iter().any(|w| w == t) {
-                    words.push(t.to_owned());
+                if longer(t) {
+                    words.insert(t.to_owned());
                 }
             });
         }

@@ -211,8 +211,7 @@ impl SearchIndex {
     /// to a hit, so a hit outside the best `n` (`n` ≥ the hits returned, ≥ the
     /// neighbour sources) that is no neighbour of a source stays behind them.
     fn rank_pruned(&self, req: &SearchRequest, mut terms: Vec<WeightedTerm>, query_mass: f32) -> Ranked<'_> {
-        let depth = if req.embeddings.is_some() { req.limit.max(RERANK_DEPTH) } else { req.limit };
-        let n = depth.max(if req.neighbour_weight > 0.0 { NEIGHBOUR_SOURCES } else { 0 });
+        let n = final_depth(req).max(if req.neighbour_weight > 0.0 { NEIGHBOUR_SOURCES } else { 0 });
         let mut pruner = Pruner::new(self, &terms, query_mass);
         let mut top = pruner.top(n.max(req.feedback.as_ref().map_or(0, |f| f.docs)), &req.filter);
         if let Some(fb) = &req.feedback

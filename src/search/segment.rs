@@ -427,29 +427,13 @@ impl Segment {
 
     /// The index of a term.
     pub(super) fn find_term(&self, text: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0u32, self.n_terms);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.term_bytes(mid)?.cmp(text.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        let i = self.first_term_from(text.as_bytes());
+        (i < self.n_terms && self.term_bytes(i)? == text.as_bytes()).then_some(i)
     }
 
     /// Calls `visit` with every term that starts with `prefix`, in order.
     pub(super) fn terms_with_prefix(&self, prefix: &str, mut visit: impl FnMut(&str)) {
-        let (mut lo, mut hi) = (0u32, self.n_terms);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.term_bytes(mid) {
-                Some(t) if t < prefix.as_bytes() => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
-        for i in lo..self.n_terms {
+        for i in self.first_term_from(prefix.as_bytes())..self.n_terms {
             let Some(t) = self.term_bytes(i) else { return };
             if !t.starts_with(prefix.as_bytes()) {
                 return;
@@ -458,6 +442,20 @@ impl Segment {
                 visit(t);
             }
         }
+    }
+
+    /// The index of the first term not below `text` in byte order (`n_terms` when none is;
+    /// a term that cannot be read counts as not below).
+    fn first_term_from(&self, text: &[u8]) -> u32 {
+        let (mut lo, mut hi) = (0u32, self.n_terms);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term_bytes(mid) {
+                Some(t) if t < text => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
     }
 
     /// The postings of term `i`, decoded (frequent terms from the cache).
