@@ -25,7 +25,8 @@ a flat 10,000-line index roll it into segments 64 lines at a time, a one-off cos
 pack (its p50 is printed). Then `rounds` rounds, the servers' order alternating each round: on
 each server `captures` captures, then `loads` loads (each with a new query, as a new conversation
 would). Prints per server and tool the median of the rounds' p50s, the p50/p95 of all calls,
-and the ratio Python / engram; the load average before and after; and at the end the entries
+the ratio Python / engram, and the CPU time the server process used per call (all its threads
+and the children it waited for; less sensitive than wall time to a busy machine); the load average before and after; and at the end the entries
 each pack's full index holds (the captures must have landed in both). ENGRAM_SERVE_ARGS adds
 arguments to `engram serve` (e.g. `--auto-trace`: the Python server writes a tool trace, one
 more append and index rebuild, after every capture and every load with a new query; engram
@@ -231,6 +232,14 @@ def entry_count(pack):
     return entries, traces
 
 
+def cpu_ms(pid):
+    """User + system CPU time so far of a process (all its threads) and of the children it
+    waited for (engram's `git gc --auto`), in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) * 1e3 / os.sysconf("SC_CLK_TCK")
+
+
 def pct(v, p):
     v = sorted(v)
     return v[round((len(v) - 1) * p)]
@@ -299,12 +308,17 @@ def main():
               flush=True)
         per_round = {(s.label, tool): [] for s in servers for tool in ("capture", "load")}
         every = {key: [] for key in per_round}
+        cpu = {key: 0.0 for key in per_round}
         n = 0
         for r in range(rounds):
             order = servers if r % 2 == 0 else servers[::-1]
             for s in order:
+                t0 = cpu_ms(s.proc.pid)
                 c = [s.call("capture_memory", capture_args(n + i))[1] for i in range(captures)]
+                t1 = cpu_ms(s.proc.pid)
                 l_ = [s.call("load_engram", load_args(n + i))[1] for i in range(loads)]
+                cpu[(s.label, "capture")] += t1 - t0
+                cpu[(s.label, "load")] += cpu_ms(s.proc.pid) - t1
                 for tool, v in (("capture", c), ("load", l_)):
                     if v:
                         per_round[(s.label, tool)].append(statistics.median(v))
@@ -317,8 +331,9 @@ def main():
             s.close()
         print(f"load average after: {after}   ({time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())})\n")
         print(f"{memories} memories, {rounds} rounds x ({captures} captures + {loads} loads) per server\n")
-        print("| tool | engram p50 ms | python p50 ms | python / engram | engram all p50 / p95 | python all p50 / p95 |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| tool | engram p50 ms | python p50 ms | python / engram | engram all p50 / p95 "
+              "| python all p50 / p95 | CPU ms per call engram / python |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for tool, calls in (("capture_memory", "capture"), ("load_engram", "load")):
             e, p = per_round[("engram", calls)], per_round[("python", calls)]
             if not e:
@@ -326,8 +341,10 @@ def main():
             em, pm = statistics.median(e), statistics.median(p)
             ea, pa = every[("engram", calls)], every[("python", calls)]
             print(f"| {tool} | {em:.2f} | {pm:.2f} | {pm / em:.1f}x | "
-                  f"{statistics.median(ea):.2f} / {pct(ea, 0.95):.2f} | {statistics.median(pa):.2f} / {pct(pa, 0.95):.2f} |")
-        print("\n(p50 columns: median over rounds of each round's p50)")
+                  f"{statistics.median(ea):.2f} / {pct(ea, 0.95):.2f} | {statistics.median(pa):.2f} / {pct(pa, 0.95):.2f} | "
+                  f"{cpu[('engram', calls)] / len(ea):.2f} / {cpu[('python', calls)] / len(pa):.2f} |")
+        print("\n(p50 columns: median over rounds of each round's p50; CPU: the server process, all its "
+              f"threads and waited-for children, {1e3 / os.sysconf('SC_CLK_TCK'):.0f} ms ticks, over all timed calls)")
         made = warmup + rounds * captures
         for label in ("engram", "python"):
             entries, traces = entry_count(os.path.join(dirs[label][0], PACK))
