@@ -26,8 +26,9 @@ pack (its p50 is printed). Then `rounds` rounds, the servers' order alternating 
 each server `captures` captures, then `loads` loads (each with a new query, as a new conversation
 would). Prints per server and tool the median of the rounds' p50s, the p50/p95 of all calls,
 the ratio Python / engram, and the CPU time the server process used per call (all its threads
-and the children it waited for; less sensitive than wall time to a busy machine); the load average before and after; and at the end the entries
-each pack's full index holds (the captures must have landed in both). ENGRAM_SERVE_ARGS adds
+and the children it waited for; less sensitive than wall time to a busy machine); the load
+average before and after; and at the end the entries each pack's full index holds (the
+captures must have landed in both). ENGRAM_SERVE_ARGS adds
 arguments to `engram serve` (e.g. `--auto-trace`: the Python server writes a tool trace, one
 more append and index rebuild, after every capture and every load with a new query; engram
 does only with that flag). Standard library only.
