@@ -328,10 +328,16 @@ def main():
             print(f"  round {r + 1}/{rounds}: " + "  ".join(
                 f"{k[0]} {k[1]} {v[-1]:.2f}" for k, v in per_round.items() if v), flush=True)
         after = loadavg()
+        newest = capture_args(n - max(captures, loads) + captures - 1)["summary"] if captures else ""
+        final = []
         for s in servers:
+            text = s.call("load_engram", load_args(n))[0]
+            final.append(f"{s.label} {len(text)} characters, newest capture "
+                         f"{'shown' if newest in text else 'MISSING'}")
             s.close()
         print(f"load average after: {after}   ({time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())})\n")
-        print(f"{memories} memories, {rounds} rounds x ({captures} captures + {loads} loads) per server\n")
+        print(f"{memories} memories, {rounds} rounds x ({captures} captures + {loads} loads) per server")
+        print("final load_engram: " + "; ".join(final) + "\n")
         print("| tool | engram p50 ms | python p50 ms | python / engram | engram all p50 / p95 "
               "| python all p50 / p95 | CPU ms per call engram / python |")
         print("|---|---:|---:|---:|---:|---:|---:|")
