@@ -59,22 +59,13 @@ pub(super) fn entry(tree: &Tree<'_>, path: &str) -> Option<(Oid, i32)> {
 }
 
 /// The paths that differ between two trees (blobs, any depth).
-pub(super) fn changed_paths(repo: &PackRepo, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<String>> {
+pub(super) fn changed_paths(repo: &PackRepo, old: &Tree<'_>, new: &Tree<'_>) -> Result<BTreeSet<String>> {
     let diff = repo
         .repo
         .diff_tree_to_tree(Some(old), Some(new), None)
         .map_err(|e| git_err("comparing commits", &repo.dir, e))?;
-    let mut out = Vec::new();
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            if let Some(path) = file.path().and_then(Path::to_str)
-                && !out.iter().any(|p| p == path)
-            {
-                out.push(path.to_owned());
-            }
-        }
-    }
-    Ok(out)
+    let files = diff.deltas().flat_map(|delta| [delta.old_file(), delta.new_file()]);
+    Ok(files.filter_map(|file| Some(file.path()?.to_str()?.to_owned())).collect())
 }
 
 /// The changes that put `paths` back to their versions in `tree` (a removal where it lacks

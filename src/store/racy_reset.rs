@@ -107,11 +107,10 @@ pub(super) fn undo(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, rolle
     if at.id == Some(to) {
         // The files the reset rewrote (those still as it left them) go back too.
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
-        let id_in = |tree: &git2::Tree<'_>, path: &str| entry(tree, path).map(|(id, _)| id);
         let paths: Vec<&str> = dropped
             .iter()
             .map(String::as_str)
-            .filter(|p| working_tree_id(&root, p) == id_in(&to_tree, p))
+            .filter(|p| working_tree_id(&root, p) == entry(&to_tree, p).map(|(id, _)| id))
             .collect();
         let log = "engram: undo a racy `git reset --hard` (it read HEAD before a write moved it)";
         if repo.move_branch(&at.branch, Some(to), from, log)? {
