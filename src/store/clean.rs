@@ -28,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use git2::{ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
+use super::racy_commit::entry;
 use super::{PackRepo, Result, git_err, io_err};
 use crate::pack_root::{FileStat, Found, PackRoot};
 
@@ -43,7 +44,7 @@ const RACY_MARGIN: Duration = Duration::from_millis(15);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Sig {
     len: u64,
-    mtime: Option<SystemTime>,
+    mtime: SystemTime,
     #[cfg(unix)]
     ctime: (i64, i64),
     #[cfg(unix)]
@@ -55,7 +56,7 @@ impl Sig {
     fn of(stat: &FileStat) -> Self {
         Sig {
             len: stat.len,
-            mtime: Some(stat.modified()),
+            mtime: stat.modified(),
             #[cfg(unix)]
             ctime: stat.ctime,
             #[cfg(unix)]
@@ -70,10 +71,7 @@ impl Sig {
 
     /// True when a change made after `taken` could have left this signature unchanged.
     fn racy(&self, taken: SystemTime) -> bool {
-        match self.mtime {
-            Some(m) => m + RACY_MARGIN > taken,
-            None => true,
-        }
+        self.mtime + RACY_MARGIN > taken
     }
 }
 
@@ -277,28 +275,19 @@ impl CleanState {
 const STALE_INDEX_DEPTH: usize = 1_000;
 
 /// The paths among `dirty` that a git command restored from a git index that
-/// lagged HEAD — a person's `git checkout -- users/` while the index still held
-/// the version before a scoped write (whose index update is deferred, see
-/// `scoped_write`), or a `git reset --hard` that read HEAD before a write moved
-/// it (see `racy_reset`): the working-tree file equals the index's version,
-/// which is not HEAD's but one of the path's earlier committed versions. When
-/// all such files match one earlier commit, files that commit lacks and that the
-/// index and the working tree lack too (a reset removed what later writes
-/// added) count as well. Committing any of that as a hand edit would undo an
-/// acknowledged write; these paths are put back to HEAD instead
-/// (`recover::put_back`). Only what engram's tools wrote is put back: a path a
-/// person changed since that older state (their own commit, or hand edits
-/// engram committed for them) is theirs, and stays a hand edit.
-///
-/// A file deliberately staged at an older version (`git checkout HEAD~2 --
-/// file` without committing) looks the same and is put back too: its version
-/// is in the history, and `git revert` (or engram's revert/undo) is the way to
-/// undo a write by hand. (A plain commit that undoes engram's last writes path
-/// for path is taken for a racing `git commit` too, see `racy_commit`.)
+/// lagged HEAD (a `git checkout -- users/` before a scoped write's deferred index
+/// update, see `scoped_write`; a `git reset --hard` that read HEAD before a write
+/// moved it, see `racy_reset`): the file equals the index's version, one of the
+/// path's earlier committed versions. When all such files match one earlier
+/// commit, files it lacks that the index and the working tree lack too count as
+/// well. These are put back to HEAD (`recover::put_back`), not committed as hand
+/// edits that undo an acknowledged write — only what engram's tools wrote: a path
+/// a person changed since that state stays a hand edit. (A file deliberately
+/// staged at an older version looks the same and is put back too: `git revert`
+/// or engram's revert/undo is the way to undo a write by hand.)
 pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> Result<Vec<String>> {
     let dir = &repo.dir;
-    let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
-    index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+    let index = repo.read_index()?;
     let Some(head) = repo.head_commit()? else { return Ok(Vec::new()) };
     let tree = head.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
     let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
@@ -328,7 +317,7 @@ pub(super) fn restored_from_a_stale_index(repo: &PackRepo, dirty: &[String]) -> 
     // Every path with the state the git command left: an older version, or absent.
     let wanted: Vec<(&str, Option<Oid>)> =
         older.iter().map(|(p, id)| (*p, Some(*id))).chain(gone.iter().map(|p| (*p, None))).collect();
-    let entry = |t: &git2::Tree<'_>, p: &str| t.get_path(Path::new(p)).ok().map(|e| e.id());
+    let entry = |t: &git2::Tree<'_>, p: &str| entry(t, p).map(|(id, _)| id);
     // A path a person changed (their own commit, or hand edits engram committed) since
     // the state it is in is theirs to keep: only engram's writes are put back.
     let mut theirs = vec![false; wanted.len()];
@@ -376,18 +365,8 @@ pub(super) fn made_by_a_tool(commit: &git2::Commit<'_>) -> bool {
 }
 
 /// The directories above a path, `""` (the root) included.
-fn ancestors(path: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let mut acc = String::new();
-    let parts: Vec<&str> = path.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        if !acc.is_empty() {
-            acc.push('/');
-        }
-        acc.push_str(part);
-        out.push(acc.clone());
-    }
-    out
+fn ancestors(path: &str) -> impl Iterator<Item = String> + '_ {
+    std::iter::once(String::new()).chain(path.match_indices('/').map(|(i, _)| path[..i].to_owned()))
 }
 
 #[cfg(test)]
@@ -396,8 +375,9 @@ mod tests {
 
     #[test]
     fn ancestors_and_cold_paths() {
-        assert_eq!(ancestors("memory/_log/a/1.md"), vec!["", "memory", "memory/_log", "memory/_log/a"]);
-        assert_eq!(ancestors("role.md"), vec![""]);
+        let all = |p| ancestors(p).collect::<Vec<_>>();
+        assert_eq!(all("memory/_log/a/1.md"), vec!["", "memory", "memory/_log", "memory/_log/a"]);
+        assert_eq!(all("role.md"), vec![""]);
         assert!(is_cold("memory/_log/a/1.md"));
         assert!(!is_cold("memory/_log"));
         assert!(!is_cold("memory/a.md"));

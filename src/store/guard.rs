@@ -1,21 +1,14 @@
 //! The secret guard at the commit boundary: every text a commit adds is scanned.
-//! (The same boundary keeps `meta.json` readable: `crate::pack::meta_change_problem`,
-//! in the path checks of `publish.rs`.)
 //!
 //! The one publish path (`publish.rs`) calls [`check`] first, before any
 //! object is written, for every commit engram makes — tool writes, hand edits,
 //! adoption, sync merges and fast-forwards — so no write path can put a
-//! credential into history. It scans the lines a commit adds, the names of
-//! the files it writes, and (for a sync) every commit fetched from the remote;
-//! credentials in a commit's subject or trailers (a client named like a
-//! token) are masked. Only the lines a change adds are scanned: text already
-//! in the pack was scanned when it came in, and a revert that restores older
-//! text is not refused for text the pack already held.
+//! credential into history.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use git2::{Delta, ObjectType, Oid, Repository, Tree};
+use git2::{Delta, Oid};
 
 use super::publish::{Kind, Proposal};
 use super::{CommitMessage, SecretSource, Snapshot, StoreError};
@@ -65,14 +58,6 @@ pub fn scan_added(path: &str, old: Option<&[u8]>, new: &[u8]) -> Vec<Finding> {
     out
 }
 
-fn blob_at(repo: &Repository, tree: Option<&Tree<'_>>, path: &str) -> Option<Vec<u8>> {
-    let entry = tree?.get_path(std::path::Path::new(path)).ok()?;
-    if entry.kind() != Some(ObjectType::Blob) {
-        return None;
-    }
-    repo.find_blob(entry.id()).ok().map(|b| b.content().to_vec())
-}
-
 /// Findings past this many are not looked for (the message shows ten).
 const MAX_FINDINGS: usize = 50;
 
@@ -83,7 +68,7 @@ const COMPUTED_TRAILERS: [&str; 2] = ["Engram-Dedup", "Engram-Reverts"];
 /// refuses a commit when the lines it adds, the names of the files it writes,
 /// or — for a sync — any commit it brings in from the remote hold what looks
 /// like a credential, and returns its message with such text masked in the
-/// subject, body and trailers.
+/// subject, body and trailers (a client named like a token).
 ///
 /// Only lines a change adds relative to `base` are scanned: text already in
 /// the pack was scanned when it came in, and a revert that restores older
@@ -94,7 +79,7 @@ pub(super) fn check<'a>(
     proposal: &Proposal<'a>,
 ) -> Result<Cow<'a, CommitMessage>, StoreError> {
     let changes = proposal.changes;
-    if let Some(theirs) = proposal.kind.incoming() {
+    if let Kind::Merge { theirs } | Kind::FastForward { theirs } = proposal.kind {
         let findings = incoming_findings(repo, proposal.at.id, theirs)?;
         if !findings.is_empty() {
             return Err(StoreError::Secret { findings, origin: SecretSource::Remote });
@@ -258,14 +243,13 @@ impl super::PackRepo {
         let mut out = Vec::new();
         for entry in index.iter() {
             let path = String::from_utf8_lossy(&entry.path).into_owned();
-            let old_id =
-                head.as_ref().and_then(|t| t.get_path(std::path::Path::new(&path)).ok()).map(|e| e.id());
-            if old_id == Some(entry.id) {
+            let old = head.as_ref().and_then(|t| t.get_path(std::path::Path::new(&path)).ok());
+            if old.as_ref().is_some_and(|e| e.id() == entry.id) {
                 continue;
             }
             let Ok(blob) = self.repo.find_blob(entry.id) else { continue };
-            let old = blob_at(&self.repo, head.as_ref(), &path);
-            out.extend(scan_added(&path, old.as_deref(), blob.content()));
+            let old = old.and_then(|e| self.repo.find_blob(e.id()).ok());
+            out.extend(scan_added(&path, old.as_ref().map(|b| b.content()), blob.content()));
         }
         Ok(out)
     }

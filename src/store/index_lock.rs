@@ -39,9 +39,6 @@ const MARK_FILE: &str = "engram-lock-mark";
 /// Where a new index is written before it is renamed over `.git/index`.
 const SCRATCH: &str = "engram-index.new";
 
-/// The index an update replaced, kept until the lock is given up.
-const PREVIOUS: &str = "engram-index.prev";
-
 /// Sleeps between tries, doubling from 1 ms up to 25 ms.
 pub(super) struct Backoff {
     next: Duration,
@@ -89,12 +86,6 @@ impl Retries {
         self.backoff.sleep();
         Ok(())
     }
-}
-
-/// True when some program holds the index lock right now.
-#[cfg(test)]
-fn held(git_dir: &Path) -> bool {
-    fs::symlink_metadata(git_dir.join(LOCK)).is_ok()
 }
 
 /// Removes the git locks a dead engram writer left. Call with the pack's `flock` held.
@@ -157,8 +148,6 @@ fn take(git_dir: &Path, lock: &Path) -> std::io::Result<bool> {
 /// `.git/index.lock`, held by this process until dropped.
 pub(super) struct IndexLock {
     git_dir: PathBuf,
-    /// The index this lock replaced last is kept at [`PREVIOUS`], to put back when the commit fails.
-    previous: bool,
 }
 
 impl IndexLock {
@@ -172,7 +161,7 @@ impl IndexLock {
         let mut backoff = Backoff::new();
         loop {
             match take(&git_dir, &lock) {
-                Ok(true) => return Ok(Self { git_dir, previous: false }),
+                Ok(true) => return Ok(Self { git_dir }),
                 Ok(false) => {}
                 Err(e) => return Err(io_err("take the git index lock", &lock, e)),
             }
@@ -188,8 +177,7 @@ impl IndexLock {
     }
 
     /// Changes `.git/index` with `change`, keeping the lock: the index is linked
-    /// to a scratch name (and to the previous-index name, to put it back), read
-    /// there by libgit2 (its version and the extensions libgit2 knows kept),
+    /// to a scratch name, read there by libgit2 (its version and the extensions libgit2 knows kept),
     /// changed, written (libgit2 writes `<scratch>.lock` and renames it), and
     /// renamed over `.git/index` — only the changed entries are touched, and one
     /// file is created per update (links where the file system has them).
@@ -200,23 +188,19 @@ impl IndexLock {
     ) -> Result<()> {
         let index_path = self.git_dir.join("index");
         let scratch = self.git_dir.join(SCRATCH);
-        let previous = self.git_dir.join(PREVIOUS);
         // Left by a writer that died: this one holds the pack's `flock` and `index.lock`.
-        for path in [&scratch, &previous, &self.git_dir.join(format!("{SCRATCH}.lock"))] {
+        for path in [&scratch, &self.git_dir.join(format!("{SCRATCH}.lock"))] {
             let _ = fs::remove_file(path);
         }
         if fs::symlink_metadata(&index_path).is_ok() {
-            for name in [&scratch, &previous] {
-                link_or_copy(&index_path, name).map_err(|e| io_err("write", name, e))?;
-            }
+            (fs::hard_link(&index_path, &scratch).or_else(|_| fs::copy(&index_path, &scratch).map(drop)))
+                .map_err(|e| io_err("write", &scratch, e))?;
         }
         let git = |e| git_err("writing the index", dir, e);
         let mut index = git2::Index::open(&scratch).map_err(|e| index_error("reading the index", dir, e))?;
         change(&mut index).map_err(git)?;
         index.write().map_err(git)?;
-        fs::rename(&scratch, &index_path).map_err(|e| io_err("rename into place", &index_path, e))?;
-        self.previous = previous.exists();
-        Ok(())
+        fs::rename(&scratch, &index_path).map_err(|e| io_err("rename into place", &index_path, e))
     }
 
     /// Puts `index`'s entries in place of `.git/index` (keeping its version), as
@@ -231,24 +215,10 @@ impl IndexLock {
             entries.iter().try_for_each(|entry| scratch.add(entry))
         })
     }
-
-    /// Puts back the index the last update replaced (a commit whose branch
-    /// move failed).
-    pub(super) fn put_previous_back(&mut self) {
-        if std::mem::take(&mut self.previous) {
-            let _ = fs::rename(self.git_dir.join(PREVIOUS), self.git_dir.join("index"));
-        }
-    }
-}
-
-/// Links `from` to the new name `to`, or copies it where links cannot be made.
-fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
-    fs::hard_link(from, to).or_else(|_| fs::copy(from, to).map(drop))
 }
 
 impl Drop for IndexLock {
     fn drop(&mut self) {
-        let _ = fs::remove_file(self.git_dir.join(PREVIOUS));
         let _ = fs::remove_file(self.git_dir.join(LOCK));
     }
 }
@@ -267,36 +237,27 @@ pub(super) fn index_error(step: &'static str, dir: &Path, e: git2::Error) -> Sto
     git_err(step, dir, e)
 }
 
-/// The identity of the index file: its inode, size, times and trailing checksum. Equal
-/// stamps, same file content (for the lag check, see `racy_commit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime: Option<std::time::SystemTime>,
-    checksum: [u8; 20],
-}
+/// The identity of the index file: its `stat` and trailing checksum. Equal stamps, same
+/// content (for the lag check, see `racy_commit`).
+pub(super) type Stamp = (crate::pack_root::FileStat, [u8; 20]);
 
-impl Stamp {
-    /// The stamp of the index file at `path` (`None` when there is none).
-    pub(super) fn of(path: &Path) -> Option<Self> {
-        use std::io::{Read as _, Seek as _, SeekFrom};
-        let mut file = fs::File::open(path).ok()?;
-        let meta = file.metadata().ok()?;
-        let mut checksum = [0u8; 20];
-        file.seek(SeekFrom::End(-20)).ok()?;
-        file.read_exact(&mut checksum).ok()?;
-        #[cfg(unix)]
-        let ino = std::os::unix::fs::MetadataExt::ino(&meta);
-        #[cfg(not(unix))]
-        let ino = 0;
-        Some(Self { ino, size: meta.len(), mtime: meta.modified().ok(), checksum })
-    }
+/// The [`Stamp`] of the index file at `path` (`None` when there is none).
+pub(super) fn stamp(path: &Path) -> Option<Stamp> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = fs::File::open(path).ok()?;
+    let mut checksum = [0u8; 20];
+    file.seek(SeekFrom::End(-20)).ok()?;
+    file.read_exact(&mut checksum).ok()?;
+    Some((crate::pack_root::FileStat::from_metadata(&file.metadata().ok()?), checksum))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn held(git_dir: &Path) -> bool {
+        fs::symlink_metadata(git_dir.join(LOCK)).is_ok()
+    }
 
     fn repo() -> (tempfile::TempDir, PackRepo) {
         let tmp = tempfile::tempdir().expect("tmp");

@@ -1,13 +1,13 @@
 //! The commit path: a write's edit becomes one commit, the branch moves by
 //! compare-and-swap, and the working tree and the git index follow.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use git2::{ErrorCode, ObjectType, Oid, Status, StatusOptions};
+use git2::{ErrorCode, Oid, Status, StatusOptions};
 
 use crate::pack_path::PackPath;
-use crate::pack_root::{Found, PackRoot};
+use crate::pack_root::{FileStat, Found, PackRoot};
 
 use super::beside_git::rewrite;
 use super::index_lock::{self, IndexLock, Retries};
@@ -21,29 +21,17 @@ use super::{
 /// What kind of commit [`PackRepo::publish`] makes.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kind {
-    /// A tool's or the CLI's write; `defer_index`: the git index is updated
-    /// later (see `scoped_write.rs`).
-    Tool {
-        /// Leave the git index to the next flush.
-        defer_index: bool,
-    },
-    /// Files changed in the working tree outside engram (`edit:`), or the
-    /// files of a folder adopted as a pack (`adopt:`): already on disk, so
+    /// A tool's or the CLI's write; with `defer_index` the git index is left to the
+    /// next flush (see `scoped_write.rs`).
+    Tool { defer_index: bool },
+    /// Files changed in the working tree outside engram (`edit:`), or (`adoption`)
+    /// the files of a folder adopted as a pack (`adopt:`): already on disk, so
     /// only the git index is updated.
-    WorkingTree {
-        /// The first commit of a folder that had no repository.
-        adoption: bool,
-    },
-    /// A merge of HEAD with a fetched commit (its second parent).
-    Merge {
-        /// The fetched commit.
-        theirs: Oid,
-    },
-    /// A fast-forward of the branch to a fetched commit: no new commit.
-    FastForward {
-        /// The fetched commit.
-        theirs: Oid,
-    },
+    WorkingTree { adoption: bool },
+    /// A merge of HEAD with the fetched commit `theirs` (its second parent).
+    Merge { theirs: Oid },
+    /// A fast-forward of the branch to the fetched commit `theirs`: no new commit.
+    FastForward { theirs: Oid },
     /// A tool's write onto a proposal branch (`serve --propose`, see `proposals.rs`): the
     /// branch `at.branch` is not checked out, so neither the working tree nor the git index
     /// changes (and no pending record is needed). The commit's parent is `at.id`.
@@ -55,16 +43,6 @@ pub(super) enum Kind {
         /// tree, not to the proposal's.
         merge: Option<Oid>,
     },
-}
-
-impl Kind {
-    /// The fetched commit whose history the publish brings in.
-    pub(super) fn incoming(self) -> Option<Oid> {
-        match self {
-            Kind::Merge { theirs } | Kind::FastForward { theirs } => Some(theirs),
-            _ => None,
-        }
-    }
 }
 
 /// One commit (or fast-forward) for [`PackRepo::publish`].
@@ -89,7 +67,7 @@ pub(super) enum CommitOutcome {
 }
 
 /// A file a write put into the working tree: path, blob id, content, metadata after writing.
-pub(super) type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, crate::pack_root::FileStat);
+pub(super) type WrittenFile = (String, Oid, std::sync::Arc<Vec<u8>>, FileStat);
 
 impl PackRepo {
     /// Runs `edit` against HEAD and commits what it returns, as one commit.
@@ -153,10 +131,7 @@ impl PackRepo {
         trace.mark("hand-edits");
         let mut retries = Retries::new();
         loop {
-            let at = match verified.take() {
-                Some(current) => current,
-                None => self.branch_head()?,
-            };
+            let at = verified.take().map_or_else(|| self.branch_head(), Ok)?;
             let snapshot = self.snapshot_of(at.id)?;
             let (changes, message, value) = match edit(&snapshot)? {
                 Edit::Commit { changes, message, value } => (changes, message, value),
@@ -254,44 +229,30 @@ impl PackRepo {
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
         check_paths(&root, &base_snapshot, changes, kind)?;
         trace.mark("checks");
-        let mut blobs = BTreeMap::new();
         let sig = self.signature(message.time)?;
-        let commit_id = match kind {
-            Kind::FastForward { theirs } => {
-                for (path, content) in &changes.files {
-                    if let Some(bytes) = content {
-                        let id = Oid::hash_object(ObjectType::Blob, bytes)
-                            .map_err(|e| git_err("hashing an object", dir, e))?;
-                        blobs.insert(path.as_str(), id);
-                    }
+        let git = |e| git_err("writing objects", dir, e);
+        let mut blobs = BTreeMap::new();
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, content) in &changes.files {
+            match content {
+                Some(bytes) => {
+                    let id = rewrite(|| self.repo.blob(bytes)).map_err(git)?;
+                    blobs.insert(path.as_str(), id);
+                    update.upsert(path.as_str(), id, file_mode(changes.mode_of(path)));
                 }
-                theirs
+                None => {
+                    update.remove(path.as_str());
+                }
             }
+        }
+        let commit_id = match kind {
+            // The fetched commit's objects are there already (the blobs above just found).
+            Kind::FastForward { theirs } => theirs,
             _ => {
-                let git = |e| git_err("writing objects", dir, e);
                 let base_tree = match base {
-                    Some(id) => Some(self.repo.find_tree(id).map_err(git)?),
-                    None => None,
-                };
-                let mut update = git2::build::TreeUpdateBuilder::new();
-                for (path, content) in &changes.files {
-                    match content {
-                        Some(bytes) => {
-                            let id = rewrite(|| self.repo.blob(bytes)).map_err(git)?;
-                            blobs.insert(path.as_str(), id);
-                            update.upsert(path.as_str(), id, file_mode(changes.mode_of(path)));
-                        }
-                        None => {
-                            update.remove(path.as_str());
-                        }
-                    }
-                }
-                let empty;
-                let base_tree = match base_tree {
-                    Some(tree) => tree,
+                    Some(id) => self.repo.find_tree(id).map_err(git)?,
                     None => {
-                        empty =
-                            rewrite(|| self.repo.treebuilder(None).and_then(|b| b.write())).map_err(git)?;
+                        let empty = rewrite(|| self.repo.treebuilder(None)?.write()).map_err(git)?;
                         self.repo.find_tree(empty).map_err(git)?
                     }
                 };
@@ -326,19 +287,20 @@ impl PackRepo {
             }
         };
         let old = head;
+        let committed = || {
+            let id = commit_id.to_string();
+            CommitOutcome::Committed(Committed {
+                short: short_id(&id),
+                id,
+                previous_head: old.map(|o| o.to_string()),
+            })
+        };
         trace.mark("commit-object");
         if let Kind::Proposal { expected, .. } = kind {
             // Another branch than the checked-out one: the ref moves, nothing else does.
             let log = format!("engram: {}", truncate_chars(&message.subject, 60));
-            if !self.move_branch(&at.branch, expected, commit_id, &log)? {
-                return Ok(CommitOutcome::Retry);
-            }
-            let id = commit_id.to_string();
-            return Ok(CommitOutcome::Committed(Committed {
-                short: short_id(&id),
-                id,
-                previous_head: old.map(|o| o.to_string()),
-            }));
+            let moved = self.move_branch(&at.branch, expected, commit_id, &log)?;
+            return Ok(if moved { committed() } else { CommitOutcome::Retry });
         }
         // A person's `git commit` that read the index before an earlier write may have written
         // it back after it: entries lagging HEAD are put right first, or the index this write
@@ -366,10 +328,9 @@ impl PackRepo {
         if !moved {
             // Back to the commit that stays (else the next write takes this one for a hand
             // edit); a failure here leaves the pending record, which the next write finishes.
-            match kind {
-                Kind::Tool { defer_index: true } => {}
-                Kind::WorkingTree { .. } => lock.put_previous_back(),
-                _ => self.put_base_back(&root, &base_snapshot, changes, lock)?,
+            // (Hand edits are the person's: they stay, staged.)
+            if !matches!(kind, Kind::Tool { defer_index: true } | Kind::WorkingTree { .. }) {
+                self.put_base_back(&root, &base_snapshot, changes, lock)?;
             }
             recover::clear_pending(self)?;
             return Ok(CommitOutcome::Retry);
@@ -398,12 +359,7 @@ impl PackRepo {
         }
         recover::clear_pending(self)?;
         trace.mark("clear-pending");
-        let id = commit_id.to_string();
-        Ok(CommitOutcome::Committed(Committed {
-            short: short_id(&id),
-            id,
-            previous_head: old.map(|o| o.to_string()),
-        }))
+        Ok(committed())
     }
 
     /// The tree of `base` with `changes` applied as `git add -A` applies them: a
@@ -503,70 +459,48 @@ impl PackRepo {
     /// index goes in through git's index lock `lock`, which the caller holds.
     pub(super) fn write_working_tree(
         &self,
-        root: &crate::pack_root::PackRoot,
+        root: &PackRoot,
         changes: &Changes,
         blobs: &BTreeMap<&str, Oid>,
         lock: &mut IndexLock,
     ) -> Result<Vec<WrittenFile>> {
-        let mut written = Vec::new();
-        // (path, its index entry when the platform can make one)
-        let mut added: Vec<(&str, Option<git2::IndexEntry>)> = Vec::new();
-        let mut removed: Vec<&str> = Vec::new();
-        let git_dir = self.git_dir();
+        let (mut written, mut entries, mut removed) = (Vec::new(), Vec::new(), Vec::new());
         for (path, content) in &changes.files {
-            let rel = PackPath::parse(path)
-                .map_err(|e| StoreError::BadPath { path: path.clone(), reason: e.to_string() })?;
-            match content {
-                Some(bytes) => {
-                    let stat = worktree::write_file(root, &rel, bytes, self.options.durable, &git_dir)?;
-                    let id = blobs.get(path.as_str()).copied();
-                    added.push((path, id.and_then(|id| worktree::index_entry(path, id, &stat))));
-                    if let Some(id) = id {
-                        written.push((path.clone(), id, std::sync::Arc::new(bytes.clone()), stat));
-                    }
+            match (self.put_file(root, path, content.as_deref())?, content, blobs.get(path.as_str())) {
+                (Some(stat), Some(bytes), Some(&id)) => {
+                    entries.extend(worktree::index_entry(path, id, &stat));
+                    written.push((path.clone(), id, std::sync::Arc::new(bytes.clone()), stat));
                 }
-                None => {
-                    root.remove_file(&rel).map_err(|e| io_err("remove", &root.full(&rel), e))?;
-                    removed.push(path);
-                }
+                (Some(_), ..) => {}
+                (None, ..) => removed.push(path),
             }
         }
-        self.install_entries(lock, &added, &removed)?;
+        lock.update_index(&self.dir, |index| {
+            entries.iter().try_for_each(|entry| index.add(entry))?;
+            for path in removed {
+                let _ = index.remove_path(Path::new(path));
+            }
+            Ok(())
+        })?;
         Ok(written)
     }
 
-    /// Puts `added` (an entry, or `None`: libgit2 hashes the file) and removes
-    /// `removed` in the git index, through git's index lock `lock`.
-    fn install_entries(
+    /// Writes `content` at `path` in the working tree (its `stat` after writing), or
+    /// removes the file (`None`).
+    pub(super) fn put_file(
         &self,
-        lock: &mut IndexLock,
-        added: &[(&str, Option<git2::IndexEntry>)],
-        removed: &[&str],
-    ) -> Result<()> {
-        if added.iter().all(|(_, entry)| entry.is_some()) {
-            return lock.update_index(&self.dir, |index| {
-                for entry in added.iter().filter_map(|(_, e)| e.as_ref()) {
-                    index.add(entry)?;
-                }
-                for path in removed {
-                    let _ = index.remove_path(Path::new(path));
-                }
-                Ok(())
-            });
-        }
-        // An entry libgit2 must make from the file (hashed): through the repository's index.
-        let mut index = self.read_index()?;
-        for (path, entry) in added {
-            match entry {
-                Some(entry) => index.add(entry),
-                None => index.add_path(Path::new(path)),
+        root: &PackRoot,
+        path: &str,
+        content: Option<&[u8]>,
+    ) -> Result<Option<FileStat>> {
+        let rel = PackPath::parse(path)
+            .map_err(|e| StoreError::BadPath { path: path.to_owned(), reason: e.to_string() })?;
+        match content {
+            Some(bytes) => {
+                worktree::write_file(root, &rel, bytes, self.options.durable, &self.git_dir()).map(Some)
             }
-            .map_err(|e| git_err("updating the index", &self.dir, e))?;
+            None => root.remove_file(&rel).map(|()| None).map_err(|e| io_err("remove", &root.full(&rel), e)),
         }
-        for path in removed {
-            let _ = index.remove_path(Path::new(path));
-        }
-        lock.install_index(&index, &self.dir)
     }
 
     /// The git index, read afresh from disk (a split index is refused by name).
@@ -617,14 +551,11 @@ impl PackRepo {
     /// as its `adopt:` commit — through [`PackRepo::publish`].
     ///
     /// Under git's index lock, as `git add`/`git commit` run: no git command is
-    /// halfway through rewriting a file while it is read (a checkout removes a
-    /// file before writing it again, which would read as a deletion). Files a
-    /// git command restored from an index that lagged HEAD, or a reset to an
-    /// older commit whose branch move failed, are put back to HEAD, not
-    /// committed (see [`clean::restored_from_a_stale_index`]): an acknowledged
-    /// write is never undone by a person's `git checkout -- memory`. Nor by a
-    /// person's `git commit` of a git index that lagged HEAD: what it dropped
-    /// from engram's last writes is restored next ([`super::racy_commit`]).
+    /// halfway through rewriting a file while it is read. Files a git command
+    /// restored from an index that lagged HEAD are put back to HEAD, not committed
+    /// ([`clean::restored_from_a_stale_index`]); what a person's `git commit` of
+    /// such an index dropped from engram's last writes is restored next
+    /// ([`super::racy_commit`]).
     pub(super) fn commit_hand_edits(&self) -> Result<()> {
         let mut retries = Retries::new();
         loop {
@@ -675,22 +606,18 @@ impl PackRepo {
         let message = if adoption {
             CommitMessage::new("adopt: existing pack files").made_by("adopt", None)
         } else {
-            let listed: Vec<&str> = changes.paths().take(5).collect();
-            let n = changes.paths().count();
-            let more = if n > 5 { format!(" (+{} more)", n - 5) } else { String::new() };
             CommitMessage {
                 body: Some(
                     "Changes made by hand in the working tree, committed by engram before its next write."
                         .into(),
                 ),
-                ..CommitMessage::new(format!("edit: {}{more}", listed.join(", ")))
+                ..CommitMessage::new(format!("edit: {}", listed(changes.paths())))
             }
             .made_by("hand-edit", None)
         };
-        let base = self.snapshot_of(at.id)?.tree;
         let proposal = Proposal {
             at: &at,
-            base,
+            base: base.tree,
             changes: &changes,
             message: &message,
             kind: Kind::WorkingTree { adoption },
@@ -704,13 +631,11 @@ impl PackRepo {
     }
 
     /// The working tree's state of `paths` as changes: a file's bytes with its
-    /// mode, or a deletion. Read from the pack root without following links on
-    /// the way (see [`crate::pack_root`]). Left out, and so never committed
-    /// (they stay in the working tree for the person; `engram doctor` names
-    /// them): a symbolic link, a file where `base` has a folder, and a path
-    /// below a link or a file. Nested repositories (`dir/`) are left out too;
-    /// paths that are not [`PackPath`]s are committed so that the path checks
-    /// refuse them with their reason.
+    /// mode, or a deletion, read without following links (see [`crate::pack_root`]).
+    /// Left out, so never committed (`engram doctor` names them): a symbolic link, a
+    /// file where `base` has a folder, a path below a link or a file, and nested
+    /// repositories (`dir/`). Paths that are not [`PackPath`]s are kept, for the path
+    /// checks to refuse with their reason.
     fn working_tree_changes(&self, paths: &[String], base: &Snapshot<'_>) -> Result<Changes> {
         let dir = &self.dir;
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
@@ -817,16 +742,19 @@ fn unstatted_entry(path: &str, id: Oid) -> git2::IndexEntry {
 
 const MODE_LINK: i32 = 0o120000;
 
+/// The first five of `paths`, comma-separated, and how many more there are.
+pub(super) fn listed<'p>(paths: impl Iterator<Item = &'p str>) -> String {
+    let paths: Vec<&str> = paths.collect();
+    let more = paths.len().saturating_sub(5);
+    let shown = paths[..paths.len().min(5)].join(", ");
+    if more > 0 { format!("{shown} (+{more} more)") } else { shown }
+}
+
 /// Prints a warning to stderr the first time this process has it (a hand edit left
 /// out is found again by every write until the person moves it).
 fn warn_once(line: String) {
-    static SEEN: std::sync::Mutex<Option<std::collections::HashSet<String>>> = std::sync::Mutex::new(None);
-    if SEEN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(Default::default)
-        .insert(line.clone())
-    {
+    static SEEN: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    if SEEN.lock().unwrap_or_else(|p| p.into_inner()).insert(line.clone()) {
         eprintln!("{line}");
     }
 }
@@ -845,25 +773,22 @@ const MODE_EXECUTABLE: i32 = 0o100755;
 pub(super) struct PhaseTimer {
     on: bool,
     last: std::time::Instant,
-    phases: Vec<(&'static str, std::time::Duration)>,
+    phases: Vec<String>,
 }
 
 impl PhaseTimer {
     pub(super) fn new(on: bool) -> Self {
         Self { on, last: std::time::Instant::now(), phases: Vec::new() }
     }
-    pub(super) fn mark(&mut self, phase: &'static str) {
+    pub(super) fn mark(&mut self, phase: &str) {
         if self.on {
-            let now = std::time::Instant::now();
-            self.phases.push((phase, now - self.last));
-            self.last = now;
+            let took = std::mem::replace(&mut self.last, std::time::Instant::now()).elapsed();
+            self.phases.push(format!("{phase}={:.3}ms", took.as_secs_f64() * 1000.0));
         }
     }
     pub(super) fn report(&self, dir: &Path) {
         if self.on {
-            let parts: Vec<String> =
-                self.phases.iter().map(|(p, d)| format!("{p}={:.3}ms", d.as_secs_f64() * 1000.0)).collect();
-            eprintln!("engram: write {}: {}", dir.display(), parts.join(" "));
+            eprintln!("engram: write {}: {}", dir.display(), self.phases.join(" "));
         }
     }
 }
@@ -871,15 +796,11 @@ impl PhaseTimer {
 /// The path checks of [`PackRepo::publish`]: every path a commit changes
 /// parses as a [`PackPath`] (plain relative, nothing under `.git`, …);
 /// `meta.json` stays a readable JSON object ([`crate::pack::meta_change_problem`]);
-/// only the memory tools' changes ([`Changes::for_memory`]) may write the
-/// reserved `memory/` folder, compared case-insensitively as macOS and
-/// Windows would; no directory on the way is a symbolic link (or a file)
-/// in the working tree — an early refusal, before anything is committed (the
-/// write itself never follows a link either, see [`crate::pack_root`]); and
-/// engram's own commits (tools, hand edits, adoption, proposals) never commit
-/// a symbolic link, nor a file where the commit they build on has a folder
-/// (which would delete every file in it). Sync merges bring in others'
-/// commits as they are.
+/// only [`Changes::for_memory`] may write the reserved `memory/` folder (in any
+/// case); no directory on the way is a symbolic link or a file in the working
+/// tree (an early refusal: the write never follows a link, see [`crate::pack_root`]);
+/// and engram's own commits never commit a symbolic link, nor a file where the
+/// commit they build on has a folder. Sync merges bring in others' commits as they are.
 fn check_paths(root: &PackRoot, base: &Snapshot<'_>, changes: &Changes, kind: Kind) -> Result<()> {
     let bad = |path: &str, reason: String| StoreError::BadPath { path: path.to_owned(), reason };
     let own = !matches!(

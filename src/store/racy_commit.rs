@@ -1,28 +1,23 @@
 //! A person's `git commit` that wrote back a git index it read before an engram write.
 //!
-//! git's plain `git commit` (no paths, no `-a`) reads HEAD, then the index — without a
-//! lock — and only then takes `index.lock`, writes back the index it read (refreshed) and
-//! moves the branch with a compare-and-swap against the HEAD it read. When an engram write
-//! lands between its read and its lock, its own branch move fails ("cannot lock ref"), but
-//! the index it wrote back lacks the write: the index lags HEAD. Engram cannot keep a git
-//! command from writing back what it read (two git commands race the same way); it repairs:
+//! A plain `git commit` reads HEAD, then the index (without a lock), and only then takes
+//! `index.lock`, writes back the index it read and moves the branch with a compare-and-swap
+//! against the HEAD it read. When an engram write lands in between, its branch move fails
+//! but the index it wrote back lacks the write: the index lags HEAD. Engram repairs:
 //!
-//! 1. the next write, under git's index lock and before its own index goes in, finds the
-//!    index is not one it knows to agree with HEAD (its stamp, [`super::index_lock::Stamp`])
-//!    and compares it with HEAD: an entry that holds one of the path's earlier committed
-//!    versions while the working tree holds HEAD's is a lag, and is staged again
-//!    ([`PackRepo::repair_lagging_index`]; files a `git checkout` restored from the lagging
-//!    index are put back by the look for hand edits, `clean::restored_from_a_stale_index`);
+//! 1. the next write, under git's index lock and before its own index goes in, compares an
+//!    index it does not know to agree with HEAD (see [`super::index_lock::stamp`]) with HEAD:
+//!    an entry holding one of the path's earlier committed versions while the working tree
+//!    holds HEAD's is staged again ([`PackRepo::repair_lagging_index`]; files a `git
+//!    checkout` restored from it are put back by `clean::restored_from_a_stale_index`);
 //! 2. when the person's next `git commit` came first, it committed that index on top of
-//!    engram's commit: a commit (or a few) by others that sets every path engram's last writes
-//!    changed back to the state before them — exactly what an index read before them holds.
-//!    [`PackRepo::restore_dropped_writes`] finds that and restores those paths to engram's
-//!    versions with one `restore:` commit, before the write goes on.
+//!    engram's commit, setting every path engram's last writes changed back to the state
+//!    before them. [`PackRepo::restore_dropped_writes`] restores those paths to engram's
+//!    versions with one `restore:` commit.
 //!
-//! A deliberate undo is `git revert` (its message says so, and it is left alone) or engram's
-//! `revert`/`undo`; a plain commit that undoes engram's last writes exactly, path for path, is
-//! taken for this race. A commit that changes any of those paths otherwise (a hand edit of a
-//! memory file, a partial revert) is the person's and stays.
+//! A deliberate undo is `git revert` (its message says so) or engram's `revert`/`undo`; a
+//! plain commit that undoes engram's last writes exactly, path for path, is taken for this
+//! race. One that changes any of those paths otherwise is the person's and stays.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -30,9 +25,8 @@ use std::path::Path;
 use git2::{Commit, Oid, Tree};
 
 use super::clean::made_by_a_tool;
-use super::index_lock::Stamp;
-use super::index_lock::{IndexLock, Retries};
-use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
+use super::index_lock::{self, IndexLock, Retries};
+use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal, listed};
 use super::racy_reset::working_tree_id;
 use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, io_err, short_id};
 use crate::pack_root::PackRoot;
@@ -60,27 +54,39 @@ pub(super) struct Dropped {
 }
 
 /// A path's entry in a tree: (blob id, mode), `None` when absent.
-fn entry(tree: &Tree<'_>, path: &str) -> Option<(Oid, i32)> {
+pub(super) fn entry(tree: &Tree<'_>, path: &str) -> Option<(Oid, i32)> {
     tree.get_path(Path::new(path)).ok().map(|e| (e.id(), e.filemode()))
 }
 
 /// The paths that differ between two trees (blobs, any depth).
-fn changed_paths(repo: &PackRepo, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<String>> {
+pub(super) fn changed_paths(repo: &PackRepo, old: &Tree<'_>, new: &Tree<'_>) -> Result<BTreeSet<String>> {
     let diff = repo
         .repo
         .diff_tree_to_tree(Some(old), Some(new), None)
         .map_err(|e| git_err("comparing commits", &repo.dir, e))?;
-    let mut out = Vec::new();
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            if let Some(path) = file.path().and_then(Path::to_str)
-                && !out.iter().any(|p| p == path)
-            {
-                out.push(path.to_owned());
+    let files = diff.deltas().flat_map(|delta| [delta.old_file(), delta.new_file()]);
+    Ok(files.filter_map(|file| Some(file.path()?.to_str()?.to_owned())).collect())
+}
+
+/// The changes that put `paths` back to their versions in `tree` (a removal where it lacks
+/// one); a path that is not a file there (a submodule) is not engram's to put back.
+pub(super) fn versions_in(
+    repo: &PackRepo,
+    tree: &Tree<'_>,
+    paths: impl IntoIterator<Item = String>,
+) -> Changes {
+    let mut changes = Changes::for_memory();
+    for path in paths {
+        match entry(tree, &path) {
+            Some((id, mode)) => {
+                if let Ok(blob) = repo.repo.find_blob(id) {
+                    changes.put_with_mode(path, blob.content().to_vec(), mode);
+                }
             }
+            None => changes.remove(path),
         }
     }
-    Ok(out)
+    changes
 }
 
 /// Engram's writes a commit by others dropped (see the module docs), if HEAD is such a
@@ -133,43 +139,27 @@ pub(super) fn dropped_writes(repo: &PackRepo) -> Result<Option<Dropped>> {
         write = before;
     }
     let Some((paths, before)) = found else { return Ok(None) };
-    let lost: Vec<&String> =
-        paths.iter().filter(|p| entry(&head_tree, p) != entry(&written_tree, p)).collect();
-    if lost.is_empty() {
+    let lost = paths.into_iter().filter(|p| entry(&head_tree, p) != entry(&written_tree, p));
+    let changes = versions_in(repo, &written_tree, lost);
+    if changes.is_empty() {
         return Ok(None);
     }
-    let mut changes = Changes::for_memory();
-    for path in &lost {
-        match entry(&written_tree, path) {
-            Some((id, mode)) => {
-                // Not a blob (a submodule): not engram's to restore.
-                let Ok(blob) = repo.repo.find_blob(id) else { return Ok(None) };
-                changes.put_with_mode((*path).clone(), blob.content().to_vec(), mode);
-            }
-            None => changes.remove((*path).clone()),
-        }
-    }
-    let listed: Vec<&str> = lost.iter().take(5).map(|p| p.as_str()).collect();
-    let more = if lost.len() > 5 { format!(" (+{} more)", lost.len() - 5) } else { String::new() };
-    let writes = last_write.id().to_string();
-    let dropped_by = others.last().map(|c| c.id().to_string()).unwrap_or_default();
+    let listed = listed(changes.paths());
+    let dropped_by = short_id(&others.last().map(|c| c.id().to_string()).unwrap_or_default());
     let message = CommitMessage {
         body: Some(format!(
-            "Commit {} put back what these paths held at {} — a `git commit` that read the git index \
-             before engram's writes up to {} and wrote it back after them — so they are restored to \
-             engram's versions. (An undo is `git revert` or engram's revert/undo.)",
-            short_id(&dropped_by),
+            "Commit {dropped_by} put back what these paths held at {} — a `git commit` that read the git \
+             index before engram's writes up to {} and wrote it back after them — so they are restored \
+             to engram's versions. (An undo is `git revert` or engram's revert/undo.)",
             short_id(&before.to_string()),
-            short_id(&writes),
+            short_id(&last_write.id().to_string()),
         )),
-        ..CommitMessage::new(format!("restore: {}{more}", listed.join(", ")))
+        ..CommitMessage::new(format!("restore: {listed}"))
     }
     .made_by("restore", None);
     let note = format!(
-        "engram: {}: commit {} had dropped engram's writes to {} (a `git commit` that read the git index before them); restored",
+        "engram: {}: commit {dropped_by} had dropped engram's writes to {listed} (a `git commit` that read the git index before them); restored",
         repo.dir.display(),
-        short_id(&dropped_by),
-        listed.join(", ")
     );
     Ok(Some(Dropped { at, changes, message, note }))
 }
@@ -193,7 +183,7 @@ impl PackRepo {
     /// Records that the git index agrees with HEAD now (engram just put it in).
     pub(super) fn index_agrees_with_head(&self) {
         *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) =
-            Stamp::of(&self.git_dir().join("index"));
+            index_lock::stamp(&self.git_dir().join("index"));
     }
 
     /// Stages HEAD's version again for every entry of the git index that lags `head` —
@@ -205,8 +195,7 @@ impl PackRepo {
     /// `lock` held, before the write's own index goes in.
     pub(super) fn repair_lagging_index(&self, lock: &mut IndexLock, head: Option<Oid>) -> Result<()> {
         let Some(head) = head else { return Ok(()) };
-        let index_path = self.git_dir().join("index");
-        let stamp = Stamp::of(&index_path);
+        let stamp = index_lock::stamp(&self.git_dir().join("index"));
         if stamp.is_some() && *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) == stamp {
             return Ok(());
         }
@@ -214,8 +203,7 @@ impl PackRepo {
         let git = |e| git_err("comparing the git index with HEAD", dir, e);
         let commit = self.repo.find_commit(head).map_err(git)?;
         let tree = commit.tree().map_err(git)?;
-        let mut index = self.repo.index().map_err(git)?;
-        index.read(true).map_err(git)?;
+        let mut index = self.read_index()?;
         let diff = self.repo.diff_tree_to_index(Some(&tree), Some(&index), None).map_err(git)?;
         let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
         let id = |f: git2::DiffFile<'_>| (!f.id().is_zero()).then(|| f.id());
@@ -239,15 +227,13 @@ impl PackRepo {
                 }
             }
             lock.install_index(&index, dir)?;
-            let paths: Vec<&str> = lagging.iter().take(5).map(|(p, _)| p.as_str()).collect();
             eprintln!(
-                "engram: {}: the git index lagged HEAD in {}{} (a `git commit` that read it before a write wrote it back); staged HEAD's versions again",
+                "engram: {}: the git index lagged HEAD in {} (a `git commit` that read it before a write wrote it back); staged HEAD's versions again",
                 dir.display(),
-                paths.join(", "),
-                if lagging.len() > 5 { format!(" (+{} more)", lagging.len() - 5) } else { String::new() }
+                listed(lagging.iter().map(|(p, _)| p.as_str()))
             );
         }
-        *self.index_checked.lock().unwrap_or_else(|p| p.into_inner()) = Stamp::of(&index_path);
+        self.index_agrees_with_head();
         Ok(())
     }
 

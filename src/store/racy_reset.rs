@@ -26,8 +26,10 @@ use crate::pack_path::PackPath;
 use crate::pack_root::{Found, PackRoot};
 
 use super::index_lock::IndexLock;
+use super::publish::listed;
 use super::publish::{CommitOutcome, Kind, PhaseTimer, Proposal};
-use super::{BranchHead, Changes, CommitMessage, PackRepo, Result, git_err, io_err, short_id};
+use super::racy_commit::{changed_paths, entry, versions_in};
+use super::{BranchHead, CommitMessage, PackRepo, Result, git_err, io_err, short_id};
 
 /// The reflog message of `git reset --hard` without a commit (and of `git stash`).
 const RESET_TO_HEAD: &str = "reset: moving to HEAD";
@@ -94,87 +96,38 @@ pub(super) fn rolled_back_from(repo: &PackRepo, at: &BranchHead) -> Option<Rolle
 /// the hand-edit step sees it). When commits of others were made on top since, they stay:
 /// one merge commit brings `from` back in (its second parent), with `from`'s version of
 /// every path the dropped writes changed and the commits on top left as the reset left
-/// it (a path they changed too stays theirs). False when the branch moved again
-/// meanwhile (nothing done).
-pub(super) fn undo(
-    repo: &PackRepo,
-    lock: &mut IndexLock,
-    at: &BranchHead,
-    rolled: RolledBack,
-) -> Result<bool> {
+/// it (a path they changed too stays theirs). Nothing is done when the branch moved again.
+pub(super) fn undo(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, rolled: RolledBack) -> Result<()> {
     let RolledBack { from, to } = rolled;
     let dir = &repo.dir;
-    let Some(head) = at.id else { return Ok(false) };
-    if head != to {
-        return restore_under(repo, lock, at, rolled);
-    }
     let git = |e| git_err("undoing a racy `git reset --hard`", dir, e);
-    let from_commit = repo.repo.find_commit(from).map_err(git)?;
-    let from_tree = from_commit.tree().map_err(git)?;
-    let to_tree = repo.repo.find_commit(to).and_then(|c| c.tree()).map_err(git)?;
-    let diff = repo.repo.diff_tree_to_tree(Some(&to_tree), Some(&from_tree), None).map_err(git)?;
-    let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
-    let mut paths: Vec<String> = Vec::new();
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            let Some(path) = file.path().and_then(Path::to_str) else { continue };
-            let reset_wrote = to_tree.get_path(Path::new(path)).ok().map(|e| e.id());
-            if !paths.iter().any(|p| p == path) && working_tree_id(&root, path) == reset_wrote {
-                paths.push(path.to_owned());
-            }
-        }
-    }
-    if !repo.move_branch(
-        &at.branch,
-        Some(to),
-        from,
-        "engram: undo a racy `git reset --hard` (it read HEAD before a write moved it)",
-    )? {
-        return Ok(false);
-    }
-    eprintln!(
-        "engram: {}: a `git reset --hard` (or `git stash`) that read HEAD before a write moved it had moved the branch back from {from} to {to}; put it back on {from}",
-        dir.display()
-    );
-    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-    super::recover::restore_from_head(repo, lock, &from_commit, &paths)?;
-    Ok(true)
-}
-
-/// The merge of [`undo`] when commits were made on top of the reset: through
-/// [`PackRepo::publish`] (which leaves this reset alone for it, see there).
-fn restore_under(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, rolled: RolledBack) -> Result<bool> {
-    let RolledBack { from, to } = rolled;
-    let dir = &repo.dir;
-    let Some(head) = at.id else { return Ok(false) };
-    let git = |e| git_err("restoring writes a racy `git reset --hard` dropped", dir, e);
     let tree_of = |id: Oid| repo.repo.find_commit(id).and_then(|c| c.tree()).map_err(git);
-    let (head_tree, to_tree, from_tree) = (tree_of(head)?, tree_of(to)?, tree_of(from)?);
-    let diff = repo.repo.diff_tree_to_tree(Some(&to_tree), Some(&from_tree), None).map_err(git)?;
-    let entry = |tree: &git2::Tree<'_>, path: &str| {
-        tree.get_path(Path::new(path)).ok().map(|e| (e.id(), e.filemode()))
-    };
-    let mut changes = Changes::for_memory();
-    let mut restored: Vec<String> = Vec::new();
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            let Some(path) = file.path().and_then(Path::to_str) else { continue };
-            if restored.iter().any(|p| p == path) || entry(&head_tree, path) != entry(&to_tree, path) {
-                continue;
-            }
-            match entry(&from_tree, path) {
-                Some((id, mode)) => {
-                    // Not a blob (a submodule): not engram's to restore.
-                    let Ok(blob) = repo.repo.find_blob(id) else { continue };
-                    changes.put_with_mode(path.to_owned(), blob.content().to_vec(), mode);
-                }
-                None => changes.remove(path.to_owned()),
-            }
-            restored.push(path.to_owned());
+    let (to_tree, from_tree) = (tree_of(to)?, tree_of(from)?);
+    let dropped = changed_paths(repo, &to_tree, &from_tree)?;
+    if at.id == Some(to) {
+        // The files the reset rewrote (those still as it left them) go back too.
+        let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
+        let paths: Vec<&str> = dropped
+            .iter()
+            .map(String::as_str)
+            .filter(|p| working_tree_id(&root, p) == entry(&to_tree, p).map(|(id, _)| id))
+            .collect();
+        let log = "engram: undo a racy `git reset --hard` (it read HEAD before a write moved it)";
+        if repo.move_branch(&at.branch, Some(to), from, log)? {
+            eprintln!(
+                "engram: {}: a `git reset --hard` (or `git stash`) that read HEAD before a write moved it had moved the branch back from {from} to {to}; put it back on {from}",
+                dir.display()
+            );
+            let from_commit = repo.repo.find_commit(from).map_err(git)?;
+            super::recover::restore_from_head(repo, lock, &from_commit, &paths)?;
         }
+        return Ok(());
     }
-    let listed: Vec<&str> = restored.iter().take(5).map(String::as_str).collect();
-    let more = if restored.len() > 5 { format!(" (+{} more)", restored.len() - 5) } else { String::new() };
+    // Commits on top: a merge through `PackRepo::publish` (which leaves this reset alone for it).
+    let Some(head) = at.id else { return Ok(()) };
+    let head_tree = tree_of(head)?;
+    let kept = dropped.into_iter().filter(|p| entry(&head_tree, p) == entry(&to_tree, p));
+    let changes = versions_in(repo, &from_tree, kept);
     let (from_short, to_short) = (short_id(&from.to_string()), short_id(&to.to_string()));
     let message = CommitMessage {
         body: Some(format!(
@@ -182,25 +135,23 @@ fn restore_under(repo: &PackRepo, lock: &mut IndexLock, at: &BranchHead, rolled:
              to {to_short}, and commits were made on top since: they stay, and this merge brings the \
              dropped writes back (an undo is `git revert` or engram's revert/undo)."
         )),
-        ..CommitMessage::new(format!(
-            "restore: {}{more}",
-            if listed.is_empty() { "writes a racy reset dropped".to_owned() } else { listed.join(", ") }
-        ))
+        ..CommitMessage::new(if changes.is_empty() {
+            "restore: writes a racy reset dropped".to_owned()
+        } else {
+            format!("restore: {}", listed(changes.paths()))
+        })
     }
     .made_by("restore", None);
     let base = Some(head_tree.id());
     let proposal =
         Proposal { at, base, changes: &changes, message: &message, kind: Kind::Merge { theirs: from } };
-    match repo.publish(&proposal, lock, &mut PhaseTimer::new(false))? {
-        CommitOutcome::Committed(_) => {
-            eprintln!(
-                "engram: {}: a `git reset --hard` that read HEAD before a write moved it had moved the branch back from {from} to {to}, and commits were made on top; merged {from} back in",
-                dir.display()
-            );
-            Ok(true)
-        }
-        CommitOutcome::Unchanged | CommitOutcome::Retry => Ok(false),
+    if let CommitOutcome::Committed(_) = repo.publish(&proposal, lock, &mut PhaseTimer::new(false))? {
+        eprintln!(
+            "engram: {}: a `git reset --hard` that read HEAD before a write moved it had moved the branch back from {from} to {to}, and commits were made on top; merged {from} back in",
+            dir.display()
+        );
     }
+    Ok(())
 }
 
 /// The blob id of the working tree's file at `path` (`None`: absent, or not a

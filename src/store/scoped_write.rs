@@ -1,28 +1,22 @@
 //! [`PackRepo::write_scoped`]: a write whose cost does not grow with the
 //! number of files in the pack.
 //!
-//! [`PackRepo::write`] looks for hand edits in the whole working tree
-//! (`git status`) before every write, which costs a `stat` per file. A
-//! scoped write checks only the paths it is about to change: each must be
-//! in the working tree exactly as in HEAD (same blob, or absent in both).
-//! If one is not, it was edited by hand, and the write falls back to the
-//! full check (hand edits committed as their own `edit:` commit) and runs the
-//! edit again, so a hand edit is never overwritten nor mixed into a tool's
-//! commit. Hand edits elsewhere stay in the working tree untouched and are
-//! committed by the first write of the repository handle (which always does
-//! the full check) or by the next full write.
+//! [`PackRepo::write`] looks for hand edits in the whole working tree (`git
+//! status`, a `stat` per file) before every write. A scoped write checks only the
+//! paths it is about to change: each must be in the working tree exactly as in
+//! HEAD. If one is not, the write falls back to the full check (hand edits
+//! committed as their own `edit:` commit) and runs the edit again. Hand edits
+//! elsewhere are committed by the first write of the repository handle (always
+//! a full check) or by the next full write.
 //!
-//! The git index is a cache of the working tree (path → blob, file stat),
-//! and rewriting it costs a hash of the whole file (a few MB for tens of
-//! thousands of files). A scoped write therefore updates the working tree at
-//! once but the index lazily: the paths it wrote are remembered and applied
-//! to a fresh read of the index at most every [`INDEX_FLUSH_INTERVAL`], before
-//! any full write, and when the repository is dropped (the server exits).
-//! Until then `git status` may show those paths as staged changes; nothing is
-//! lost either way, because the working tree and HEAD agree and a full write
-//! re-stages whatever the index lacks.
+//! Rewriting the git index costs a hash of the whole file (a few MB for tens of
+//! thousands of files), so a scoped write updates the working tree at once but
+//! the index lazily: the paths it wrote are applied to a fresh read of the index
+//! at most every [`INDEX_FLUSH_INTERVAL`], before any full write, and when the
+//! repository is dropped. Until then `git status` may show them as staged
+//! changes; nothing is lost, as the working tree and HEAD agree.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -33,22 +27,16 @@ use crate::pack_path::PackPath;
 use crate::pack_root::{FileStat, Found, PackRoot};
 
 use super::index_lock::IndexLock;
-use super::{Changes, PackRepo, Result, Snapshot, StoreError, git_err, io_err};
+use super::{Changes, PackRepo, Result, Snapshot, git_err, io_err};
 
 /// How long written paths may wait before the index is rewritten.
 pub const INDEX_FLUSH_INTERVAL: Duration = Duration::from_millis(1000);
 
-/// Paths written by scoped writes but not yet in the index, per pack.
-///
-/// Process-wide rather than on the handle: a process may hold two handles of one pack
+/// Per pack: when the oldest was written, and the paths scoped writes wrote but the index
+/// lacks. Process-wide rather than on the handle: a process may hold two handles of one pack
 /// (sync opens its own), and whichever makes the next full write must flush what the
-/// other's scoped writes left out of the index (see ARCHITECTURE.md, "Process-wide state").
-struct PendingIndex {
-    paths: BTreeSet<String>,
-    since: Instant,
-}
-
-static PENDING: Mutex<Option<HashMap<PathBuf, PendingIndex>>> = Mutex::new(None);
+/// other's scoped writes left out of the index (see ARCHITECTURE.md).
+static PENDING: Mutex<BTreeMap<PathBuf, (Instant, BTreeSet<String>)>> = Mutex::new(BTreeMap::new());
 
 /// Writes the changed files into the working tree now and records them for
 /// the next index flush (flushing when the oldest is due).
@@ -58,28 +46,15 @@ pub(super) fn sync_working_tree_deferred(
     lock: &mut IndexLock,
 ) -> Result<()> {
     let root = PackRoot::open(&repo.dir).map_err(|e| io_err("open", &repo.dir, e))?;
-    let git_dir = repo.git_dir();
     for (path, content) in &changes.files {
-        let rel = PackPath::parse(path)
-            .map_err(|e| StoreError::BadPath { path: path.clone(), reason: e.to_string() })?;
-        match content {
-            Some(bytes) => {
-                super::worktree::write_file(&root, &rel, bytes, repo.options.durable, &git_dir)?;
-            }
-            None => root.remove_file(&rel).map_err(|e| io_err("remove", &root.full(&rel), e))?,
-        }
+        repo.put_file(&root, path, content.as_deref())?;
     }
     let due = {
         let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = pending
-            .get_or_insert_with(HashMap::new)
-            .entry(repo.dir.clone())
-            .or_insert_with(|| PendingIndex { paths: BTreeSet::new(), since: Instant::now() });
-        if entry.paths.is_empty() {
-            entry.since = Instant::now();
-        }
-        entry.paths.extend(changes.paths().map(str::to_owned));
-        entry.since.elapsed() >= INDEX_FLUSH_INTERVAL
+        let (since, paths) =
+            pending.entry(repo.dir.clone()).or_insert_with(|| (Instant::now(), BTreeSet::new()));
+        paths.extend(changes.paths().map(str::to_owned));
+        since.elapsed() >= INDEX_FLUSH_INTERVAL
     };
     if due { flush_locked(repo, lock) } else { Ok(()) }
 }
@@ -88,24 +63,22 @@ pub(super) fn sync_working_tree_deferred(
 /// it, under git's index lock (so no git command rewrites a file while it is
 /// hashed). The caller holds the write lock.
 pub(super) fn flush_index(repo: &PackRepo) -> Result<()> {
-    let has_pending = |pending: &Option<HashMap<PathBuf, PendingIndex>>| {
-        pending.as_ref().is_some_and(|m| m.get(&repo.dir).is_some_and(|p| !p.paths.is_empty()))
-    };
-    if !has_pending(&PENDING.lock().unwrap_or_else(|p| p.into_inner())) {
+    if !has_pending(&repo.dir) {
         return Ok(());
     }
     let mut lock = IndexLock::acquire(repo)?;
     flush_locked(repo, &mut lock)
 }
 
+/// True when scoped writes left paths of the pack at `dir` out of the index.
+fn has_pending(dir: &Path) -> bool {
+    PENDING.lock().unwrap_or_else(|p| p.into_inner()).contains_key(dir)
+}
+
 /// [`flush_index`] with git's index lock held.
 fn flush_locked(repo: &PackRepo, lock: &mut IndexLock) -> Result<()> {
-    let paths = {
-        let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-        match pending.as_mut().and_then(|m| m.remove(&repo.dir)) {
-            Some(p) if !p.paths.is_empty() => p.paths,
-            _ => return Ok(()),
-        }
+    let Some((_, paths)) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).remove(&repo.dir) else {
+        return Ok(());
     };
     // A git command may have restored a file from the lagging index meanwhile:
     // put HEAD's version back rather than staging the older one.
@@ -116,8 +89,7 @@ fn flush_locked(repo: &PackRepo, lock: &mut IndexLock) -> Result<()> {
     }
     let dir = &repo.dir;
     let root = PackRoot::open(dir).map_err(|e| io_err("open", dir, e))?;
-    let mut index = repo.repo.index().map_err(|e| git_err("opening the index", dir, e))?;
-    index.read(true).map_err(|e| git_err("reading the index", dir, e))?;
+    let mut index = repo.read_index()?;
     for path in paths.iter().filter(|p| !restored.contains(p)) {
         let file = match PackPath::parse(path) {
             Ok(rel) => regular_file(&root, &rel).map_err(|e| io_err("read", &dir.join(path), e))?,
@@ -143,12 +115,7 @@ fn flush_locked(repo: &PackRepo, lock: &mut IndexLock) -> Result<()> {
 
 impl Drop for PackRepo {
     fn drop(&mut self) {
-        let has_pending = PENDING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .is_some_and(|m| m.get(&self.dir).is_some_and(|p| !p.paths.is_empty()));
-        if has_pending
+        if has_pending(&self.dir)
             && let Ok(_lock) = self.lock()
             && let Err(e) = flush_index(self)
         {
