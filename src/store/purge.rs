@@ -64,14 +64,6 @@ pub struct PurgeReport {
 }
 
 impl PackRepo {
-    fn branch_tips(&self) -> Result<Vec<(String, Oid)>> {
-        let refs = self
-            .repo
-            .references_glob("refs/heads/*")
-            .map_err(|e| git_err("listing branches", &self.dir, e))?;
-        Ok(refs.flatten().filter_map(|r| Some((r.name().ok()?.to_owned(), r.target()?))).collect())
-    }
-
     /// The commits of every local branch, parents before children.
     fn commits_oldest_first(&self) -> Result<Vec<Oid>> {
         let git = |e| git_err("walking history", &self.dir, e);
@@ -131,7 +123,12 @@ impl PackRepo {
         if report.commits == 0 {
             return Ok(report);
         }
-        let tips = self.branch_tips()?;
+        let branches = self
+            .repo
+            .references_glob("refs/heads/*")
+            .map_err(|e| git_err("listing branches", &self.dir, e))?;
+        let tips: Vec<(String, Oid)> =
+            branches.flatten().filter_map(|r| Some((r.name().ok()?.to_owned(), r.target()?))).collect();
         // The rewritten commits, old id → new id.
         let mut map: HashMap<Oid, Oid> = HashMap::new();
         let mut trees: HashMap<Oid, Option<Oid>> = HashMap::new();

@@ -87,9 +87,8 @@ impl PackRepo {
 
     /// A snapshot of the pack at a commit (see [`PackRepo::resolve_commit`]).
     pub fn snapshot_at(&self, rev: &str) -> Result<Snapshot<'_>> {
-        let id = self.resolve_commit(rev)?;
-        let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        self.snapshot_of(Some(oid))
+        let id = Oid::from_str(&self.resolve_commit(rev)?);
+        self.snapshot_of(Some(id.map_err(|e| git_err("reading a commit", &self.dir, e))?))
     }
 
     /// One commit's details, with the files it changed when `with_files`.

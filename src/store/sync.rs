@@ -57,19 +57,15 @@ impl PackRepo {
 
     /// Adds a remote, or changes the URL of an existing one. Returns true when it already existed.
     pub fn set_remote(&self, name: &str, url: &str) -> Result<bool> {
-        match self.repo.find_remote(name) {
-            Ok(_) => {
-                self.repo
-                    .remote_set_url(name, url)
-                    .map_err(|e| git_err("setting a remote's URL", &self.dir, e))?;
-                Ok(true)
-            }
-            Err(e) if e.code() == ErrorCode::NotFound => {
-                self.repo.remote(name, url).map_err(|e| git_err("adding a remote", &self.dir, e))?;
-                Ok(false)
-            }
-            Err(e) => Err(git_err("reading a remote", &self.dir, e)),
-        }
+        let existed = match self.repo.find_remote(name) {
+            Ok(_) => true,
+            Err(e) if e.code() == ErrorCode::NotFound => false,
+            Err(e) => return Err(git_err("reading a remote", &self.dir, e)),
+        };
+        let set =
+            if existed { self.repo.remote_set_url(name, url) } else { self.repo.remote(name, url).map(drop) };
+        set.map_err(|e| git_err("setting a remote", &self.dir, e))?;
+        Ok(existed)
     }
 
     /// Removes a remote (and its remote-tracking branches). Returns false when there was none.
