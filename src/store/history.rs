@@ -3,7 +3,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 
-use git2::{Delta, DiffOptions, Oid};
+use std::path::Path;
+
+use git2::{Delta, Diff, DiffOptions, Oid, Repository};
 
 use super::beside_git::reread;
 use super::{PackRepo, Result, git_err};
@@ -32,8 +34,6 @@ pub struct CommitInfo {
     pub message: String,
     /// `Key: value` trailers of the message.
     pub trailers: Vec<(String, String)>,
-    /// Number of parents.
-    pub parents: usize,
     /// Changed files (filled only when asked for).
     pub files: Vec<FileChange>,
 }
@@ -63,11 +63,10 @@ pub struct LogQuery {
     pub with_files: bool,
 }
 
+/// The `Key: value` trailers of a message: its last paragraph (not the subject), when every
+/// line of it is one.
 pub(super) fn parse_trailers(message: &str) -> Vec<(String, String)> {
-    if !message.trim_end().contains("\n\n") {
-        return Vec::new();
-    }
-    let Some(last_para) = message.trim_end().rsplit("\n\n").next() else { return Vec::new() };
+    let Some((_, last_para)) = message.trim_end().rsplit_once("\n\n") else { return Vec::new() };
     let mut out = Vec::new();
     for line in last_para.lines() {
         match line.split_once(": ") {
@@ -80,78 +79,40 @@ pub(super) fn parse_trailers(message: &str) -> Vec<(String, String)> {
     out
 }
 
-/// A walk of history from one commit, newest commit time first, reading each commit only when
-/// it is reached: what `git log` does by default. A commit comes after all of its children that
-/// the walk has reached (a parent is queued only when its child is taken). libgit2's sorted
-/// revwalk reads the whole history before it answers the first commit; this reads as many
-/// commits as it answers, plus their parents.
+/// A walk of history, newest commit time first, reading each commit only when it is reached:
+/// what `git log` does by default. A commit comes after all of its children that the walk has
+/// reached (a parent is queued only when its child is taken). libgit2's sorted revwalk reads
+/// the whole history before it answers the first commit; this reads as many commits as it
+/// answers, plus their parents.
 struct TimeWalk<'r> {
     repo: &'r git2::Repository,
-    queue: BinaryHeap<Queued<'r>>,
+    /// Newest time first, then the one queued first.
+    queue: BinaryHeap<(i64, Reverse<u64>, Oid)>,
     seen: HashSet<Oid>,
-    pushed: u64,
-}
-
-/// A commit waiting in a [`TimeWalk`]: newest time first, then the one queued first.
-struct Queued<'r> {
-    time: i64,
-    order: Reverse<u64>,
-    commit: git2::Commit<'r>,
-}
-
-impl PartialEq for Queued<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.order) == (other.time, other.order)
-    }
-}
-impl Eq for Queued<'_> {}
-impl PartialOrd for Queued<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Queued<'_> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.time, self.order).cmp(&(other.time, other.order))
-    }
 }
 
 impl<'r> TimeWalk<'r> {
-    fn new(repo: &'r git2::Repository, start: git2::Commit<'r>) -> Self {
-        let mut walk = Self::empty(repo);
-        walk.push(start);
-        walk
+    fn new(repo: &'r git2::Repository) -> Self {
+        Self { repo, queue: BinaryHeap::new(), seen: HashSet::new() }
     }
 
-    fn empty(repo: &'r git2::Repository) -> Self {
-        Self { repo, queue: BinaryHeap::new(), seen: HashSet::new(), pushed: 0 }
-    }
-
-    fn push(&mut self, commit: git2::Commit<'r>) {
+    fn push(&mut self, commit: &git2::Commit<'r>) {
         if self.seen.insert(commit.id()) {
-            self.pushed += 1;
-            let time = commit.time().seconds();
-            self.queue.push(Queued { time, order: Reverse(self.pushed), commit });
+            let order = Reverse(self.seen.len() as u64);
+            self.queue.push((commit.time().seconds(), order, commit.id()));
         }
     }
 
-    /// The next commit, its parents queued.
-    fn next_commit(&mut self) -> std::result::Result<Option<git2::Commit<'r>>, git2::Error> {
-        let Some(commit) = self.pop() else { return Ok(None) };
-        self.push_parents(&commit)?;
-        Ok(Some(commit))
-    }
-
     /// The next commit, its parents not queued.
-    fn pop(&mut self) -> Option<git2::Commit<'r>> {
-        self.queue.pop().map(|q| q.commit)
+    fn pop(&mut self) -> std::result::Result<Option<git2::Commit<'r>>, git2::Error> {
+        let Some((_, _, id)) = self.queue.pop() else { return Ok(None) };
+        reread(|| self.repo.find_commit(id)).map(Some)
     }
 
     fn push_parents(&mut self, commit: &git2::Commit<'r>) -> std::result::Result<(), git2::Error> {
         for id in commit.parent_ids() {
             if !self.seen.contains(&id) {
-                let parent = reread(|| self.repo.find_commit(id))?;
-                self.push(parent);
+                self.push(&reread(|| self.repo.find_commit(id))?);
             }
         }
         Ok(())
@@ -201,9 +162,11 @@ impl PackRepo {
         let dir = &self.dir;
         let mut page = LogPage::default();
         let Some(start) = self.head_commit()? else { return Ok(page) };
-        let mut walk = TimeWalk::new(&self.repo, start);
+        let mut walk = TimeWalk::new(&self.repo);
+        walk.push(&start);
         let mut skipped = 0;
-        while let Some(commit) = walk.next_commit().map_err(|e| git_err("walking history", dir, e))? {
+        while let Some(commit) = walk.pop().map_err(|e| git_err("walking history", dir, e))? {
+            walk.push_parents(&commit).map_err(|e| git_err("walking history", dir, e))?;
             let time = commit.time().seconds();
             if query.since.is_some_and(|s| time < s) {
                 break;
@@ -223,17 +186,7 @@ impl PackRepo {
                 page.more = true;
                 break;
             }
-            let files = if query.with_files { self.changed_files(&commit, true)? } else { Vec::new() };
-            let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
-            page.commits.push(CommitInfo {
-                id: commit.id().to_string(),
-                time,
-                subject: message.lines().next().unwrap_or("").to_owned(),
-                trailers: parse_trailers(&message),
-                message,
-                parents: commit.parent_count(),
-                files,
-            });
+            page.commits.push(self.info_of(&commit, query.with_files)?);
         }
         Ok(page)
     }
@@ -241,11 +194,9 @@ impl PackRepo {
     /// Walks history from HEAD (or on from where a walk stopped), newest first, and calls
     /// `visit` with every commit that `seen` does not claim, with the files it changed under
     /// `under` (a directory) that `keep` accepts, texts read. The parents of a seen commit are
-    /// not walked, so a caller that remembers what it saw reads only the commits made since,
-    /// whoever made them. With `until`, the walk stops once that time has passed (after at least
-    /// one commit) and answers the commits still queued in [`UnseenWalk::rest`]: a long walk is
-    /// read in bounded steps, and the repository handle is free between them. Commits never
-    /// change, so a walk resumed after another process moved HEAD reads the same history.
+    /// not walked: a caller that remembers what it saw reads only the commits made since.
+    /// With `until`, the walk stops once that time has passed (after at least one commit) and
+    /// answers the commits still queued in [`UnseenWalk::rest`], to walk on from later.
     pub fn walk_unseen(
         &self,
         from: WalkFrom<'_>,
@@ -257,23 +208,21 @@ impl PackRepo {
     ) -> Result<UnseenWalk> {
         let dir = &self.dir;
         let mut out = UnseenWalk::default();
-        let mut walk = TimeWalk::empty(&self.repo);
+        let mut walk = TimeWalk::new(&self.repo);
         match from {
             WalkFrom::Head => {
                 let Some(start) = self.head_commit()? else { return Ok(out) };
                 out.head = Some(start.id().to_string());
-                walk.push(start);
+                walk.push(&start);
             }
             WalkFrom::Rest(ids) => {
                 for id in ids {
-                    let oid = Oid::from_str(id).map_err(|e| git_err("walking history", dir, e))?;
-                    let commit = reread(|| self.repo.find_commit(oid))
-                        .map_err(|e| git_err("walking history", dir, e))?;
-                    walk.push(commit);
+                    let commit = Oid::from_str(id).and_then(|oid| reread(|| self.repo.find_commit(oid)));
+                    walk.push(&commit.map_err(|e| git_err("walking history", dir, e))?);
                 }
             }
         }
-        while let Some(commit) = walk.pop() {
+        while let Some(commit) = walk.pop().map_err(|e| git_err("walking history", dir, e))? {
             let id = commit.id().to_string();
             if seen(&id) {
                 out.boundary.push(id);
@@ -281,10 +230,10 @@ impl PackRepo {
             }
             walk.push_parents(&commit).map_err(|e| git_err("walking history", dir, e))?;
             let mut info = self.info_of(&commit, false)?;
-            info.files = self.changed_files_where(&commit, true, Some(under), keep)?;
+            info.files = changed_files(&self.repo, dir, &commit, true, Some(under), keep)?;
             visit(info);
             if until.is_some_and(|t| std::time::Instant::now() >= t) {
-                out.rest = walk.queue.iter().map(|q| q.commit.id().to_string()).collect();
+                out.rest = walk.queue.iter().map(|(_, _, id)| id.to_string()).collect();
                 break;
             }
         }
@@ -300,69 +249,64 @@ impl PackRepo {
             subject: message.lines().next().unwrap_or("").to_owned(),
             trailers: parse_trailers(&message),
             message,
-            parents: commit.parent_count(),
             files: if with_files { self.changed_files(commit, true)? } else { Vec::new() },
         })
     }
 
     fn changed_files(&self, commit: &git2::Commit<'_>, with_text: bool) -> Result<Vec<FileChange>> {
-        self.changed_files_where(commit, with_text, None, &|_| true)
+        changed_files(&self.repo, &self.dir, commit, with_text, None, &|_| true)
     }
+}
 
-    /// The files `commit` changed against its first parent, under directory `under` when given
-    /// and accepted by `keep`, with their texts when `with_text`.
-    fn changed_files_where(
-        &self,
-        commit: &git2::Commit<'_>,
-        with_text: bool,
-        under: Option<&str>,
-        keep: &dyn Fn(&str) -> bool,
-    ) -> Result<Vec<FileChange>> {
-        let dir = &self.dir;
-        let new_tree = commit.tree().map_err(|e| git_err("reading a tree", dir, e))?;
-        let old_tree = match commit.parent(0) {
-            Ok(p) => Some(p.tree().map_err(|e| git_err("reading a tree", dir, e))?),
-            Err(_) => None,
-        };
-        let mut opts = DiffOptions::new();
-        if let Some(under) = under {
-            // A plain pathspec matches the directory and everything under it.
-            opts.pathspec(under.trim_end_matches('/'));
-        }
-        let diff = self
-            .repo
-            .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut opts))
-            .map_err(|e| git_err("diffing a commit", dir, e))?;
-        let mut out = Vec::new();
-        for delta in diff.deltas() {
-            let path = delta
-                .new_file()
-                .path()
-                .or_else(|| delta.old_file().path())
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !keep(&path) {
-                continue;
-            }
-            let text = |id: Oid, present: bool| -> Option<String> {
-                if !with_text || !present {
-                    return None;
-                }
-                let blob = reread(|| self.repo.find_blob(id)).ok()?;
-                if blob.is_binary() {
-                    return None;
-                }
-                Some(String::from_utf8_lossy(blob.content()).into_owned())
-            };
+/// The files `commit` changed against its first parent, under directory `under` when given
+/// and accepted by `keep`, with their texts when `with_text`.
+pub(super) fn changed_files(
+    repo: &Repository,
+    dir: &Path,
+    commit: &git2::Commit<'_>,
+    with_text: bool,
+    under: Option<&str>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<FileChange>> {
+    let mut opts = DiffOptions::new();
+    if let Some(under) = under {
+        // A plain pathspec matches the directory and everything under it.
+        opts.pathspec(under.trim_end_matches('/'));
+    }
+    let diff = diff_commits(repo, dir, commit.parent_id(0).ok(), commit.id(), Some(&mut opts))?;
+    let text = |id: Oid, present: bool| -> Option<String> {
+        let blob = (with_text && present).then(|| reread(|| repo.find_blob(id)).ok()).flatten()?;
+        (!blob.is_binary()).then(|| String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let file = delta.new_file().path().or_else(|| delta.old_file().path());
+        let path = file.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        if keep(&path) {
             let status = delta.status();
+            let (old, new) = (delta.old_file().id(), delta.new_file().id());
             out.push(FileChange {
                 path,
-                old: text(delta.old_file().id(), status != Delta::Added),
-                new: text(delta.new_file().id(), status != Delta::Deleted),
+                old: text(old, status != Delta::Added),
+                new: text(new, status != Delta::Deleted),
             });
         }
-        Ok(out)
     }
+    Ok(out)
+}
+
+/// The diff from commit `old`'s tree (the empty tree for `None`) to commit `new`'s.
+pub(super) fn diff_commits<'r>(
+    repo: &'r Repository,
+    dir: &Path,
+    old: Option<Oid>,
+    new: Oid,
+    opts: Option<&mut DiffOptions>,
+) -> Result<Diff<'r>> {
+    let tree = |id: Oid| reread(|| repo.find_commit(id)).and_then(|c| c.tree());
+    let old = old.map(tree).transpose().map_err(|e| git_err("reading a tree", dir, e))?;
+    let new = tree(new).map_err(|e| git_err("reading a tree", dir, e))?;
+    repo.diff_tree_to_tree(old.as_ref(), Some(&new), opts).map_err(|e| git_err("comparing trees", dir, e))
 }
 
 /// How many commits the duplicate check walks back at most.

@@ -8,11 +8,12 @@
 //! 3-way text merge) and commits what the caller returns with two parents,
 //! moving the branch with the same compare-and-swap as any other write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use git2::{Delta, DiffOptions, FileFavor, MergeFileInput, MergeFileOptions, ObjectType, Oid, Tree};
 
+use super::history::diff_commits;
 use super::index_lock::Retries;
 use super::publish::{Kind, Proposal};
 use super::{
@@ -59,7 +60,12 @@ pub struct ChangedPath {
 impl ChangedPath {
     /// True when the path exists on that side.
     pub fn exists(&self, side: Side) -> bool {
-        self.entry(side).is_some()
+        match side {
+            Side::Base => self.base,
+            Side::Ours => self.ours,
+            Side::Theirs => self.theirs,
+        }
+        .is_some()
     }
 
     /// True when the path is a regular file (or absent) on every side: not a
@@ -69,69 +75,55 @@ impl ChangedPath {
             *mode == i32::from(git2::FileMode::Blob) || *mode == i32::from(git2::FileMode::BlobExecutable)
         })
     }
-
-    fn entry(&self, side: Side) -> Option<(Oid, i32)> {
-        match side {
-            Side::Base => self.base,
-            Side::Ours => self.ours,
-            Side::Theirs => self.theirs,
-        }
-    }
 }
 
 /// The three trees of a merge, for the caller to decide the result.
 pub struct MergeView<'r> {
-    repo: &'r PackRepo,
     /// The merge base.
     pub base: Snapshot<'r>,
     /// This pack's HEAD.
     pub ours: Snapshot<'r>,
     /// The fetched commit.
     pub theirs: Snapshot<'r>,
-    changed: Vec<ChangedPath>,
+    /// Every path changed on at least one side, sorted.
+    pub changed: Vec<ChangedPath>,
     /// Commits on the fetched branch not in HEAD.
     pub incoming_commits: usize,
 }
 
 impl MergeView<'_> {
-    /// Every path changed on at least one side, sorted.
-    pub fn changed(&self) -> &[ChangedPath] {
-        &self.changed
-    }
-
-    /// The snapshot of a side.
-    pub fn side(&self, side: Side) -> &Snapshot<'_> {
-        match side {
-            Side::Base => &self.base,
-            Side::Ours => &self.ours,
-            Side::Theirs => &self.theirs,
-        }
-    }
-
     /// Line-based 3-way merge of a path (a missing version counts as empty).
     /// With `union`, lines both sides added are all kept (for append-only
     /// files); otherwise `None` when the sides conflict or a version is binary.
     pub fn merge_text(&self, path: &str, union: bool) -> Result<Option<Vec<u8>>> {
-        let read = |s: Side| -> Result<Vec<u8>> { Ok(self.side(s).read(path)?.unwrap_or_default()) };
-        let (base, ours, theirs) = (read(Side::Base)?, read(Side::Ours)?, read(Side::Theirs)?);
+        let read = |s: &Snapshot<'_>| -> Result<Vec<u8>> { Ok(s.read(path)?.unwrap_or_default()) };
+        let (base, ours, theirs) = (read(&self.base)?, read(&self.ours)?, read(&self.theirs)?);
         if [&base, &ours, &theirs].iter().any(|b| b.contains(&0)) {
             return Ok(None);
         }
-        let (b, o, t) = (file_input(&base, path), file_input(&ours, path), file_input(&theirs, path));
-        let mut opts = MergeFileOptions::new();
-        if union {
-            opts.favor(FileFavor::Union);
-        }
-        let result = git2::merge_file(&b, &o, &t, Some(&mut opts))
-            .map_err(|e| git_err("merging a file", &self.repo.dir, e))?;
-        Ok(result.is_automergeable().then(|| result.content().to_vec()))
+        merge_file(path, [&base, &ours, &theirs], union)
+            .map_err(|e| git_err("merging a file", self.ours.dir, e))
     }
 }
 
-fn file_input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
-    let mut input = MergeFileInput::new();
-    input.content(bytes).path(path);
-    input
+/// git's 3-way merge of one file (base, ours, theirs); `None` when it conflicts. With
+/// `union`, lines both sides added are all kept.
+pub(super) fn merge_file(
+    path: &str,
+    sides: [&[u8]; 3],
+    union: bool,
+) -> std::result::Result<Option<Vec<u8>>, git2::Error> {
+    let [b, o, t] = sides.map(|bytes| {
+        let mut input = MergeFileInput::new();
+        input.content(bytes).path(path);
+        input
+    });
+    let mut opts = MergeFileOptions::new();
+    if union {
+        opts.favor(FileFavor::Union);
+    }
+    let result = git2::merge_file(&b, &o, &t, Some(&mut opts))?;
+    Ok(result.is_automergeable().then(|| result.content().to_vec()))
 }
 
 /// What the caller of [`PackRepo::integrate`] decides for a diverged branch.
@@ -182,53 +174,48 @@ pub enum Integrated<T> {
     },
 }
 
-fn tree_entries(tree: Option<&Tree<'_>>) -> BTreeMap<String, (Oid, i32)> {
-    let mut out = BTreeMap::new();
-    if let Some(tree) = tree {
-        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-            if entry.kind() != Some(ObjectType::Tree)
-                && let Ok(name) = entry.name()
-            {
-                out.insert(format!("{dir}{name}"), (entry.id(), entry.filemode()));
-            }
-            git2::TreeWalkResult::Ok
-        });
+/// Paths whose entry (id, mode) differs between the base and either side, sorted.
+fn changed_paths(base: Option<&Tree<'_>>, ours: &Tree<'_>, theirs: &Tree<'_>) -> Vec<ChangedPath> {
+    let entries = |tree: Option<&Tree<'_>>| {
+        let mut out = BTreeMap::new();
+        if let Some(tree) = tree {
+            let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+                if entry.kind() != Some(ObjectType::Tree)
+                    && let Ok(name) = entry.name()
+                {
+                    out.insert(format!("{dir}{name}"), (entry.id(), entry.filemode()));
+                }
+                git2::TreeWalkResult::Ok
+            });
+        }
+        out
+    };
+    let (b, o, t) = (entries(base), entries(Some(ours)), entries(Some(theirs)));
+    let paths: BTreeSet<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
+    let mut out = Vec::new();
+    for p in paths {
+        let (be, oe, te) = (b.get(p).copied(), o.get(p).copied(), t.get(p).copied());
+        let kind = match (oe != be, te != be) {
+            (false, false) => continue,
+            (true, false) => ChangeKind::OursOnly,
+            (false, true) => ChangeKind::TheirsOnly,
+            (true, true) if oe == te => ChangeKind::BothSame,
+            (true, true) => ChangeKind::BothDiffer,
+        };
+        out.push(ChangedPath { path: p.clone(), kind, base: be, ours: oe, theirs: te });
     }
     out
 }
 
 impl PackRepo {
     /// Brings the fetched commit `theirs` (a full id) into the current branch:
-    /// nothing when HEAD contains it, a fast-forward when HEAD is its ancestor,
-    /// otherwise one merge commit whose content `resolve` decides.
+    /// nothing when HEAD contains it, a fast-forward when HEAD is its ancestor (unless
+    /// `no_ff`: accepting a proposal, see `proposals.rs`), otherwise one merge commit whose
+    /// content `resolve` decides.
     ///
     /// `resolve` may run more than once (when the branch moves under us), so
     /// it must depend on the view only.
     pub fn integrate<T, E>(
-        &self,
-        theirs: &str,
-        resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
-    ) -> Result<Integrated<T>, E>
-    where
-        E: From<StoreError>,
-    {
-        self.integrate_as(theirs, false, resolve)
-    }
-
-    /// [`PackRepo::integrate`] that never fast-forwards: when HEAD is an ancestor of
-    /// `theirs`, it still makes one merge commit (accepting a proposal, see `proposals.rs`).
-    pub fn integrate_no_ff<T, E>(
-        &self,
-        theirs: &str,
-        resolve: impl FnMut(&MergeView<'_>) -> Result<Integration<T>, E>,
-    ) -> Result<Integrated<T>, E>
-    where
-        E: From<StoreError>,
-    {
-        self.integrate_as(theirs, true, resolve)
-    }
-
-    fn integrate_as<T, E>(
         &self,
         theirs: &str,
         no_ff: bool,
@@ -250,43 +237,28 @@ impl PackRepo {
                 .find_commit(theirs_id)
                 .map_err(|e| git_err("reading the fetched commit", dir, e))?;
             let at = self.branch_head()?;
-            let Some(ours_id) = at.id else {
-                // An empty pack takes the remote's history as it is.
-                match self.fast_forward(&at, None, &theirs)? {
-                    Some(to) => return Ok(Integrated::FastForward { to, commits: 1 }),
-                    None => {
-                        retries.again(dir)?;
-                        continue;
-                    }
-                }
-            };
-            let ours = self.repo.find_commit(ours_id).map_err(|e| git_err("reading HEAD", dir, e))?;
-            if ours.id() == theirs.id()
-                || self
+            let (ahead, behind) = match at.id {
+                Some(ours) => self
                     .repo
-                    .graph_descendant_of(ours.id(), theirs.id())
-                    .map_err(|e| git_err("comparing histories", dir, e))?
-            {
+                    .graph_ahead_behind(ours, theirs_id)
+                    .map_err(|e| git_err("comparing histories", dir, e))?,
+                // An empty pack takes the remote's history as it is.
+                None => (0, 1),
+            };
+            if behind == 0 {
                 return Ok(Integrated::UpToDate);
             }
-            let (_, behind) = self
-                .repo
-                .graph_ahead_behind(ours.id(), theirs.id())
-                .map_err(|e| git_err("comparing histories", dir, e))?;
-            if !no_ff
-                && self
-                    .repo
-                    .graph_descendant_of(theirs.id(), ours.id())
-                    .map_err(|e| git_err("comparing histories", dir, e))?
-            {
-                match self.fast_forward(&at, Some(&ours), &theirs)? {
+            let ours = at.id.map(|id| self.repo.find_commit(id)).transpose();
+            let ours = match ours.map_err(|e| git_err("reading HEAD", dir, e))? {
+                Some(ours) if ahead > 0 || no_ff => ours,
+                ours => match self.fast_forward(&at, ours.as_ref(), &theirs)? {
                     Some(to) => return Ok(Integrated::FastForward { to, commits: behind }),
                     None => {
                         retries.again(dir)?;
                         continue;
                     }
-                }
-            }
+                },
+            };
             let (view, ours_tree) = self.merge_view(&ours, &theirs, behind)?;
             let (changes, message, value) = match resolve(&view)? {
                 Integration::Merge { changes, message, value } => (changes, message, value),
@@ -317,25 +289,15 @@ impl PackRepo {
         incoming_commits: usize,
     ) -> Result<(MergeView<'r>, Oid)> {
         let dir = &self.dir;
-        let base_id = match self.repo.merge_base(ours.id(), theirs.id()) {
-            Ok(id) => Some(id),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
-            Err(e) => return Err(git_err("finding the merge base", dir, e)),
-        };
-        let base_tree = match base_id {
-            Some(id) => Some(
-                self.repo
-                    .find_commit(id)
-                    .and_then(|c| c.tree())
-                    .map_err(|e| git_err("reading the merge base", dir, e))?,
-            ),
-            None => None,
-        };
+        let base_id = self.merge_base(ours.id(), theirs.id())?;
+        let base_tree = base_id
+            .map(|id| self.repo.find_commit(id).and_then(|c| c.tree()))
+            .transpose()
+            .map_err(|e| git_err("reading the merge base", dir, e))?;
         let ours_tree = ours.tree().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
         let theirs_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
-        let changed = self.merge_changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
+        let changed = changed_paths(base_tree.as_ref(), &ours_tree, &theirs_tree);
         let view = MergeView {
-            repo: self,
             base: self.snapshot_of_tree(base_tree.as_ref().map(|t| t.id()), base_id),
             ours: self.snapshot_of_tree(Some(ours_tree.id()), Some(ours.id())),
             theirs: self.snapshot_of_tree(Some(theirs_tree.id()), Some(theirs.id())),
@@ -345,32 +307,13 @@ impl PackRepo {
         Ok((view, ours_tree.id()))
     }
 
-    /// Paths whose entry differs between the base and either side.
-    fn merge_changed_paths(
-        &self,
-        base: Option<&Tree<'_>>,
-        ours: &Tree<'_>,
-        theirs: &Tree<'_>,
-    ) -> Vec<ChangedPath> {
-        let b = tree_entries(base);
-        let o = tree_entries(Some(ours));
-        let t = tree_entries(Some(theirs));
-        let mut paths: Vec<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
-        paths.sort();
-        paths.dedup();
-        let mut out = Vec::new();
-        for p in paths {
-            let (be, oe, te) = (b.get(p).copied(), o.get(p).copied(), t.get(p).copied());
-            let kind = match (oe != be, te != be) {
-                (false, false) => continue,
-                (true, false) => ChangeKind::OursOnly,
-                (false, true) => ChangeKind::TheirsOnly,
-                (true, true) if oe == te => ChangeKind::BothSame,
-                (true, true) => ChangeKind::BothDiffer,
-            };
-            out.push(ChangedPath { path: p.clone(), kind, base: be, ours: oe, theirs: te });
+    /// The merge base of two commits (`None` when they share no history).
+    pub(super) fn merge_base(&self, a: Oid, b: Oid) -> Result<Option<Oid>> {
+        match self.repo.merge_base(a, b) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git_err("finding the merge base", &self.dir, e)),
         }
-        out
     }
 
     /// Moves the branch from `ours` to `theirs` and updates the working tree,
@@ -383,15 +326,9 @@ impl PackRepo {
         theirs: &git2::Commit<'_>,
     ) -> Result<Option<Committed>> {
         let dir = &self.dir;
-        let new_tree = theirs.tree().map_err(|e| git_err("reading the fetched tree", dir, e))?;
-        let old_tree =
-            ours.map(|c| c.tree()).transpose().map_err(|e| git_err("reading HEAD's tree", dir, e))?;
         let mut opts = DiffOptions::new();
         opts.include_typechange(true);
-        let diff = self
-            .repo
-            .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut opts))
-            .map_err(|e| git_err("comparing trees", dir, e))?;
+        let diff = diff_commits(&self.repo, dir, ours.map(|c| c.id()), theirs.id(), Some(&mut opts))?;
         let mut changes = Changes::default();
         for delta in diff.deltas() {
             if let Some(old) = delta.old_file().path().and_then(Path::to_str)
@@ -412,7 +349,7 @@ impl PackRepo {
         let message = CommitMessage::new("sync: fast-forward");
         let proposal = Proposal {
             at,
-            base: old_tree.as_ref().map(|t| t.id()),
+            base: ours.map(|c| c.tree_id()),
             changes: &changes,
             message: &message,
             kind: Kind::FastForward { theirs: theirs.id() },
@@ -428,47 +365,22 @@ impl PackRepo {
     /// HEAD, a suffixed name is used instead. Returns the full ref name.
     pub fn save_head_as_branch(&self, name: &str) -> Result<String> {
         let dir = &self.dir;
-        let Some(head) = self.head_commit()? else {
-            return Err(StoreError::Git {
-                step: "saving HEAD on a branch",
-                dir: dir.clone(),
-                source: git2::Error::from_str("the pack has no commits"),
-            });
-        };
+        let fail = |why| git_err("saving HEAD on a branch", dir, git2::Error::from_str(why));
+        let Some(head) = self.head_oid()? else { return Err(fail("the pack has no commits")) };
+        let reflog = "engram sync: keep unmerged state";
         for n in 0..100 {
             let full = if n == 0 { format!("refs/heads/{name}") } else { format!("refs/heads/{name}-{n}") };
-            match self.repo.find_reference(&full) {
-                Ok(r) => {
-                    let Some(at) = r.target() else { continue };
-                    if at == head.id() {
-                        return Ok(full);
-                    }
-                    if self.repo.graph_descendant_of(head.id(), at).unwrap_or(false) {
-                        self.repo
-                            .reference_matching(
-                                &full,
-                                head.id(),
-                                true,
-                                at,
-                                "engram sync: keep unmerged state",
-                            )
-                            .map_err(|e| git_err("updating a branch", dir, e))?;
-                        return Ok(full);
-                    }
+            let saved = match self.ref_id(&full)? {
+                None => self.repo.reference(&full, head, false, reflog),
+                Some(at) if at == head => return Ok(full),
+                Some(at) if self.repo.graph_descendant_of(head, at).unwrap_or(false) => {
+                    self.repo.reference_matching(&full, head, true, at, reflog)
                 }
-                Err(e) if e.code() == git2::ErrorCode::NotFound => {
-                    self.repo
-                        .reference(&full, head.id(), false, "engram sync: keep unmerged state")
-                        .map_err(|e| git_err("creating a branch", dir, e))?;
-                    return Ok(full);
-                }
-                Err(e) => return Err(git_err("reading a branch", dir, e)),
-            }
+                Some(_) => continue,
+            };
+            saved.map_err(|e| git_err("saving HEAD on a branch", dir, e))?;
+            return Ok(full);
         }
-        Err(StoreError::Git {
-            step: "saving HEAD on a branch",
-            dir: dir.clone(),
-            source: git2::Error::from_str("too many conflict branches; delete old ones"),
-        })
+        Err(fail("too many conflict branches; delete old ones"))
     }
 }

@@ -14,9 +14,8 @@
 //!    edit is re-run on the new HEAD;
 //! 5. writes the changed files into the working tree and the git index.
 //!
-//! Files: `error.rs` ([`StoreError`]), `open.rs` (opening a repository,
-//! adopting a folder, cloning), `publish.rs` (the commit path), and this file
-//! the small shared types ([`Changes`], [`CommitMessage`], [`Snapshot`], …).
+//! ARCHITECTURE.md lists the files; this one holds the small shared types
+//! ([`Changes`], [`CommitMessage`], [`Snapshot`], …).
 
 mod beside_git;
 mod clean;
@@ -74,16 +73,6 @@ pub use purge::{PurgeReport, PurgeTarget};
 pub use revert::{RevertConflict, RevertPlan, parse_since};
 pub use sync::{PushOutcome, RemoteInfo, is_bare_repository};
 pub use tree_read::read_folder;
-
-/// Builds a [`LogQuery`].
-pub fn history_query(
-    limit: Option<usize>,
-    since: Option<i64>,
-    path: Option<String>,
-    with_files: bool,
-) -> LogQuery {
-    LogQuery { limit, since, path, with_files }
-}
 
 /// Who commits, and how hard to try to keep data on disk.
 #[derive(Debug, Clone)]
@@ -194,9 +183,8 @@ pub struct Changes {
 }
 
 impl Changes {
-    /// Changes that may write the reserved `memory/` folder: for the memory
-    /// tools, the expiry pass and reverts. Every other writer starts from
-    /// [`Changes::default`], and a path under `memory/` (in any case) is refused.
+    /// Changes that may write the reserved `memory/` folder (the memory tools, the expiry
+    /// pass and reverts; see the type's doc).
     pub fn for_memory() -> Self {
         Self { memory: true, ..Self::default() }
     }
@@ -230,6 +218,16 @@ impl Changes {
     /// The paths touched, sorted.
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str)
+    }
+    /// Adds (or overrides with) every change of `other`.
+    pub fn extend(&mut self, other: Changes) {
+        self.memory |= other.memory;
+        self.modes.extend(other.modes);
+        self.files.extend(other.files);
+    }
+    /// Keeps only the changes whose path passes `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.files.retain(|p, _| keep(p));
     }
 }
 
@@ -308,7 +306,8 @@ impl Snapshot<'_> {
 
     /// Lists the entries (files and directories) directly under `dir` (`""` for the root).
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
-        let mut names = self.tree_listing(dir)?;
+        let mut names = Vec::new();
+        self.tree_names(dir, |n| names.push(n.to_owned()))?;
         self.overlay_listing(dir, &mut names);
         Ok(names)
     }
@@ -316,10 +315,14 @@ impl Snapshot<'_> {
     /// Calls `visit` with the name of every entry of directory `dir`, in no
     /// particular order: [`list`](Self::list) without allocating the names.
     pub fn for_each_name(&self, dir: &str, mut visit: impl FnMut(&str)) -> Result<()> {
-        if !self.overlay.is_empty() {
-            self.list(dir)?.iter().for_each(|n| visit(n));
-            return Ok(());
+        if self.overlay.is_empty() {
+            return self.tree_names(dir, visit);
         }
+        self.list(dir)?.iter().for_each(|n| visit(n));
+        Ok(())
+    }
+
+    fn tree_names(&self, dir: &str, mut visit: impl FnMut(&str)) -> Result<()> {
         let Some(id) = self.subtree_id(dir)? else { return Ok(()) };
         let sub = reread(|| self.repo.find_tree(id)).map_err(|e| git_err("reading a tree", self.dir, e))?;
         for entry in sub.iter() {
@@ -328,12 +331,6 @@ impl Snapshot<'_> {
             }
         }
         Ok(())
-    }
-
-    fn tree_listing(&self, dir: &str) -> Result<Vec<String>> {
-        let Some(id) = self.subtree_id(dir)? else { return Ok(Vec::new()) };
-        let sub = reread(|| self.repo.find_tree(id)).map_err(|e| git_err("reading a tree", self.dir, e))?;
-        Ok(sub.iter().filter_map(|e| std::str::from_utf8(e.name_bytes()).ok().map(str::to_owned)).collect())
     }
 
     /// The id of the subtree at `dir` (`""` for the root), if it exists and is a directory.
@@ -432,66 +429,51 @@ impl PackRepo {
     /// is needed to move it, the id to build on).
     fn branch_head(&self) -> Result<BranchHead> {
         let branch = self.branch_ref()?;
-        let id = match self.repo.refname_to_id(&branch) {
-            Ok(id) => Some(id),
-            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => None,
-            Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
-        };
-        Ok(BranchHead { branch, id })
+        Ok(BranchHead { id: self.ref_id(&branch)?, branch })
     }
 
     /// HEAD's commit id, read from the refs alone (`None` before the first commit).
     fn head_oid(&self) -> Result<Option<Oid>> {
-        match self.repo.refname_to_id("HEAD") {
+        self.ref_id("HEAD")
+    }
+
+    /// The id a ref resolves to (`None` when it or the branch it names does not exist).
+    fn ref_id(&self, name: &str) -> Result<Option<Oid>> {
+        match self.repo.refname_to_id(name) {
             Ok(id) => Ok(Some(id)),
             Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
-            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
+            Err(e) => Err(git_err("reading a reference", &self.dir, e)),
         }
     }
 
     fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
-        let mut backoff = index_lock::Backoff::new();
-        for _ in 0..10 {
-            match self.repo.head() {
-                Ok(h) => match h.peel_to_commit() {
-                    Ok(c) => return Ok(Some(c)),
-                    // The branch exists but its target was not found: a person's `git gc`
-                    // (run by `git commit`) packing the refs right now. Look again.
-                    Err(e) if e.code() == ErrorCode::NotFound => backoff.sleep(),
-                    Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
-                },
-                Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => {
-                    return Ok(None);
+        let Some(id) = self.head_oid()? else { return Ok(None) };
+        let (mut backoff, mut tries) = (index_lock::Backoff::new(), 0);
+        loop {
+            match self.repo.find_commit(id) {
+                // Not found: a person's `git gc` (run by `git commit`) packing it right now.
+                Err(e) if e.code() == ErrorCode::NotFound && tries < 10 => {
+                    tries += 1;
+                    backoff.sleep();
                 }
-                Err(e) => return Err(git_err("reading HEAD", &self.dir, e)),
+                found => return found.map(Some).map_err(|e| git_err("reading HEAD", &self.dir, e)),
             }
         }
-        self.repo
-            .head()
-            .and_then(|h| h.peel_to_commit())
-            .map(Some)
-            .map_err(|e| git_err("reading HEAD", &self.dir, e))
     }
 
     fn signature(&self, time: Option<i64>) -> Result<Signature<'static>> {
-        let res = match time {
-            Some(t) => {
-                Signature::new(&self.options.author_name, &self.options.author_email, &git2::Time::new(t, 0))
-            }
-            None => Signature::now(&self.options.author_name, &self.options.author_email),
-        };
-        res.map_err(|e| git_err("building the signature", &self.dir, e))
+        let (name, email) = (&self.options.author_name, &self.options.author_email);
+        match time {
+            Some(t) => Signature::new(name, email, &git2::Time::new(t, 0)),
+            None => Signature::now(name, email),
+        }
+        .map_err(|e| git_err("building the signature", &self.dir, e))
     }
 
     /// The full name of the branch HEAD points at (`refs/heads/main` for a new repository).
     fn branch_ref(&self) -> Result<String> {
-        match self.repo.find_reference("HEAD") {
-            Ok(r) => match r.symbolic_target() {
-                Ok(Some(t)) => Ok(t.to_owned()),
-                _ => Ok("HEAD".to_owned()),
-            },
-            Err(e) => Err(git_err("reading HEAD", &self.dir, e)),
-        }
+        let head = self.repo.find_reference("HEAD").map_err(|e| git_err("reading HEAD", &self.dir, e))?;
+        Ok(head.symbolic_target().ok().flatten().unwrap_or("HEAD").to_owned())
     }
 }
 

@@ -1,30 +1,20 @@
 //! Review before merge: tool writes that land on a proposal branch instead of the pack's
 //! checked-out branch (`engram serve --propose`, or `engram.propose = true` in the pack's
-//! `.git/config`), and what a reviewer does with them (list, show, accept, reject).
+//! `.git/config`, read again whenever that file changed), and what a reviewer does with
+//! them (list, show, accept, reject).
 //!
-//! Which branch a write goes to is decided per call, not per process: the MCP server runs
-//! every tool call inside [`proposing`] with the caller's [`Proposer`] (one thread-local), and [`PackRepo::write`] / [`PackRepo::write_scoped`]
-//! send the commit to [`PackRepo::write_proposal`] when it applies to the pack. The commit
-//! is still made by the one publish path ([`PackRepo::publish`], `Kind::Proposal`: secret
-//! guard and path checks first), one commit per write; only the ref that moves differs, and
-//! the working tree and the git index (which belong to the checked-out branch) stay as they
-//! are. A proposal branch starts at the checked-out branch's commit of its first write.
+//! The branch is decided per call: the MCP server runs every tool call inside
+//! [`proposing`] with the caller's [`Proposer`] (a thread-local), and [`PackRepo::write`]
+//! sends the commit to [`PackRepo::write_proposal`] when it applies to the pack. The commit
+//! goes through the one publish path (`Kind::Proposal`); only the ref that moves differs,
+//! and the working tree and the index stay as they are. A proposal branch starts at the
+//! checked-out branch's commit of its first write.
 //!
 //! A proposing caller reads and writes "the pack plus its own proposals": when the
-//! checked-out branch moved on since the proposal started, [`PackRepo::update_proposal`]
-//! first brings it into the proposal branch as one merge commit (parents: the proposal's tip,
-//! the branch's commit) whose content is what accepting the proposal at that moment would
-//! give — the caller decides it with sync's memory-aware merge, as for an accept. The
-//! checked-out branch does not change; the proposal's own changes stay exactly the diff
-//! from the branch to the proposal's tip.
-//!
-//! Whether a pack asks for proposals is read from its `.git/config` again whenever that file
-//! changed ([`ProposeSetting`]: one `stat` per look), so `engram review enable|disable`
-//! reaches running servers.
-//!
-//! Accepting merges the branch into the checked-out branch with the memory-aware merge of
-//! sync ([`PackRepo::integrate_no_ff`]: always one merge commit), then deletes the branch;
-//! rejecting deletes it.
+//! checked-out branch moved on, [`PackRepo::update_proposal`] first brings it into the
+//! proposal branch as one merge commit whose content is what accepting would give. Accepting
+//! merges the branch into the checked-out branch ([`PackRepo::integrate`] with `no_ff`:
+//! always one merge commit) and deletes it; rejecting deletes it.
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -92,35 +82,29 @@ pub struct ProposalInfo {
     pub subject: String,
 }
 
-/// What a proposal changes: the tree it started from (its merge base with the checked-out
-/// branch) and its tip, and its own commits, newest first (short id, subject).
+/// What a proposal changes (see [`PackRepo::with_proposal`]).
 pub struct ProposalSides<'r> {
     /// The merge base with the checked-out branch.
     pub base: Snapshot<'r>,
     /// The proposal's tip.
     pub tip: Snapshot<'r>,
-    /// Its own commits the checked-out branch lacks, newest first (not the merges that
-    /// brought the branch in).
+    /// Its own commits the checked-out branch lacks, newest first (short id, subject; not
+    /// the merges that brought the branch in).
     pub commits: Vec<(String, String)>,
     /// The files it adds (`A`), changes (`M`) or deletes (`D`), by path.
     pub files: Vec<(char, String)>,
 }
 
-/// The per-pack setting as last read, with the stamp (size, times, inode) of the
-/// `.git/config` it was read from: read again only when the file changed, so a running
-/// server follows `engram review enable|disable` for one `stat` per look.
+/// The per-pack setting as last read, with the stamp of the `.git/config` it was read from:
+/// read again only when the file changed, so a running server follows `engram review
+/// enable|disable` for one `stat` per look.
 #[derive(Debug, Default)]
 pub struct ProposeSetting {
     seen: Option<(ConfigStamp, bool)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ConfigStamp {
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    ino: u64,
-}
+/// A file's size, modification and change times (seconds, nanoseconds) and inode.
+type ConfigStamp = (u64, [i64; 4], u64);
 
 impl ProposeSetting {
     /// Whether the config file `config` (a pack's `.git/config`) sets `engram.propose = true`.
@@ -130,15 +114,9 @@ impl ProposeSetting {
             self.seen = None;
             return false;
         };
-        let stamp = ConfigStamp {
-            len: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-        };
-        if let Some((seen, on)) = self.seen
-            && seen == stamp
-        {
+        let stamp =
+            (meta.len(), [meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec()], meta.ino());
+        if let Some((_, on)) = self.seen.filter(|(seen, _)| *seen == stamp) {
             return on;
         }
         let on = meta.is_file()
@@ -168,17 +146,18 @@ impl PackRepo {
 
     /// The proposal branch this thread's writes to this pack land on, if any.
     pub fn proposal_target(&self) -> Option<ProposalBranch> {
-        PROPOSER.with(|p| p.borrow().clone()).filter(|p| p.always || self.config_proposes()).map(|p| p.branch)
+        proposer().filter(|p| p.always || self.config_proposes()).map(|p| p.branch)
+    }
+
+    fn proposal_tip(&self) -> Result<Option<Oid>> {
+        Ok(self.proposal_target().map(|b| self.ref_id(&b.ref_name())).transpose()?.flatten())
     }
 
     /// The commit this thread's loads and searches of the pack read instead of the working
     /// tree: the tip of its proposal branch, when it proposes on this pack and has one (see
     /// [`PackRepo::update_proposal`], which brings the pack's branch into it first).
     pub fn read_target(&self) -> Result<Option<String>> {
-        match self.proposal_target() {
-            Some(branch) => Ok(self.ref_target(&branch.ref_name())?.map(|o| o.to_string())),
-            None => Ok(None),
-        }
+        Ok(self.proposal_tip()?.map(|o| o.to_string()))
     }
 
     /// Runs `f` on the commit this thread's reads of the pack see: the proposal branch's tip
@@ -187,24 +166,16 @@ impl PackRepo {
     where
         E: From<StoreError>,
     {
-        let at = match self.proposal_target() {
-            Some(branch) => match self.ref_target(&branch.ref_name())? {
-                Some(tip) => Some(tip),
-                None => self.head_oid()?,
-            },
-            None => self.head_oid()?,
-        };
+        let tip = self.proposal_tip()?;
+        let at = if tip.is_some() { tip } else { self.head_oid()? };
         f(&self.snapshot_of(at)?)
     }
 
-    /// Brings the pack's branch into this thread's proposal branch when the branch moved on
-    /// since the proposal started (or was last brought up to date): one merge commit on the
-    /// proposal branch, parents its tip and the branch's commit, whose content `resolve`
-    /// decides on the [`MergeView`] of an accept (ours: the pack's branch, theirs: the
-    /// proposal), so the proposing caller sees the pack plus its own proposals. Through
-    /// [`PackRepo::publish`] (`Kind::Proposal` with a merge parent); the pack's branch, its
-    /// working tree and its index do not change. `None` when there is nothing to do (no
-    /// proposal, up to date, or a read-only store).
+    /// Brings the pack's branch into this thread's proposal branch when it moved on since:
+    /// one merge commit on the proposal branch (parents its tip and the branch's commit)
+    /// whose content `resolve` decides on the [`MergeView`] of an accept (ours: the pack's
+    /// branch, theirs: the proposal). The pack's branch, working tree and index do not
+    /// change. `None` when there is nothing to do (no proposal, up to date, read-only).
     pub fn update_proposal<T, E>(
         &self,
         mut resolve: impl FnMut(&MergeView<'_>, &ProposalBranch) -> Result<Integration<T>, E>,
@@ -213,7 +184,7 @@ impl PackRepo {
         E: From<StoreError>,
     {
         let Some(branch) = self.proposal_target() else { return Ok(None) };
-        if self.options.read_only || !self.proposal_behind(&branch)? {
+        if self.options.read_only || self.proposal_behind(&branch)?.is_none() {
             return Ok(None);
         }
         let _lock = self.lock()?;
@@ -222,18 +193,9 @@ impl PackRepo {
         let name = branch.ref_name();
         let mut retries = Retries::new();
         loop {
-            if !self.proposal_behind(&branch)? {
-                return Ok(None);
-            }
-            let (Some(tip), Some(head)) = (self.ref_target(&name)?, self.head_oid()?) else {
-                return Ok(None);
-            };
+            let Some((tip, head, own)) = self.proposal_behind(&branch)? else { return Ok(None) };
             let find = |id: Oid| self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e));
             let (ours, theirs) = (find(head)?, find(tip)?);
-            let (_, own) = self
-                .repo
-                .graph_ahead_behind(head, tip)
-                .map_err(|e| git_err("comparing histories", dir, e))?;
             let (view, head_tree) = self.merge_view(&ours, &theirs, own)?;
             let (changes, message, value) = match resolve(&view, &branch)? {
                 Integration::Merge { changes, message, value } => (changes, message, value),
@@ -257,16 +219,17 @@ impl PackRepo {
         }
     }
 
-    /// Whether `branch` exists and lacks the checked-out branch's commit.
-    fn proposal_behind(&self, branch: &ProposalBranch) -> Result<bool> {
-        let (Some(tip), Some(head)) = (self.ref_target(&branch.ref_name())?, self.head_oid()?) else {
-            return Ok(false);
+    /// When `branch` exists and lacks the checked-out branch's commit: its tip, that commit,
+    /// and the number of commits the branch lacks from the proposal.
+    fn proposal_behind(&self, branch: &ProposalBranch) -> Result<Option<(Oid, Oid, usize)>> {
+        let (Some(tip), Some(head)) = (self.ref_id(&branch.ref_name())?, self.head_oid()?) else {
+            return Ok(None);
         };
-        Ok(tip != head
-            && !self
-                .repo
-                .graph_descendant_of(tip, head)
-                .map_err(|e| git_err("comparing histories", &self.dir, e))?)
+        let (missing, own) = self
+            .repo
+            .graph_ahead_behind(head, tip)
+            .map_err(|e| git_err("comparing histories", &self.dir, e))?;
+        Ok((missing > 0).then_some((tip, head, own)))
     }
 
     /// [`PackRepo::write`] onto `branch`: the edit runs on the branch's tip (the checked-out
@@ -289,11 +252,8 @@ impl PackRepo {
         let name = branch.ref_name();
         let mut retries = Retries::new();
         loop {
-            let tip = self.ref_target(&name)?;
-            let parent = match tip {
-                Some(tip) => Some(tip),
-                None => self.head_oid()?,
-            };
+            let tip = self.ref_id(&name)?;
+            let parent = if tip.is_some() { tip } else { self.head_oid()? };
             let at = BranchHead { branch: name.clone(), id: parent };
             let snapshot = self.snapshot_of(parent)?;
             let (changes, message, value) = match edit(&snapshot)? {
@@ -331,13 +291,14 @@ impl PackRepo {
         }
         let mut out = Vec::new();
         for id in walk {
-            let id = id.map_err(|e| git_err("walking history", dir, e))?;
-            let c = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", dir, e))?;
+            if out.len() >= max {
+                break;
+            }
+            let c = id
+                .and_then(|id| self.repo.find_commit(id))
+                .map_err(|e| git_err("walking history", dir, e))?;
             if c.parent_count() <= 1 {
                 out.push(c);
-                if out.len() >= max {
-                    break;
-                }
             }
         }
         Ok(out)
@@ -358,15 +319,8 @@ impl PackRepo {
             // A branch a person made by hand with a name engram would not give is left out.
             let Ok(branch) = ProposalBranch::parse(name) else { continue };
             let commit = self.repo.find_commit(tip).map_err(|e| git_err("reading a proposal", dir, e))?;
-            let behind = match head {
-                Some(head) => {
-                    self.repo
-                        .graph_ahead_behind(tip, head)
-                        .map_err(|e| git_err("comparing histories", dir, e))?
-                        .1
-                }
-                None => 0,
-            };
+            let behind = head.map(|head| self.repo.graph_ahead_behind(tip, head).map(|(_, behind)| behind));
+            let behind = behind.transpose().map_err(|e| git_err("comparing histories", dir, e))?.unwrap_or(0);
             let ahead = self.own_commits(tip, head, usize::MAX)?.len();
             out.push(ProposalInfo {
                 branch,
@@ -387,7 +341,7 @@ impl PackRepo {
         let mut out = Vec::new();
         for p in self.proposals()? {
             let tracking = format!("refs/remotes/{remote}/{}", p.branch.branch());
-            if self.ref_target(&tracking)?.map(|o| o.to_string()).as_deref() != Some(p.tip.as_str()) {
+            if self.ref_id(&tracking)?.map(|o| o.to_string()).as_deref() != Some(p.tip.as_str()) {
                 out.push(p.branch);
             }
         }
@@ -402,13 +356,9 @@ impl PackRepo {
         f: impl FnOnce(&ProposalSides<'_>) -> T,
     ) -> Result<Option<T>> {
         let dir = &self.dir;
-        let Some(tip) = self.ref_target(&branch.ref_name())? else { return Ok(None) };
+        let Some(tip) = self.ref_id(&branch.ref_name())? else { return Ok(None) };
         let base = match self.head_oid()? {
-            Some(head) => match self.repo.merge_base(head, tip) {
-                Ok(id) => Some(id),
-                Err(e) if e.code() == ErrorCode::NotFound => None,
-                Err(e) => return Err(git_err("finding the merge base", dir, e)),
-            },
+            Some(head) => self.merge_base(head, tip)?,
             None => None,
         };
         let commits = self
@@ -419,16 +369,7 @@ impl PackRepo {
                 (super::short_id(&c.id().to_string()), subject)
             })
             .collect();
-        let tree_of = |id: Option<Oid>| -> Result<Option<git2::Tree<'_>>> {
-            id.map(|id| self.repo.find_commit(id).and_then(|c| c.tree()))
-                .transpose()
-                .map_err(|e| git_err("reading a tree", dir, e))
-        };
-        let (base_tree, tip_tree) = (tree_of(base)?, tree_of(Some(tip))?);
-        let diff = self
-            .repo
-            .diff_tree_to_tree(base_tree.as_ref(), tip_tree.as_ref(), None)
-            .map_err(|e| git_err("comparing trees", dir, e))?;
+        let diff = super::history::diff_commits(&self.repo, dir, base, tip, None)?;
         let mut files = Vec::new();
         for delta in diff.deltas() {
             let (mark, file) = match delta.status() {
@@ -461,8 +402,8 @@ impl PackRepo {
         E: From<StoreError>,
     {
         let name = branch.ref_name();
-        let Some(tip) = self.ref_target(&name)? else { return Ok(None) };
-        let outcome = self.integrate_no_ff(&tip.to_string(), resolve)?;
+        let Some(tip) = self.ref_id(&name)? else { return Ok(None) };
+        let outcome = self.integrate(&tip.to_string(), true, resolve)?;
         if !matches!(outcome, Integrated::Unresolvable { .. }) {
             self.delete_proposal_at(branch, Some(tip))?;
         }

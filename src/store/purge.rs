@@ -4,12 +4,12 @@
 //! Every commit reachable from a local branch is rebuilt with the matching
 //! files left out (or the matching text replaced by `[REDACTED]`, in files and
 //! commit messages); unchanged commits keep their ids. The branches move to
-//! the rewritten commits, reflogs are deleted, and the objects are repacked so
-//! the old ones are gone from the pack's `.git`. Remote-tracking branches are
+//! the rewritten commits, the reflog entries naming a rewritten commit are
+//! expired, and what is then unreachable is pruned. Remote-tracking branches are
 //! left alone: the report names the remotes whose copy still holds the old
 //! history, since only their owner (or a force-push) can remove it there.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use git2::{ObjectType, Oid, ResetType, Sort, TreeWalkMode, TreeWalkResult};
 
@@ -64,30 +64,20 @@ pub struct PurgeReport {
 }
 
 impl PackRepo {
-    fn branch_tips(&self) -> Result<Vec<(String, Oid)>> {
-        let refs = self
-            .repo
-            .references_glob("refs/heads/*")
-            .map_err(|e| git_err("listing branches", &self.dir, e))?;
-        Ok(refs.flatten().filter_map(|r| Some((r.name().ok()?.to_owned(), r.target()?))).collect())
-    }
-
-    fn commits_oldest_first(&self, tips: &[(String, Oid)]) -> Result<Vec<Oid>> {
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
-            .map_err(|e| git_err("walking history", &self.dir, e))?;
-        for (_, tip) in tips {
-            walk.push(*tip).map_err(|e| git_err("walking history", &self.dir, e))?;
-        }
-        walk.map(|r| r.map_err(|e| git_err("walking history", &self.dir, e))).collect()
+    /// The commits of every local branch, parents before children.
+    fn commits_oldest_first(&self) -> Result<Vec<Oid>> {
+        let git = |e| git_err("walking history", &self.dir, e);
+        let mut walk = self.repo.revwalk().map_err(git)?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE).map_err(git)?;
+        walk.push_glob("refs/heads/*").map_err(git)?;
+        walk.map(|r| r.map_err(git)).collect()
     }
 
     /// Lists what a purge would remove, without changing anything.
     pub fn purge_preview(&self, target: &PurgeTarget) -> Result<PurgeReport> {
-        let tips = self.branch_tips()?;
         let mut report = PurgeReport::default();
         let mut blob_hits: HashMap<Oid, bool> = HashMap::new();
-        for id in self.commits_oldest_first(&tips)? {
+        for id in self.commits_oldest_first()? {
             let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
             let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
             let mut hit =
@@ -122,12 +112,10 @@ impl PackRepo {
     /// uncommitted edits other than the purged files (commit or discard them first).
     pub fn purge(&self, target: &PurgeTarget) -> Result<PurgeReport> {
         let _lock = self.lock()?;
-        let dirty: Vec<String> =
-            self.dirty_paths()?.into_iter().filter(|p| !target.matches_path(p)).collect();
-        if !dirty.is_empty() {
+        if let Some(dirty) = self.dirty_paths()?.into_iter().find(|p| !target.matches_path(p)) {
             return Err(StoreError::Io {
                 step: "purge with uncommitted edits in",
-                path: self.dir.join(&dirty[0]),
+                path: self.dir.join(dirty),
                 source: std::io::Error::other("commit or discard the hand edits first"),
             });
         }
@@ -135,11 +123,16 @@ impl PackRepo {
         if report.commits == 0 {
             return Ok(report);
         }
-        let tips = self.branch_tips()?;
+        let branches = self
+            .repo
+            .references_glob("refs/heads/*")
+            .map_err(|e| git_err("listing branches", &self.dir, e))?;
+        let tips: Vec<(String, Oid)> =
+            branches.flatten().filter_map(|r| Some((r.name().ok()?.to_owned(), r.target()?))).collect();
+        // The rewritten commits, old id → new id.
         let mut map: HashMap<Oid, Oid> = HashMap::new();
         let mut trees: HashMap<Oid, Option<Oid>> = HashMap::new();
-        let mut changed: HashSet<Oid> = HashSet::new();
-        for id in self.commits_oldest_first(&tips)? {
+        for id in self.commits_oldest_first()? {
             let commit = self.repo.find_commit(id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
             let tree = commit.tree().map_err(|e| git_err("reading a tree", &self.dir, e))?;
             let new_tree = self.rewrite_tree(&tree, "", target, &mut trees)?;
@@ -152,14 +145,12 @@ impl PackRepo {
                     .map_err(|e| git_err("writing a tree", &self.dir, e))?,
             };
             let parents: Vec<Oid> = commit.parent_ids().map(|p| *map.get(&p).unwrap_or(&p)).collect();
-            let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
-            let new_message = match target.text() {
-                Some(t) => message.replace(t, REDACTED),
-                None => message.clone(),
-            };
-            let same_parents = parents.iter().eq(commit.parent_ids().collect::<Vec<_>>().iter());
-            if new_tree == tree.id() && same_parents && new_message == message {
-                map.insert(id, id);
+            let message = String::from_utf8_lossy(commit.message_bytes());
+            let new_message = target.text().map_or(message.to_string(), |t| message.replace(t, REDACTED));
+            if new_tree == tree.id()
+                && parents.iter().copied().eq(commit.parent_ids())
+                && new_message == message
+            {
                 continue;
             }
             let new_tree =
@@ -175,16 +166,15 @@ impl PackRepo {
                 .commit(None, &commit.author(), &commit.committer(), &new_message, &new_tree, &refs)
                 .map_err(|e| git_err("writing a commit", &self.dir, e))?;
             map.insert(id, new_id);
-            changed.insert(id);
         }
         for (name, tip) in &tips {
-            if let Some(new) = map.get(tip).filter(|n| *n != tip) {
+            if let Some(new) = map.get(tip) {
                 self.repo
                     .reference_matching(name, *new, true, *tip, "engram purge")
                     .map_err(|e| git_err("moving a branch", &self.dir, e))?;
             }
         }
-        self.expire_reflog_entries(&changed)?;
+        self.expire_reflog_entries(&map)?;
         // The working tree and index follow the rewritten HEAD.
         let root =
             crate::pack_root::PackRoot::open(&self.dir).map_err(|e| super::io_err("open", &self.dir, e))?;
@@ -202,66 +192,46 @@ impl PackRepo {
                 .map_err(|e| git_err("updating the working tree", &self.dir, e))?;
             report.new_head = Some(head.id().to_string());
         }
-        report.remotes_holding = self.remotes_holding(&changed)?;
+        report.remotes_holding = self.remotes_holding(&map)?;
         super::maintenance::prune_unreachable(self)?;
         Ok(report)
     }
 
     /// Removes the reflog entries (of HEAD and of every ref) that name one of the `rewritten`
     /// commits, and only those: the stash, other branches' and worktrees' entries stay.
-    fn expire_reflog_entries(&self, rewritten: &HashSet<Oid>) -> Result<()> {
+    fn expire_reflog_entries(&self, rewritten: &HashMap<Oid, Oid>) -> Result<()> {
         let git = |e| git_err("expiring reflog entries", &self.dir, e);
+        let names_rewritten = |e: git2::ReflogEntry<'_>| {
+            rewritten.contains_key(&e.id_new()) || rewritten.contains_key(&e.id_old())
+        };
         let mut names = vec!["HEAD".to_owned()];
-        for reference in self.repo.references().map_err(git)?.flatten() {
-            if let Ok(name) = reference.name() {
-                names.push(name.to_owned());
-            }
-        }
+        names.extend(self.repo.references().map_err(git)?.names().flatten().map(str::to_owned));
         for name in names {
             let Ok(mut log) = self.repo.reflog(&name) else { continue };
-            let names_rewritten: Vec<usize> = log
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| rewritten.contains(&e.id_new()) || rewritten.contains(&e.id_old()))
-                .map(|(i, _)| i)
-                .collect();
-            if names_rewritten.is_empty() {
-                continue;
+            let before = log.len();
+            for i in (0..before).rev() {
+                if log.get(i).is_some_and(names_rewritten) {
+                    log.remove(i, false).map_err(git)?;
+                }
             }
-            for i in names_rewritten.into_iter().rev() {
-                log.remove(i, false).map_err(git)?;
+            if log.len() < before {
+                log.write().map_err(git)?;
             }
-            log.write().map_err(git)?;
         }
         Ok(())
     }
 
-    fn remotes_holding(&self, changed: &HashSet<Oid>) -> Result<Vec<(String, String)>> {
+    /// The remotes whose tracking branches reach a `rewritten` commit, or that were never
+    /// fetched (they may hold it all the same: it was pushed): (name, url).
+    fn remotes_holding(&self, rewritten: &HashMap<Oid, Oid>) -> Result<Vec<(String, String)>> {
+        let git = |e| git_err("walking history", &self.dir, e);
         let mut out = Vec::new();
-        let remotes = self.repo.remotes().map_err(|e| git_err("listing remotes", &self.dir, e))?;
-        for name in remotes.iter().flatten().flatten() {
-            let url = self
-                .repo
-                .find_remote(name)
-                .ok()
-                .and_then(|r| r.url().ok().map(str::to_owned))
-                .unwrap_or_default();
-            let glob = format!("refs/remotes/{name}/*");
-            let mut holds = false;
-            if let Ok(refs) = self.repo.references_glob(&glob) {
-                for tip in refs.flatten().filter_map(|r| r.target()) {
-                    let mut walk =
-                        self.repo.revwalk().map_err(|e| git_err("walking history", &self.dir, e))?;
-                    walk.push(tip).map_err(|e| git_err("walking history", &self.dir, e))?;
-                    if walk.flatten().any(|c| changed.contains(&c)) {
-                        holds = true;
-                        break;
-                    }
-                }
-            }
-            // A remote never fetched may still hold it (it was pushed): say so too.
-            if holds || self.repo.references_glob(&glob).map(|r| r.count() == 0).unwrap_or(true) {
-                out.push((name.to_owned(), url));
+        for remote in self.remotes()? {
+            let mut walk = self.repo.revwalk().map_err(git)?;
+            walk.push_glob(&format!("refs/remotes/{}/*", remote.name)).map_err(git)?;
+            let mut reached = walk.flatten().peekable();
+            if reached.peek().is_none() || reached.any(|c| rewritten.contains_key(&c)) {
+                out.push((remote.name, remote.url));
             }
         }
         Ok(out)
@@ -281,15 +251,14 @@ impl PackRepo {
             return Ok(*done);
         }
         let mut builder = self.repo.treebuilder(None).map_err(|e| git_err("writing a tree", &self.dir, e))?;
-        let mut count = 0;
         for entry in tree.iter() {
             let name = entry.name().unwrap_or("");
             let path = format!("{prefix}{name}");
             if target.matches_path(&path) {
                 continue;
             }
-            let id = match entry.kind() {
-                Some(ObjectType::Tree) => {
+            let id = match (entry.kind(), target.text()) {
+                (Some(ObjectType::Tree), _) => {
                     let sub = self
                         .repo
                         .find_tree(entry.id())
@@ -299,31 +268,27 @@ impl PackRepo {
                         None => continue,
                     }
                 }
-                Some(ObjectType::Blob) => match target.text() {
-                    Some(t) => {
-                        let blob = self
-                            .repo
-                            .find_blob(entry.id())
-                            .map_err(|e| git_err("reading a blob", &self.dir, e))?;
-                        if contains(blob.content(), t.as_bytes()) {
-                            let text = String::from_utf8_lossy(blob.content()).replace(t, REDACTED);
-                            self.repo
-                                .blob(text.as_bytes())
-                                .map_err(|e| git_err("writing a blob", &self.dir, e))?
-                        } else {
-                            entry.id()
-                        }
+                (Some(ObjectType::Blob), Some(t)) => {
+                    let blob = self
+                        .repo
+                        .find_blob(entry.id())
+                        .map_err(|e| git_err("reading a blob", &self.dir, e))?;
+                    if !contains(blob.content(), t.as_bytes()) {
+                        entry.id()
+                    } else {
+                        let text = String::from_utf8_lossy(blob.content()).replace(t, REDACTED);
+                        self.repo
+                            .blob(text.as_bytes())
+                            .map_err(|e| git_err("writing a blob", &self.dir, e))?
                     }
-                    None => entry.id(),
-                },
+                }
                 _ => entry.id(),
             };
             builder
                 .insert(name, id, entry.filemode())
                 .map_err(|e| git_err("writing a tree", &self.dir, e))?;
-            count += 1;
         }
-        let out = if count == 0 {
+        let out = if builder.is_empty() {
             None
         } else {
             Some(builder.write().map_err(|e| git_err("writing a tree", &self.dir, e))?)

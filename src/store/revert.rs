@@ -43,26 +43,19 @@ pub struct RevertPlan {
     pub conflicts: Vec<RevertConflict>,
 }
 
-impl Changes {
-    /// Adds (or overrides with) every change of `other`.
-    pub fn extend(&mut self, other: Changes) {
-        self.memory |= other.memory;
-        self.modes.extend(other.modes);
-        self.files.extend(other.files);
+/// Parses a date (`YYYY-MM-DD`, UTC: its last second with `end_of_day`, else its first) or
+/// a time (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]`, UTC) into seconds since the epoch.
+fn parse_time(s: &str, end_of_day: bool) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        let t = if end_of_day { d.and_hms_opt(23, 59, 59) } else { d.and_hms_opt(0, 0, 0) };
+        return t.map(|t| Utc.from_utc_datetime(&t).timestamp());
     }
-}
-
-fn parse_when(rev: &str) -> Option<i64> {
-    let rev = rev.trim();
-    if let Ok(d) = NaiveDate::parse_from_str(rev, "%Y-%m-%d") {
-        // A date means "as the pack was at the end of that day" (UTC).
-        return d.and_hms_opt(23, 59, 59).map(|t| Utc.from_utc_datetime(&t).timestamp());
-    }
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(rev) {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         return Some(t.timestamp());
     }
     for f in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(rev, f) {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
             return Some(Utc.from_utc_datetime(&t).timestamp());
         }
     }
@@ -71,11 +64,7 @@ fn parse_when(rev: &str) -> Option<i64> {
 
 /// Parses a date or time for `since`-style filters (seconds since the epoch, start of a date).
 pub fn parse_since(s: &str) -> Option<i64> {
-    let s = s.trim();
-    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return d.and_hms_opt(0, 0, 0).map(|t| Utc.from_utc_datetime(&t).timestamp());
-    }
-    parse_when(s)
+    parse_time(s, false)
 }
 
 impl PackRepo {
@@ -87,7 +76,7 @@ impl PackRepo {
         if r.is_empty() {
             return Err(unknown());
         }
-        if let Some(when) = parse_when(r) {
+        if let Some(when) = parse_time(r, true) {
             // The branch as it was then: its first-parent line, like `search_memory`'s
             // `as_of`. (A time-sorted walk is wrong here: commits made in the same
             // second tie, and a parent may then come before its child.)
@@ -98,9 +87,8 @@ impl PackRepo {
 
     /// A snapshot of the pack at a commit (see [`PackRepo::resolve_commit`]).
     pub fn snapshot_at(&self, rev: &str) -> Result<Snapshot<'_>> {
-        let id = self.resolve_commit(rev)?;
-        let oid = Oid::from_str(&id).map_err(|e| git_err("reading a commit", &self.dir, e))?;
-        self.snapshot_of(Some(oid))
+        let id = Oid::from_str(&self.resolve_commit(rev)?);
+        self.snapshot_of(Some(id.map_err(|e| git_err("reading a commit", &self.dir, e))?))
     }
 
     /// One commit's details, with the files it changed when `with_files`.
@@ -155,12 +143,8 @@ impl<'r> Snapshot<'r> {
 
     /// A snapshot of the first parent of `rev` (an empty snapshot for a root commit).
     pub fn parent_of(&self, rev: &str) -> Result<Snapshot<'r>> {
-        let commit = self.commit_of(rev)?;
-        let (tree, head) = match commit.parent(0) {
-            Ok(p) => (Some(p.tree_id()), Some(p.id())),
-            Err(_) => (None, None),
-        };
-        Ok(self.other(tree, head))
+        let parent = self.commit_of(rev)?.parent(0).ok();
+        Ok(self.other(parent.as_ref().map(|p| p.tree_id()), parent.map(|p| p.id())))
     }
 
     /// A snapshot of another tree of the same repository (no overlay).
@@ -171,60 +155,32 @@ impl<'r> Snapshot<'r> {
     /// Paths a commit changed relative to its first parent.
     pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>> {
         let commit = self.commit_of(rev)?;
-        let new = commit.tree().map_err(|e| git_err("reading a tree", self.dir, e))?;
-        let old = commit
-            .parent(0)
-            .ok()
-            .map(|p| p.tree())
-            .transpose()
-            .map_err(|e| git_err("reading a tree", self.dir, e))?;
-        let diff = self
-            .repo
-            .diff_tree_to_tree(old.as_ref(), Some(&new), None)
-            .map_err(|e| git_err("diffing a commit", self.dir, e))?;
-        Ok(diff
-            .deltas()
-            .filter_map(|d| {
-                d.new_file().path().or_else(|| d.old_file().path()).map(|p| p.to_string_lossy().into_owned())
-            })
-            .collect())
+        let files = super::history::changed_files(self.repo, self.dir, &commit, false, None, &|_| true)?;
+        Ok(files.into_iter().map(|f| f.path).collect())
     }
 
-    /// Commits after `since` up to this snapshot's commit, oldest first (first-parent chain).
-    pub fn commits_after(&self, since: &str) -> Result<Vec<(String, String)>> {
-        let stop = self.commit_of(since)?.id();
-        let mut out = Vec::new();
-        let mut cur = self.head;
-        while let Some(id) = cur {
-            if id == stop {
-                break;
-            }
-            let c =
-                reread(|| self.repo.find_commit(id)).map_err(|e| git_err("reading a commit", self.dir, e))?;
-            out.push((id.to_string(), subject_of(&c)));
-            cur = c.parent_id(0).ok();
-        }
-        out.reverse();
-        Ok(out)
-    }
-
-    /// The first commit after `since` (oldest first) for which `pred` holds on its tree.
+    /// The first commit after `since` on the first-parent line up to this snapshot's commit
+    /// (oldest first) for which `pred` holds on its tree: (id, subject).
     pub fn first_commit_after(
         &self,
         since: &str,
         mut pred: impl FnMut(&Snapshot<'r>) -> Result<bool>,
     ) -> Result<Option<(String, String)>> {
-        for (id, subject) in self.commits_after(since)? {
-            if pred(&self.at(&id)?)? {
-                return Ok(Some((id, subject)));
+        let stop = self.commit_of(since)?.id();
+        let mut after = Vec::new();
+        let mut cur = self.head.filter(|id| *id != stop);
+        while let Some(id) = cur {
+            let c =
+                reread(|| self.repo.find_commit(id)).map_err(|e| git_err("reading a commit", self.dir, e))?;
+            cur = c.parent_id(0).ok().filter(|id| *id != stop);
+            after.push(c);
+        }
+        for c in after.iter().rev() {
+            if pred(&self.other(Some(c.tree_id()), Some(c.id())))? {
+                return Ok(Some((c.id().to_string(), subject_of(c))));
             }
         }
         Ok(None)
-    }
-
-    fn blob_id(&self, path: &str) -> Option<Oid> {
-        let (mode, id) = self.entry(path).ok()??;
-        super::is_blob_mode(mode).then_some(id)
     }
 
     /// Plans the revert of `rev` on top of this snapshot. Paths for which
@@ -260,16 +216,16 @@ impl<'r> Snapshot<'r> {
                 continue;
             }
             let merged = match (&base, &ours, &theirs) {
-                (Some(b), Some(o), Some(t)) => {
-                    merge_text(&path, b, o, t).map_err(|e| git_err("merging a file", self.dir, e))?
-                }
+                (Some(b), Some(o), Some(t)) => super::merge::merge_file(&path, [b, o, t], false)
+                    .map_err(|e| git_err("merging a file", self.dir, e))?,
                 _ => None,
             };
             match merged {
                 Some(m) => plan.changes.put(path, m),
                 None => {
-                    let base_id = after.blob_id(&path);
-                    let later = self.first_commit_after(&id, |s| Ok(s.blob_id(&path) != base_id))?;
+                    let base_id = after.blob_entry(&path).ok().flatten();
+                    let later =
+                        self.first_commit_after(&id, |s| Ok(s.blob_entry(&path).ok().flatten() != base_id))?;
                     let (later, later_subject) =
                         later.unwrap_or_else(|| ("working tree".into(), String::new()));
                     plan.conflicts.push(RevertConflict {
@@ -281,30 +237,6 @@ impl<'r> Snapshot<'r> {
             }
         }
         Ok(plan)
-    }
-}
-
-/// git's 3-way merge of one file; `None` when it conflicts.
-fn merge_text(
-    path: &str,
-    base: &[u8],
-    ours: &[u8],
-    theirs: &[u8],
-) -> std::result::Result<Option<Vec<u8>>, git2::Error> {
-    let mut b = git2::MergeFileInput::new();
-    b.content(base).path(path);
-    let mut o = git2::MergeFileInput::new();
-    o.content(ours).path(path);
-    let mut t = git2::MergeFileInput::new();
-    t.content(theirs).path(path);
-    let result = git2::merge_file(&b, &o, &t, None)?;
-    Ok(result.is_automergeable().then(|| result.content().to_vec()))
-}
-
-impl Changes {
-    /// Keeps only the changes whose path passes `keep`.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.files.retain(|p, _| keep(p));
     }
 }
 

@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use git2::{ErrorCode, FetchOptions, Oid, PushOptions};
+use git2::{ErrorCode, FetchOptions, PushOptions};
 
 use super::beside_git::while_a_ref_is_locked;
 use super::{PackRepo, Result, git_err, io_err};
@@ -57,19 +57,15 @@ impl PackRepo {
 
     /// Adds a remote, or changes the URL of an existing one. Returns true when it already existed.
     pub fn set_remote(&self, name: &str, url: &str) -> Result<bool> {
-        match self.repo.find_remote(name) {
-            Ok(_) => {
-                self.repo
-                    .remote_set_url(name, url)
-                    .map_err(|e| git_err("setting a remote's URL", &self.dir, e))?;
-                Ok(true)
-            }
-            Err(e) if e.code() == ErrorCode::NotFound => {
-                self.repo.remote(name, url).map_err(|e| git_err("adding a remote", &self.dir, e))?;
-                Ok(false)
-            }
-            Err(e) => Err(git_err("reading a remote", &self.dir, e)),
-        }
+        let existed = match self.repo.find_remote(name) {
+            Ok(_) => true,
+            Err(e) if e.code() == ErrorCode::NotFound => false,
+            Err(e) => return Err(git_err("reading a remote", &self.dir, e)),
+        };
+        let set =
+            if existed { self.repo.remote_set_url(name, url) } else { self.repo.remote(name, url).map(drop) };
+        set.map_err(|e| git_err("setting a remote", &self.dir, e))?;
+        Ok(existed)
     }
 
     /// Removes a remote (and its remote-tracking branches). Returns false when there was none.
@@ -92,14 +88,6 @@ impl PackRepo {
         Ok(format!("refs/remotes/{remote}/{}", self.branch_name()?))
     }
 
-    pub(super) fn ref_target(&self, name: &str) -> Result<Option<Oid>> {
-        match self.repo.find_reference(name) {
-            Ok(r) => Ok(r.peel_to_commit().ok().map(|c| c.id())),
-            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
-            Err(e) => Err(git_err("reading a reference", &self.dir, e)),
-        }
-    }
-
     /// Fetches the current branch from `remote` into its remote-tracking ref.
     /// Returns the remote's tip, or `None` when the remote does not have the branch yet.
     pub fn fetch(&self, remote: &str, creds: &Credentials) -> Result<Option<String>> {
@@ -115,23 +103,21 @@ impl PackRepo {
         let spec = format!("+refs/heads/{branch}:{tracking}");
         while_a_ref_is_locked(|| r.fetch(&[spec.as_str()], Some(&mut opts), Some("engram sync: fetch")))
             .map_err(|e| session.error("fetching", &e))?;
-        // A remote holding an encrypted pack is never merged or pushed to in plain text.
-        if r.list()
-            .is_ok_and(|heads| heads.iter().any(|h| h.name() == crate::remote::encrypted::CIPHER_BRANCH))
-        {
-            let message = format!("it holds an encrypted pack: `engram remote add <pack> {url} --encrypt`");
-            return Err(super::StoreError::Remote { step: "fetching", url: url.clone(), message });
+        // The remote's refs as seen during the fetch. A remote holding an encrypted pack is
+        // never merged or pushed to in plain text; a branch that does not exist there leaves
+        // no (or a stale) tracking ref.
+        if let Ok(heads) = r.list() {
+            let has = |name: &str| heads.iter().any(|h| h.name() == name);
+            if has(crate::remote::encrypted::CIPHER_BRANCH) {
+                let message =
+                    format!("it holds an encrypted pack: `engram remote add <pack> {url} --encrypt`");
+                return Err(super::StoreError::Remote { step: "fetching", url: url.clone(), message });
+            }
+            if !has(&format!("refs/heads/{branch}")) {
+                return Ok(None);
+            }
         }
-        // The remote's current refs, as seen during the fetch: a branch that
-        // does not exist there leaves no (or a stale) tracking ref.
-        let has_branch = r
-            .list()
-            .map(|heads| heads.iter().any(|h| h.name() == format!("refs/heads/{branch}")))
-            .unwrap_or(true);
-        if !has_branch {
-            return Ok(None);
-        }
-        Ok(self.ref_target(&tracking)?.map(|o| o.to_string()))
+        Ok(self.ref_id(&tracking)?.map(|o| o.to_string()))
     }
 
     /// Pushes `local_ref` to `remote_ref` on `remote`, never forced.
@@ -176,29 +162,26 @@ impl PackRepo {
                 Err(e) => return Err(session.error("pushing", &e)),
             }
         }
-        Ok(match rejected {
-            Some(m) => PushOutcome::Rejected(m),
-            None => PushOutcome::Pushed,
-        })
+        Ok(rejected.map_or(PushOutcome::Pushed, PushOutcome::Rejected))
     }
 
     /// Pushes the current branch to the same branch on `remote` (never forced).
     pub fn push(&self, remote: &str, creds: &Credentials) -> Result<PushOutcome> {
         let branch = self.branch_ref()?;
         let outcome = self.push_ref(remote, &branch, &branch, creds)?;
-        if outcome == PushOutcome::Pushed {
-            // libgit2 updates tracking refs that match the remote's fetch refspec;
-            // set ours too, in case the remote was configured without one.
-            if let Some(head) = self.ref_target(&branch)? {
-                let tracking = self.tracking_ref(remote)?;
-                match while_a_ref_is_locked(|| {
-                    self.repo.reference(&tracking, head, true, "engram sync: push")
-                }) {
-                    // Another program holds its lock: the next fetch brings it up to date.
-                    Ok(_) => {}
-                    Err(e) if e.code() == ErrorCode::Locked => {}
-                    Err(e) => return Err(git_err("updating the remote-tracking branch", &self.dir, e)),
-                }
+        // libgit2 updates tracking refs that match the remote's fetch refspec; set ours too,
+        // in case the remote was configured without one.
+        if outcome == PushOutcome::Pushed
+            && let Some(head) = self.ref_id(&branch)?
+        {
+            let tracking = self.tracking_ref(remote)?;
+            let moved =
+                while_a_ref_is_locked(|| self.repo.reference(&tracking, head, true, "engram sync: push"));
+            // Another program holds its lock: the next fetch brings it up to date.
+            if let Err(e) = moved
+                && e.code() != ErrorCode::Locked
+            {
+                return Err(git_err("updating the remote-tracking branch", &self.dir, e));
             }
         }
         Ok(outcome)
@@ -207,7 +190,7 @@ impl PackRepo {
     /// Commits of the current branch not on `remote` (ahead) and the other way
     /// round (behind), as of the last fetch; `None` when nothing was fetched yet.
     pub fn ahead_behind(&self, remote: &str) -> Result<Option<(usize, usize)>> {
-        let Some(tracking) = self.ref_target(&self.tracking_ref(remote)?)? else { return Ok(None) };
+        let Some(tracking) = self.ref_id(&self.tracking_ref(remote)?)? else { return Ok(None) };
         let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(Some((0, 0))) };
         self.repo
             .graph_ahead_behind(head, tracking)
@@ -219,14 +202,10 @@ impl PackRepo {
     /// push to a remote without the branch sends.
     pub fn commit_count(&self) -> Result<usize> {
         let Some(head) = self.head_commit()?.map(|c| c.id()) else { return Ok(0) };
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("counting commits", &self.dir, e))?;
-        walk.push(head).map_err(|e| git_err("counting commits", &self.dir, e))?;
-        let mut n = 0;
-        for id in walk {
-            id.map_err(|e| git_err("counting commits", &self.dir, e))?;
-            n += 1;
-        }
-        Ok(n)
+        let git = |e| git_err("counting commits", &self.dir, e);
+        let mut walk = self.repo.revwalk().map_err(git)?;
+        walk.push(head).map_err(git)?;
+        walk.try_fold(0, |n, id| id.map(|_| n + 1)).map_err(git)
     }
 
     fn sync_state_path(&self) -> PathBuf {

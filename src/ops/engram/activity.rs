@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use crate::ops::{Engram, Result};
-use crate::store::history_query;
+use crate::store::LogQuery;
 
 /// The label of commits no engram client made (a person's git, another tool).
 pub const BY_HAND: &str = "git";
@@ -62,7 +62,7 @@ impl Engram {
         let today = self.now().date_naive();
         let first_day = today - Duration::days(i64::from(days) - 1);
         let since = first_day.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp());
-        let query = history_query(None, Some(since), None, false);
+        let query = LogQuery { since: Some(since), ..LogQuery::default() };
         let commits = self.with_existing_repo(&pack.dir, |r| Ok(r.log(&query)?))?.unwrap_or_default();
         let mut per_day = vec![BTreeMap::new(); days as usize];
         let mut writers: BTreeMap<String, Writer> = BTreeMap::new();

@@ -412,7 +412,6 @@ mod tests {
             subject: String::new(),
             message: String::new(),
             trailers: Vec::new(),
-            parents: 1,
             files: vec![
                 FileChange {
                     path: "memory/c.md".into(),

@@ -16,7 +16,7 @@ use crate::memlog::{CategoryLog, FULL_INDEX, FullIndex, HOT_INDEX, LOG_DIR, same
 use crate::memory::{Block, is_entry_line, parse_blocks, parse_index_line};
 use crate::ops::{Caller, Engram, EngramError, Result};
 use crate::store::{
-    Changes, CommitInfo, CommitMessage, Edit, LogPage, RevertConflict, Snapshot, StoreError, history_query,
+    Changes, CommitInfo, CommitMessage, Edit, LogPage, LogQuery, RevertConflict, Snapshot, StoreError,
     parse_since, trailer,
 };
 
@@ -401,11 +401,11 @@ impl Engram {
         let limit = filter.limit.clamp(1, 500);
         let needs_scan = filter.summary.is_some() || filter.tool.is_some() || filter.client.is_some();
         if !needs_scan {
-            let query = history_query(Some(limit), since, path, true);
+            let query = LogQuery { limit: Some(limit), since, path, with_files: true };
             let page = self.with_existing_repo(&pack.dir, |r| Ok(r.log_page(&query, offset)?))?;
             return Ok(page.unwrap_or_default());
         }
-        let query = history_query(Some(SCAN_LIMIT), since, path, true);
+        let query = LogQuery { limit: Some(SCAN_LIMIT), since, path, with_files: true };
         // A folder that is not a repository yet has no history (and a read does not make one).
         let commits = self.with_existing_repo(&pack.dir, |r| Ok(r.log(&query)?))?.unwrap_or_default();
         let mut passing = commits
@@ -485,7 +485,7 @@ impl Engram {
         let client = client.map(str::trim).filter(|c| !c.is_empty());
         let now = self.now().timestamp();
         let (done, undone) = self.with_repo(&pack.dir, |repo| {
-            let log = repo.log(&history_query(Some(SCAN_LIMIT), None, None, false))?;
+            let log = repo.log(&LogQuery { limit: Some(SCAN_LIMIT), ..LogQuery::default() })?;
             let mut reverted: Vec<String> = Vec::new();
             let mut targets: Vec<String> = Vec::new();
             for c in &log {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::ops::Engram;
 use crate::store::doctor::{Finding, Severity, diagnose};
-use crate::store::{PackRepo, StoreOptions, history_query};
+use crate::store::{LogQuery, PackRepo, StoreOptions};
 
 /// The findings for one pack directory.
 #[derive(Debug, Clone)]
@@ -101,7 +101,12 @@ fn meta_history(dir: &Path) -> MetaHistory {
     }
     let options = StoreOptions { read_only: true, ..StoreOptions::default() };
     let Ok(repo) = PackRepo::open(dir, options) else { return MetaHistory::Unknown };
-    let query = history_query(Some(500), None, Some("meta.json".into()), true);
+    let query = LogQuery {
+        limit: Some(500),
+        path: Some("meta.json".into()),
+        with_files: true,
+        ..LogQuery::default()
+    };
     let Ok(log) = repo.log(&query) else { return MetaHistory::Unknown };
     let version = |c: &crate::store::CommitInfo| -> (bool, bool) {
         let f = c.files.iter().find(|f| f.path == "meta.json");

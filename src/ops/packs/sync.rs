@@ -339,7 +339,7 @@ pub(super) fn resolve(view: &MergeView<'_>, cx: &MergeContext<'_>) -> Result<Int
     let mut memory_touched = false;
     let exists_in_result =
         |p: &str, changes: &Changes| changes.paths().any(|c| c == p) || view.ours.exists(p);
-    for cp in view.changed() {
+    for cp in &view.changed {
         let path = cp.path.as_str();
         if is_memory_log(path) {
             memory_touched |= matches!(cp.kind, ChangeKind::TheirsOnly | ChangeKind::BothDiffer);
@@ -741,7 +741,7 @@ impl Engram {
         let remote_has_branch = fetched.is_some();
         if let Some(theirs) = fetched {
             let cx = MergeContext { host: &settings.host, remote: &remote.name, now: self.now(), caller };
-            let outcome = repo.integrate(&theirs, |view| resolve(view, &cx))?;
+            let outcome = repo.integrate(&theirs, false, |view| resolve(view, &cx))?;
             report.incoming = match outcome {
                 Integrated::UpToDate => Incoming::UpToDate,
                 Integrated::FastForward { commits, .. } => Incoming::FastForward { commits },
