@@ -55,8 +55,8 @@ fn finding(severity: Severity, problem: impl Into<String>, repair: impl Into<Str
 
 /// Diagnoses the repository of a pack directory.
 pub fn diagnose(dir: &Path) -> Vec<Finding> {
-    // Writes trust objects they read (see `configure_libgit2`); a diagnosis re-hashes them.
-    super::open::configure_libgit2();
+    // Writes trust objects they read (see `init_git`); a diagnosis re-hashes them.
+    super::open::init_git();
     git2::opts::strict_hash_verification(true);
     let d = dir.display();
     let git = dir.join(".git");
@@ -149,7 +149,7 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
 /// since are looked up: objects removed from under an unchanged path afterwards are
 /// `engram doctor`'s to find.
 pub fn quick_check(dir: &Path, whole: Option<&str>) -> Result<Option<String>, Finding> {
-    super::open::configure_libgit2();
+    super::open::init_git();
     let git = dir.join(".git");
     match fs::symlink_metadata(&git) {
         Err(_) => return Ok(None),
