@@ -107,14 +107,6 @@ pub enum StoreError {
         /// libgit2's message.
         message: String,
     },
-    /// The pack's working tree or repository is damaged in a way a write must not paper over.
-    #[error("the pack {dir} is damaged: {problem}")]
-    Damaged {
-        /// Pack directory.
-        dir: PathBuf,
-        /// What is wrong.
-        problem: String,
-    },
     /// Tracked paths the working tree has replaced (a file by a directory, a
     /// folder by a symbolic link): committed as hand edits, they would delete
     /// committed files. Another program's doing, not damage to the pack.
@@ -207,29 +199,23 @@ fn describe(findings: &[crate::secrets::Finding]) -> String {
 
 fn secret_text(findings: &[crate::secrets::Finding], source: SecretSource) -> String {
     let never = "Secrets must never enter the pack's git history.";
+    let listed = describe(findings);
+    let refused = "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):";
     match source {
         SecretSource::Write => format!(
-            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nStore a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). {never}",
-            describe(findings)
+            "{refused}{listed}\nStore a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). {never}"
         ),
         SecretSource::HandEdit => format!(
-            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nThese are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. {never}",
-            describe(findings)
+            "{refused}{listed}\nThese are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. {never}"
         ),
         SecretSource::Adoption => format!(
-            "拒绝接管：包目录中的文件疑似包含密钥 (refused: files of this pack folder look like they contain a secret; the folder was not made a repository and nothing was committed):{}\nThe pack is still readable as it is. Remove or redact these lines (e.g. `[REDACTED]`), then retry. {never}",
-            describe(findings)
+            "拒绝接管：包目录中的文件疑似包含密钥 (refused: files of this pack folder look like they contain a secret; the folder was not made a repository and nothing was committed):{listed}\nThe pack is still readable as it is. Remove or redact these lines (e.g. `[REDACTED]`), then retry. {never}"
         ),
         SecretSource::Remote => {
-            let files: Vec<&str> = findings
-                .iter()
-                .filter_map(|f| f.path.split_once(':').map(|(_, p)| p))
-                .filter(|p| !p.is_empty())
-                .collect();
-            let example = files.first().copied().unwrap_or("<file>");
+            let mut files = findings.iter().filter_map(|f| f.path.split_once(':').map(|(_, p)| p));
+            let example = files.find(|p| !p.is_empty()).unwrap_or("<file>");
             format!(
-                "拒绝同步：远端的提交疑似包含密钥 (refused: commits fetched from the remote add what looks like a secret; nothing was merged, this pack's branch and files are unchanged):{}\nClean the remote first: on the device the secret was pushed from, run `engram purge <pack> {example}` (or `engram purge <pack> --text '<the secret>'`) and force-push the rewritten history (`git push --force <remote> <branch>`); then run `engram sync` here again. {never}",
-                describe(findings)
+                "拒绝同步：远端的提交疑似包含密钥 (refused: commits fetched from the remote add what looks like a secret; nothing was merged, this pack's branch and files are unchanged):{listed}\nClean the remote first: on the device the secret was pushed from, run `engram purge <pack> {example}` (or `engram purge <pack> --text '<the secret>'`) and force-push the rewritten history (`git push --force <remote> <branch>`); then run `engram sync` here again. {never}"
             )
         }
     }
