@@ -183,14 +183,11 @@ pub enum SecretSource {
 /// One finding per line: `path line N: kind `masked``, or `path: kind in the file name` for a
 /// finding in a path (line 0).
 fn describe(findings: &[crate::secrets::Finding]) -> String {
-    let mut out = String::new();
-    for f in findings.iter().take(10) {
-        if f.line == 0 {
-            out.push_str(&format!("\n- {}: {} `{}` in the file name", f.path, f.kind, f.masked));
-        } else {
-            out.push_str(&format!("\n- {f}"));
-        }
-    }
+    let line = |f: &crate::secrets::Finding| match f.line {
+        0 => format!("\n- {}: {} `{}` in the file name", f.path, f.kind, f.masked),
+        _ => format!("\n- {f}"),
+    };
+    let mut out: String = findings.iter().take(10).map(line).collect();
     if findings.len() > 10 {
         out.push_str(&format!("\n… (+{} more)", findings.len() - 10));
     }

@@ -87,11 +87,11 @@ impl PackRepo {
     pub(super) fn configure(&self) -> Result<()> {
         let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
         // Packs are written by engram and read by people: keep line endings as written.
-        cfg.set_bool("core.autocrlf", false).map_err(|e| git_err("writing config", &self.dir, e))?;
+        let written = |e| git_err("writing config", &self.dir, e);
+        cfg.set_bool("core.autocrlf", false).map_err(written)?;
         if self.options.durable {
             // libgit2 honours this key for objects, packs and refs (git itself now prefers core.fsync).
-            cfg.set_bool("core.fsyncObjectFiles", true)
-                .map_err(|e| git_err("writing config", &self.dir, e))?;
+            cfg.set_bool("core.fsyncObjectFiles", true).map_err(written)?;
         }
         Ok(())
     }
@@ -113,12 +113,8 @@ impl PackRepo {
 
     pub(super) fn lock(&self) -> Result<File> {
         let path = self.git_dir().join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_err("open the write lock", &path, e))?;
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path);
+        let file = file.map_err(|e| io_err("open the write lock", &path, e))?;
         fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the write lock", &path, e))?;
         Ok(file)
     }
