@@ -91,16 +91,11 @@ pub enum StoreError {
         /// What is in the way.
         why: crate::pack_root::Blocked,
     },
-    /// Cloning a pack failed.
-    #[error("git clone failed: {message}")]
-    Clone {
-        /// libgit2's message.
-        message: String,
-    },
-    /// Talking to a remote failed (network, authentication, missing repository).
+    /// Talking to a remote failed (network, authentication, missing repository, a clone
+    /// holding a file too large).
     #[error("git {step} {url} failed: {message}")]
     Remote {
-        /// `fetching` or `pushing`.
+        /// `fetching`, `pushing` or `cloning`.
         step: &'static str,
         /// The remote's URL.
         url: String,

@@ -161,16 +161,12 @@ pub fn clone_pack(
     no_files.dry_run();
     let mut builder = git2::build::RepoBuilder::new();
     builder.fetch_options(fetch).with_checkout(no_files);
-    let repo = builder.clone(source, target).map_err(|e| match session.error("cloning", &e) {
-        StoreError::Remote { message, .. } => StoreError::Clone { message },
-        other => other,
-    })?;
+    let repo = builder.clone(source, target).map_err(|e| session.error("cloning", &e))?;
     if let Some((path, size)) = oversized_blob(&repo, max_file_bytes) {
-        return Err(StoreError::Clone {
-            message: format!(
-                "{path} is {size} bytes; a pack file may be at most {max_file_bytes} bytes (engram would not read it)"
-            ),
-        });
+        let message = format!(
+            "{path} is {size} bytes; a pack file may be at most {max_file_bytes} bytes (engram would not read it)"
+        );
+        return Err(StoreError::Remote { step: "cloning", url: source.to_owned(), message });
     }
     let mut files = git2::build::CheckoutBuilder::new();
     files.force();

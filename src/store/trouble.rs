@@ -12,7 +12,7 @@ impl StoreError {
         match self {
             Self::Io { source, .. } => io_full(source),
             Self::Git { source, .. } | Self::Open { source, .. } => text_full(source.message()),
-            Self::Remote { message, .. } | Self::Clone { message } => text_full(message),
+            Self::Remote { message, .. } => text_full(message),
             _ => false,
         }
     }
