@@ -285,7 +285,7 @@ fn store_error_text(e: &StoreError, lang: Lang) -> String {
     } else if e.may_be_damage() {
         let head = lang.pick("操作失败 (storage error)", "storage error");
         format!("{head}: {e} (`engram doctor` diagnoses a damaged pack)")
-    } else if matches!(e, StoreError::Remote { .. } | StoreError::Clone { .. }) {
+    } else if matches!(e, StoreError::Remote { .. }) {
         format!("{}: {e}", lang.pick("远端操作失败 (remote error)", "remote error"))
     } else {
         format!("{}: {e}", lang.pick("操作失败 (storage error)", "storage error"))

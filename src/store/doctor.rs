@@ -55,80 +55,38 @@ fn finding(severity: Severity, problem: impl Into<String>, repair: impl Into<Str
 
 /// Diagnoses the repository of a pack directory.
 pub fn diagnose(dir: &Path) -> Vec<Finding> {
-    // Writes trust objects they read (see `configure_libgit2`); a diagnosis re-hashes them.
-    super::open::configure_libgit2();
+    // Writes trust objects they read (see `init_git`); a diagnosis re-hashes them.
+    super::open::init_git();
     git2::opts::strict_hash_verification(true);
     let d = dir.display();
-    let git = dir.join(".git");
-    match fs::symlink_metadata(&git) {
-        Err(_) => {
+    let repo = match open(dir) {
+        Ok(Some(repo)) => repo,
+        Ok(None) => {
             return vec![finding(
                 Severity::Info,
                 "not a git repository yet",
                 "nothing to do: the first write adopts the files as an `adopt:` commit",
             )];
         }
-        Ok(m) if !m.is_dir() => {
-            return vec![finding(
-                Severity::Error,
-                ".git is not a directory",
-                format!(
-                    "move {d}/.git aside; the next write re-adopts the files (history is lost unless you restore .git from a clone)"
-                ),
-            )];
-        }
-        Ok(_) => {}
-    }
-    if let Some(f) = missing_head(dir) {
+        Err(f) => return vec![f],
+    };
+    let head = match head_commit(&repo, dir) {
+        Ok(head) => head,
+        Err(f) => return vec![f],
+    };
+    if let Some(f) = head.and_then(|c| missing_object(&repo, dir, c.id())) {
         return vec![f];
     }
-    let repo = match Repository::open(dir) {
-        Ok(r) => r,
-        Err(e) => {
-            return vec![finding(
-                Severity::Error,
-                format!("the git repository cannot be opened: {}", e.message()),
-                format!(
-                    "restore {d}/.git from a clone or backup (`git clone <remote> … && mv …/.git {d}/.git`), or move .git aside to start a new history from the files"
-                ),
-            )];
-        }
-    };
-    let mut out = Vec::new();
-    let branch = repo
-        .find_reference("HEAD")
-        .ok()
-        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-        .unwrap_or_else(|| "HEAD".to_owned());
-    let head = match repo.head() {
-        Ok(h) => match h.peel_to_commit() {
-            Ok(c) => Some(c.id()),
-            Err(e) => {
-                out.push(broken_ref(&repo, dir, &branch, e.message()));
-                return out;
-            }
-        },
-        Err(e) if e.code() == ErrorCode::UnbornBranch => None,
-        Err(e) => {
-            out.push(broken_ref(&repo, dir, &branch, e.message()));
-            return out;
-        }
-    };
-    if let Some(head) = head
-        && let Some(f) = missing_object(&repo, dir, head)
-    {
-        out.push(f);
-        return out;
-    }
     if let Err(e) = repo.index() {
-        out.push(finding(
+        return vec![finding(
             Severity::Error,
             format!("the git index (.git/index) cannot be read: {}", e.message()),
-            format!("rm {d}/.git/index && git -C {d} reset   (rebuilds the index from HEAD; the working tree is kept)"),
-        ));
-        return out;
+            format!(
+                "rm {d}/.git/index && git -C {d} reset   (rebuilds the index from HEAD; the working tree is kept)"
+            ),
+        )];
     }
-    out.extend(not_writable(dir));
+    let mut out: Vec<Finding> = not_writable(dir).into_iter().collect();
     out.extend(working_tree(&repo, dir));
     if super::recover::has_record(&dir.join(".git")) {
         out.push(finding(
@@ -141,93 +99,72 @@ pub fn diagnose(dir: &Path) -> Vec<Finding> {
 }
 
 /// The cheap part of [`diagnose`], for every list, search, page and sync: the repository
-/// opens, HEAD resolves to a commit whose tree can be read, and every blob and tree of that
-/// tree is present in the object database (an existence check: no hashing, no history walk).
-/// The first [`Severity::Error`] finding, worded as `diagnose` words it, else the id of the HEAD
-/// commit found whole (`None` too for a folder that is not a repository yet, or one with no commit).
-/// Given `whole` (a commit this check found whole before), only the blobs HEAD's tree changed
-/// since are looked up: objects removed from under an unchanged path afterwards are
-/// `engram doctor`'s to find.
+/// opens, HEAD resolves to a commit, and every tree and blob of its tree is present (an
+/// existence check: no hashing, no history walk). The first [`Severity::Error`] finding, else
+/// the id of the HEAD commit found whole (`None` without a repository or a commit). Given
+/// `whole` (a commit found whole before), only what HEAD's tree changed since is looked up.
 pub fn quick_check(dir: &Path, whole: Option<&str>) -> Result<Option<String>, Finding> {
-    super::open::configure_libgit2();
-    let git = dir.join(".git");
-    match fs::symlink_metadata(&git) {
+    super::open::init_git();
+    let Some(repo) = open(dir)? else { return Ok(None) };
+    let Some(commit) = head_commit(&repo, dir)? else { return Ok(None) };
+    let id = commit.id().to_string();
+    if whole == Some(id.as_str()) {
+        return Ok(Some(id));
+    }
+    let tree = commit.tree().map_err(|e| missing(dir, "tree", commit.tree_id(), e.message()))?;
+    let odb =
+        repo.odb().map_err(|e| missing(dir, "the object database of commit", commit.id(), e.message()))?;
+    // Unchanged subtrees are skipped by their ids; a subtree that cannot be read fails the diff.
+    let since = whole.and_then(|w| Oid::from_str(w).ok()).and_then(|w| repo.find_commit(w).ok());
+    let old = since.and_then(|c| c.tree().ok());
+    let diff = repo
+        .diff_tree_to_tree(old.as_ref(), Some(&tree), None)
+        .map_err(|e| missing(dir, "a tree of HEAD", tree.id(), e.message()))?;
+    for new in diff.deltas().map(|delta| delta.new_file()) {
+        let gitlink = new.mode() == git2::FileMode::Commit;
+        if new.exists() && !gitlink && !new.id().is_zero() && !odb.exists(new.id()) {
+            return Err(missing(dir, "blob", new.id(), "object not found"));
+        }
+    }
+    Ok(Some(id))
+}
+
+/// The pack's repository (`None` for a folder that has none yet), or what keeps it from opening.
+fn open(dir: &Path) -> Result<Option<Repository>, Finding> {
+    let d = dir.display();
+    match fs::symlink_metadata(dir.join(".git")) {
         Err(_) => return Ok(None),
-        Ok(m) if !m.is_dir() => return first_error(dir),
+        Ok(m) if !m.is_dir() => {
+            return Err(finding(
+                Severity::Error,
+                ".git is not a directory",
+                format!(
+                    "move {d}/.git aside; the next write re-adopts the files (history is lost unless you restore .git from a clone)"
+                ),
+            ));
+        }
         Ok(_) => {}
     }
     if let Some(f) = missing_head(dir) {
         return Err(f);
     }
-    let repo = match Repository::open(dir) {
-        Ok(r) => r,
-        Err(_) => return first_error(dir),
-    };
-    let branch = repo
-        .find_reference("HEAD")
-        .ok()
-        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-        .unwrap_or_else(|| "HEAD".to_owned());
-    let commit = match repo.head() {
-        Ok(h) => match h.peel_to_commit() {
-            Ok(c) => c,
-            Err(e) => return Err(broken_ref(&repo, dir, &branch, e.message())),
-        },
-        Err(e) if e.code() == ErrorCode::UnbornBranch => return Ok(None),
-        Err(e) => return Err(broken_ref(&repo, dir, &branch, e.message())),
-    };
-    let id = commit.id().to_string();
-    if whole == Some(id.as_str()) {
-        return Ok(Some(id));
-    }
-    let tree = match commit.tree() {
-        Ok(t) => t,
-        Err(e) => return Err(missing(dir, "tree", commit.tree_id(), e.message())),
-    };
-    let odb = match repo.odb() {
-        Ok(o) => o,
-        Err(e) => return Err(missing(dir, "the object database of commit", commit.id(), e.message())),
-    };
-    // Since a commit found whole, only what changed is looked at (unchanged subtrees are
-    // skipped by their ids); otherwise the whole tree.
-    let since = whole.and_then(|w| Oid::from_str(w).ok()).and_then(|w| repo.find_commit(w).ok());
-    if let Some(old) = since.and_then(|c| c.tree().ok()) {
-        match repo.diff_tree_to_tree(Some(&old), Some(&tree), None) {
-            Ok(diff) => {
-                for delta in diff.deltas() {
-                    let new = delta.new_file();
-                    let gitlink = new.mode() == git2::FileMode::Commit;
-                    if new.exists() && !gitlink && !new.id().is_zero() && !odb.exists(new.id()) {
-                        return Err(missing(dir, "blob", new.id(), "object not found"));
-                    }
-                }
-                return Ok(Some(id));
-            }
-            Err(e) => return Err(missing(dir, "a tree of HEAD", tree.id(), e.message())),
-        }
-    }
-    let mut problem = None;
-    let walked = tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-        // Subtrees are read by the walk itself (a missing one ends it with an error).
-        if entry.kind() == Some(ObjectType::Blob) && !odb.exists(entry.id()) {
-            problem = Some(missing(dir, "blob", entry.id(), "object not found"));
-            return git2::TreeWalkResult::Abort;
-        }
-        git2::TreeWalkResult::Ok
-    });
-    match (problem, walked) {
-        (Some(f), _) => Err(f),
-        (None, Err(e)) => Err(missing(dir, "a tree of HEAD", tree.id(), e.message())),
-        (None, Ok(())) => Ok(Some(id)),
-    }
+    Repository::open(dir).map(Some).map_err(|e| {
+        finding(
+            Severity::Error,
+            format!("the git repository cannot be opened: {}", e.message()),
+            format!(
+                "restore {d}/.git from a clone or backup (`git clone <remote> … && mv …/.git {d}/.git`), or move .git aside to start a new history from the files"
+            ),
+        )
+    })
 }
 
-/// The first error [`diagnose`] finds (a repository that does not open: its full diagnosis is
-/// no dearer than the reason); when it finds none, the repository is as good as a read needs.
-fn first_error(dir: &Path) -> Result<Option<String>, Finding> {
-    match diagnose(dir).into_iter().find(|f| f.severity == Severity::Error) {
-        Some(f) => Err(f),
-        None => Ok(None),
+/// The commit HEAD resolves to (`None` on an unborn branch), or the finding that it does not.
+fn head_commit<'r>(repo: &'r Repository, dir: &Path) -> Result<Option<git2::Commit<'r>>, Finding> {
+    match repo.head().and_then(|h| h.peel_to_commit()) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if e.code() == ErrorCode::UnbornBranch => Ok(None),
+        Err(e) => Err(broken_ref(repo, dir, e.message())),
     }
 }
 
@@ -243,9 +180,14 @@ fn missing(dir: &Path, what: &str, id: Oid, why: &str) -> Finding {
     )
 }
 
-fn broken_ref(repo: &Repository, dir: &Path, branch: &str, why: &str) -> Finding {
+/// HEAD's branch does not resolve to a commit: the repair names the last readable commit of
+/// its reflog when there is one.
+fn broken_ref(repo: &Repository, dir: &Path, why: &str) -> Finding {
     let d = dir.display();
-    let last_good = repo.reflog(branch).ok().and_then(|log| {
+    let branch =
+        repo.find_reference("HEAD").ok().and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned));
+    let branch = branch.unwrap_or_else(|| "HEAD".to_owned());
+    let last_good = repo.reflog(&branch).ok().and_then(|log| {
         log.iter().map(|e| e.id_new()).find(|id| !id.is_zero() && repo.find_commit(*id).is_ok())
     });
     let repair = match last_good {
@@ -261,52 +203,41 @@ fn broken_ref(repo: &Repository, dir: &Path, branch: &str, why: &str) -> Finding
 
 /// The first commit, tree or blob reachable from `head` that cannot be read.
 fn missing_object(repo: &Repository, dir: &Path, head: Oid) -> Option<Finding> {
-    let bad = |what: &str, id: Oid, why: &str| missing(dir, what, id, why);
-    let mut walk = match repo.revwalk() {
+    let mut walk = match repo.revwalk().and_then(|mut w| w.push(head).map(|()| w)) {
         Ok(w) => w,
-        Err(e) => return Some(bad("history", head, e.message())),
+        Err(e) => return Some(missing(dir, "commit", head, e.message())),
     };
-    if let Err(e) = walk.push(head) {
-        return Some(bad("commit", head, e.message()));
-    }
     let mut seen_trees = std::collections::HashSet::new();
-    for id in walk {
-        let id = match id {
-            Ok(id) => id,
-            Err(e) => return Some(bad("a commit of the history", head, e.message())),
-        };
-        let commit = match repo.find_commit(id) {
+    walk.find_map(|id| {
+        let commit = match id.and_then(|id| repo.find_commit(id)) {
             Ok(c) => c,
-            Err(e) => return Some(bad("commit", id, e.message())),
+            Err(e) => return Some(missing(dir, "a commit in the history of", head, e.message())),
         };
-        let tree = match commit.tree() {
-            Ok(t) => t,
-            Err(e) => return Some(bad("tree", commit.tree_id(), e.message())),
-        };
-        if !seen_trees.insert(tree.id()) {
-            continue;
-        }
-        let mut problem = None;
-        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-            let res = match entry.kind() {
-                Some(ObjectType::Blob) => repo.find_blob(entry.id()).map(|_| ()),
-                Some(ObjectType::Tree) => repo.find_tree(entry.id()).map(|_| ()),
-                _ => Ok(()),
-            };
-            match res {
-                Ok(()) => git2::TreeWalkResult::Ok,
-                Err(e) => {
-                    let what = if entry.kind() == Some(ObjectType::Tree) { "tree" } else { "blob" };
-                    problem = Some(bad(what, entry.id(), e.message()));
-                    git2::TreeWalkResult::Abort
-                }
+        match commit.tree() {
+            Ok(tree) if seen_trees.insert(tree.id()) => {
+                unreadable(dir, &tree, |id| repo.find_blob(id).map(|_| ()))
             }
-        });
-        if problem.is_some() {
-            return problem;
+            Ok(_) => None,
+            Err(e) => Some(missing(dir, "tree", commit.tree_id(), e.message())),
         }
-    }
-    None
+    })
+}
+
+/// The first blob of `tree` that `read` fails on, or the subtree the walk cannot read.
+fn unreadable(
+    dir: &Path,
+    tree: &git2::Tree<'_>,
+    read: impl Fn(Oid) -> Result<(), git2::Error>,
+) -> Option<Finding> {
+    let mut problem = None;
+    let walked = tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        let Some(Err(e)) = (entry.kind() == Some(ObjectType::Blob)).then(|| read(entry.id())) else {
+            return git2::TreeWalkResult::Ok;
+        };
+        problem = Some(missing(dir, "blob", entry.id(), e.message()));
+        git2::TreeWalkResult::Abort
+    });
+    problem.or_else(|| walked.err().map(|e| missing(dir, "a subtree of tree", tree.id(), e.message())))
 }
 
 /// `.git/HEAD` is missing from a repository that otherwise is one (objects
@@ -318,14 +249,10 @@ fn missing_head(dir: &Path) -> Option<Finding> {
         return None;
     }
     let branches = branch_names(&git);
-    let branch = ["main", "master"]
-        .iter()
-        .find(|b| branches.iter().any(|n| n == *b))
-        .map(|b| (*b).to_owned())
-        .or_else(|| branches.first().cloned())
-        .unwrap_or_else(|| "main".to_owned());
+    let found = ["main", "master"].into_iter().find(|b| branches.iter().any(|n| n == b));
+    let branch = found.or(branches.first().map(String::as_str)).unwrap_or("main");
     let d = dir.display();
-    let others = branches.iter().filter(|b| **b != branch).cloned().collect::<Vec<_>>();
+    let others: Vec<&str> = branches.iter().map(String::as_str).filter(|b| *b != branch).collect();
     let also = if others.is_empty() {
         String::new()
     } else {
@@ -406,17 +333,17 @@ fn check_writable(dir: &Path) -> Result<(), String> {
 /// symbolic link, and pending hand edits.
 fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
     let d = dir.display();
-    let mut out = committed_links(repo, dir);
-    for replaced in replaced_paths(repo, dir) {
+    let links = committed_links(repo, dir);
+    let mut out: Vec<Finding> = links.iter().map(|(_, f)| f.clone()).collect();
+    // A committed link is reported as that, not as a replaced path.
+    for replaced in replaced_paths(repo, dir).into_iter().filter(|r| links.iter().all(|(p, _)| *p != r.path))
+    {
         let path = &replaced.path;
-        if head_link(repo, path).is_some() {
-            continue; // a committed link, reported by `committed_links`
-        }
-        let problem = match replaced.by {
-            ReplacedBy::Directory => format!(
+        let problem = match &replaced.link {
+            None => format!(
                 "{path} is a file in the last commit but not a regular file in the working tree (a directory?)"
             ),
-            ReplacedBy::Link(ref target) => format!(
+            Some(target) => format!(
                 "{path} is a symbolic link in the working tree (to {target}), where the last commit has {}: engram neither reads nor writes through it, and committing it would delete the committed files",
                 if replaced.was_dir { "a directory" } else { "a file" }
             ),
@@ -445,42 +372,33 @@ fn working_tree(repo: &Repository, dir: &Path) -> Vec<Finding> {
     out
 }
 
-/// The target of the symbolic link HEAD holds at `path`, if it holds one there.
-fn head_link(repo: &Repository, path: &str) -> Option<String> {
-    let tree = repo.head().ok()?.peel_to_tree().ok()?;
-    let entry = tree.get_path(Path::new(path)).ok()?;
-    (entry.filemode() == 0o120000).then(|| {
-        let target = repo.find_blob(entry.id()).map(|b| String::from_utf8_lossy(b.content()).into_owned());
-        target.unwrap_or_default()
-    })
-}
-
 /// Most commits searched back for the last one where a committed link was not one.
 const LINK_HISTORY: usize = 1000;
 
 /// Symbolic links and submodules committed in HEAD (by git, or by an engram before it
-/// refused them): engram never reads or writes through them, and the repair restores what
-/// was there before the link, never the link.
-fn committed_links(repo: &Repository, dir: &Path) -> Vec<Finding> {
+/// refused them), each with its finding: engram never reads or writes through them, and the
+/// repair restores what was there before the link, never the link.
+fn committed_links(repo: &Repository, dir: &Path) -> Vec<(String, Finding)> {
     let d = dir.display();
     let Some(head) = repo.head().ok().and_then(|h| h.peel_to_commit().ok()) else { return Vec::new() };
     let Ok(tree) = head.tree() else { return Vec::new() };
     let mut links = Vec::new();
     let _ = tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
-        let mode = entry.filemode();
-        if mode == 0o120000 || mode == 0o160000 {
-            links.push((format!("{root}{}", entry.name().unwrap_or("?")), mode == 0o160000));
-        }
+        let what = match entry.filemode() {
+            0o120000 => {
+                let target =
+                    repo.find_blob(entry.id()).map(|b| String::from_utf8_lossy(b.content()).into_owned());
+                format!("a symbolic link (to {})", target.unwrap_or_default())
+            }
+            0o160000 => "a submodule".to_owned(),
+            _ => return git2::TreeWalkResult::Ok,
+        };
+        links.push((format!("{root}{}", entry.name().unwrap_or("?")), what));
         git2::TreeWalkResult::Ok
     });
     links
         .into_iter()
-        .map(|(path, submodule)| {
-            let what = match head_link(repo, &path) {
-                Some(target) => format!("a symbolic link (to {target})"),
-                None if submodule => "a submodule".to_owned(),
-                None => "a link".to_owned(),
-            };
+        .map(|(path, what)| {
             let problem = format!(
                 "{path} is committed as {what}: engram neither reads nor writes through it (its files are missing from the pack)"
             );
@@ -495,7 +413,8 @@ fn committed_links(repo: &Repository, dir: &Path) -> Vec<Finding> {
                 ),
                 None => format!("git -C {d} rm --cached -q {path} && git -C {d} commit -m 'remove the link {path}'"),
             };
-            finding(Severity::Error, problem, repair)
+            let found = finding(Severity::Error, problem, repair);
+            (path, found)
         })
         .collect()
 }
@@ -513,21 +432,12 @@ fn last_commit_without_link(repo: &Repository, head: Oid, path: &str) -> Option<
     None
 }
 
-/// What took the place of a tracked path in the working tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum ReplacedBy {
-    /// A directory where HEAD has a file.
-    Directory,
-    /// A symbolic link (to this target) where HEAD has a directory, or a file
-    /// and the link leads out of the pack.
-    Link(String),
-}
-
 /// A tracked path the working tree has replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Replaced {
     path: String,
-    by: ReplacedBy,
+    /// The target of the symbolic link there; `None` for a directory where HEAD has a file.
+    link: Option<String>,
     /// HEAD has a directory at `path`.
     was_dir: bool,
 }
@@ -545,29 +455,29 @@ fn replaced_paths(repo: &Repository, dir: &Path) -> Vec<Replaced> {
     for s in statuses.iter().filter(|s| s.status().intersects(Status::WT_DELETED | Status::WT_TYPECHANGE)) {
         let Ok(path) = s.path() else { continue };
         // The nearest ancestor that is a symbolic link hides everything under it.
-        let parts: Vec<&str> = path.split('/').collect();
-        let mut found = None;
-        for n in 1..=parts.len() {
-            let prefix = parts[..n].join("/");
-            let Ok(meta) = fs::symlink_metadata(dir.join(&prefix)) else { break };
-            let last = n == parts.len();
-            if meta.file_type().is_symlink() {
-                let target =
-                    fs::read_link(dir.join(&prefix)).map(|t| t.display().to_string()).unwrap_or_default();
-                let inside = fs::canonicalize(dir.join(&prefix)).is_ok_and(|t| t.starts_with(&root));
-                if !last || !inside {
-                    found = Some(Replaced { path: prefix, by: ReplacedBy::Link(target), was_dir: !last });
-                }
+        for prefix in path.match_indices('/').map(|(i, _)| &path[..i]).chain([path]) {
+            let (full, last) = (dir.join(prefix), prefix.len() == path.len());
+            let Ok(meta) = fs::symlink_metadata(&full) else { break };
+            let is_link = meta.file_type().is_symlink();
+            let found = if is_link {
+                let target = fs::read_link(&full).map(|t| t.display().to_string()).unwrap_or_default();
+                let inside = fs::canonicalize(&full).is_ok_and(|t| t.starts_with(&root));
+                (!last || !inside).then_some(Replaced {
+                    path: prefix.into(),
+                    link: Some(target),
+                    was_dir: !last,
+                })
+            } else {
+                (last && meta.is_dir()).then(|| Replaced { path: prefix.into(), link: None, was_dir: false })
+            };
+            if let Some(r) = found
+                && !out.contains(&r)
+            {
+                out.push(r);
+            }
+            if is_link {
                 break;
             }
-            if last && meta.is_dir() {
-                found = Some(Replaced { path: prefix, by: ReplacedBy::Directory, was_dir: false });
-            }
-        }
-        if let Some(r) = found
-            && !out.contains(&r)
-        {
-            out.push(r);
         }
     }
     out
@@ -578,13 +488,11 @@ fn replaced_paths(repo: &Repository, dir: &Path) -> Vec<Replaced> {
 /// refuses to run while any exist: committing them as hand edits would delete
 /// committed files from the history's next commit.
 pub fn replaced_files(repo: &Repository, dir: &Path) -> Vec<String> {
-    replaced_paths(repo, dir)
-        .into_iter()
-        .map(|r| match r.by {
-            ReplacedBy::Directory => format!("{} replaced by a directory", r.path),
-            ReplacedBy::Link(target) => format!("{} replaced by a symbolic link (to {target})", r.path),
-        })
-        .collect()
+    let describe = |r: Replaced| match r.link {
+        None => format!("{} replaced by a directory", r.path),
+        Some(target) => format!("{} replaced by a symbolic link (to {target})", r.path),
+    };
+    replaced_paths(repo, dir).into_iter().map(describe).collect()
 }
 
 #[cfg(test)]

@@ -91,29 +91,16 @@ pub enum StoreError {
         /// What is in the way.
         why: crate::pack_root::Blocked,
     },
-    /// Cloning a pack failed.
-    #[error("git clone failed: {message}")]
-    Clone {
-        /// libgit2's message.
-        message: String,
-    },
-    /// Talking to a remote failed (network, authentication, missing repository).
+    /// Talking to a remote failed (network, authentication, missing repository, a clone
+    /// holding a file too large).
     #[error("git {step} {url} failed: {message}")]
     Remote {
-        /// `fetching` or `pushing`.
+        /// `fetching`, `pushing` or `cloning`.
         step: &'static str,
         /// The remote's URL.
         url: String,
         /// libgit2's message.
         message: String,
-    },
-    /// The pack's working tree or repository is damaged in a way a write must not paper over.
-    #[error("the pack {dir} is damaged: {problem}")]
-    Damaged {
-        /// Pack directory.
-        dir: PathBuf,
-        /// What is wrong.
-        problem: String,
     },
     /// Tracked paths the working tree has replaced (a file by a directory, a
     /// folder by a symbolic link): committed as hand edits, they would delete
@@ -191,14 +178,11 @@ pub enum SecretSource {
 /// One finding per line: `path line N: kind `masked``, or `path: kind in the file name` for a
 /// finding in a path (line 0).
 fn describe(findings: &[crate::secrets::Finding]) -> String {
-    let mut out = String::new();
-    for f in findings.iter().take(10) {
-        if f.line == 0 {
-            out.push_str(&format!("\n- {}: {} `{}` in the file name", f.path, f.kind, f.masked));
-        } else {
-            out.push_str(&format!("\n- {f}"));
-        }
-    }
+    let line = |f: &crate::secrets::Finding| match f.line {
+        0 => format!("\n- {}: {} `{}` in the file name", f.path, f.kind, f.masked),
+        _ => format!("\n- {f}"),
+    };
+    let mut out: String = findings.iter().take(10).map(line).collect();
     if findings.len() > 10 {
         out.push_str(&format!("\n… (+{} more)", findings.len() - 10));
     }
@@ -207,29 +191,23 @@ fn describe(findings: &[crate::secrets::Finding]) -> String {
 
 fn secret_text(findings: &[crate::secrets::Finding], source: SecretSource) -> String {
     let never = "Secrets must never enter the pack's git history.";
+    let listed = describe(findings);
+    let refused = "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):";
     match source {
         SecretSource::Write => format!(
-            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nStore a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). {never}",
-            describe(findings)
+            "{refused}{listed}\nStore a redacted version instead (replace the secret with `[REDACTED]` or a reference such as `$ENV_VAR`). {never}"
         ),
         SecretSource::HandEdit => format!(
-            "拒绝写入：内容疑似包含密钥 (refused: the new text looks like it contains a secret; nothing was written):{}\nThese are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. {never}",
-            describe(findings)
+            "{refused}{listed}\nThese are uncommitted hand edits in the pack's working tree: remove or redact them (e.g. `[REDACTED]`), then retry. {never}"
         ),
         SecretSource::Adoption => format!(
-            "拒绝接管：包目录中的文件疑似包含密钥 (refused: files of this pack folder look like they contain a secret; the folder was not made a repository and nothing was committed):{}\nThe pack is still readable as it is. Remove or redact these lines (e.g. `[REDACTED]`), then retry. {never}",
-            describe(findings)
+            "拒绝接管：包目录中的文件疑似包含密钥 (refused: files of this pack folder look like they contain a secret; the folder was not made a repository and nothing was committed):{listed}\nThe pack is still readable as it is. Remove or redact these lines (e.g. `[REDACTED]`), then retry. {never}"
         ),
         SecretSource::Remote => {
-            let files: Vec<&str> = findings
-                .iter()
-                .filter_map(|f| f.path.split_once(':').map(|(_, p)| p))
-                .filter(|p| !p.is_empty())
-                .collect();
-            let example = files.first().copied().unwrap_or("<file>");
+            let mut files = findings.iter().filter_map(|f| f.path.split_once(':').map(|(_, p)| p));
+            let example = files.find(|p| !p.is_empty()).unwrap_or("<file>");
             format!(
-                "拒绝同步：远端的提交疑似包含密钥 (refused: commits fetched from the remote add what looks like a secret; nothing was merged, this pack's branch and files are unchanged):{}\nClean the remote first: on the device the secret was pushed from, run `engram purge <pack> {example}` (or `engram purge <pack> --text '<the secret>'`) and force-push the rewritten history (`git push --force <remote> <branch>`); then run `engram sync` here again. {never}",
-                describe(findings)
+                "拒绝同步：远端的提交疑似包含密钥 (refused: commits fetched from the remote add what looks like a secret; nothing was merged, this pack's branch and files are unchanged):{listed}\nClean the remote first: on the device the secret was pushed from, run `engram purge <pack> {example}` (or `engram purge <pack> --text '<the secret>'`) and force-push the rewritten history (`git push --force <remote> <branch>`); then run `engram sync` here again. {never}"
             )
         }
     }

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 
 use git2::Repository;
 
-use super::{PackRepo, Result, StoreError, git_err, io_err};
+use super::{PackRepo, Result, git_err, io_err};
 
 /// How often (in writes of this process) a write looks at the object store.
 const CHECK_EVERY: usize = 16;
@@ -133,15 +133,8 @@ fn loose(git_dir: &Path) -> usize {
 /// True when the `git` command can be run.
 fn git_on_path() -> bool {
     static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FOUND.get_or_init(|| {
-        Command::new("git")
-            .arg("--version")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+    let version = || Command::new("git").arg("--version").stdin(Stdio::null()).output();
+    *FOUND.get_or_init(|| version().is_ok_and(|out| out.status.success()))
 }
 
 /// Runs `git -C dir args…` at the lowest CPU priority (through `nice` where
@@ -195,13 +188,9 @@ pub(super) fn prune_unreachable(repo: &PackRepo) -> Result<()> {
     if git_on_path() {
         return run_git(&repo.dir, &["gc", "--prune=now", "--quiet"], "prune");
     }
-    Err(StoreError::Io {
-        step: "prune the rewritten history of",
-        path: repo.dir.clone(),
-        source: std::io::Error::other(
-            "purge needs the `git` command to remove the old objects; install git and run `engram purge` again",
-        ),
-    })
+    let why =
+        "purge needs the `git` command to remove the old objects; install git and run `engram purge` again";
+    Err(io_err("prune the rewritten history of", &repo.dir, std::io::Error::other(why)))
 }
 
 /// Packs what the refs, their reflogs and the index reach into one new pack
@@ -236,23 +225,14 @@ fn pack_with_libgit2(repo: &Repository, dir: &Path) -> Result<()> {
     builder.write(&pack_dir, 0o444).map_err(git)?;
     let Ok(Some(name)) = builder.name().map(|n| n.map(str::to_owned)) else { return Ok(()) };
     let Some(packed) = idx_ids(&pack_dir.join(format!("pack-{name}.idx"))) else { return Ok(()) };
-    let objects = repo.path().join("objects");
-    for b in 0..=255u8 {
-        let sub = objects.join(format!("{b:02x}"));
-        let Ok(files) = std::fs::read_dir(&sub) else { continue };
-        for f in files.flatten() {
-            let rest = f.file_name().to_string_lossy().into_owned();
-            let Ok(id) = git2::Oid::from_str(&format!("{b:02x}{rest}")) else { continue };
-            if rest.len() == 38 && packed.contains(&id) {
-                let _ = std::fs::remove_file(f.path());
-            }
-        }
+    for id in packed.iter().map(git2::Oid::to_string) {
+        let _ = std::fs::remove_file(repo.path().join("objects").join(&id[..2]).join(&id[2..]));
     }
     Ok(())
 }
 
 /// The object ids a version-2 pack index lists (header, fan-out table, then the ids).
-fn idx_ids(idx: &Path) -> Option<std::collections::HashSet<git2::Oid>> {
+fn idx_ids(idx: &Path) -> Option<Vec<git2::Oid>> {
     const HEADER: usize = 8 + 256 * 4;
     let bytes = std::fs::read(idx).ok()?;
     if bytes.get(..8)? != b"\xfftOc\0\0\0\x02" {

@@ -29,25 +29,22 @@ impl PackRepo {
     /// is and never create one. When the adoption is refused (the secret
     /// guard, the path checks), nothing is left behind: no `.git`, no commit.
     pub fn open_or_adopt(dir: &Path, options: StoreOptions) -> Result<Self> {
-        if dir.join(".git").exists() {
-            match Self::open(dir, options.clone()) {
-                Ok(repo) => return Ok(repo),
-                // Another process may be creating the repository right now (it holds the
-                // directory lock until its adopt commit is made): wait for it below.
-                Err(e) if !Self::creation_in_progress(dir) => return Err(e),
-                Err(_) => {}
-            }
+        if dir.join(".git").exists()
+            && let Ok(repo) = Self::open(dir, options.clone())
+        {
+            return Ok(repo);
         }
-        if options.read_only {
-            return Err(StoreError::ReadOnly { dir: dir.to_owned() });
-        }
-        // Two processes may adopt the same pack at once: serialise on the directory itself.
+        // Two processes may adopt the same pack at once, and one may be doing it now (it holds
+        // this lock until its adopt commit is made): serialise on the directory itself.
         let dir_lock = File::open(dir).map_err(|e| io_err("open", dir, e))?;
         fs4::fs_std::FileExt::lock_exclusive(&dir_lock).map_err(|e| io_err("lock", dir, e))?;
         if dir.join(".git").exists() {
             return Self::open(dir, options);
         }
-        configure_libgit2();
+        if options.read_only {
+            return Err(StoreError::ReadOnly { dir: dir.to_owned() });
+        }
+        init_git();
         // No template directory: git's sample hooks are ~20 KiB a small pack does not need.
         let mut init = git2::RepositoryInitOptions::new();
         init.external_template(false);
@@ -70,21 +67,9 @@ impl PackRepo {
         Ok(this)
     }
 
-    /// True when another process holds the directory lock taken while a pack is adopted.
-    pub(super) fn creation_in_progress(dir: &Path) -> bool {
-        let Ok(file) = File::open(dir) else { return false };
-        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
-            Ok(true) => {
-                let _ = fs4::fs_std::FileExt::unlock(&file);
-                false
-            }
-            _ => true,
-        }
-    }
-
     /// Opens an existing pack repository.
     pub fn open(dir: &Path, options: StoreOptions) -> Result<Self> {
-        configure_libgit2();
+        init_git();
         let repo =
             Repository::open(dir).map_err(|source| StoreError::Open { dir: dir.to_owned(), source })?;
         let this = Self::handle(dir, repo, options);
@@ -102,11 +87,11 @@ impl PackRepo {
     pub(super) fn configure(&self) -> Result<()> {
         let mut cfg = self.repo.config().map_err(|e| git_err("reading config", &self.dir, e))?;
         // Packs are written by engram and read by people: keep line endings as written.
-        cfg.set_bool("core.autocrlf", false).map_err(|e| git_err("writing config", &self.dir, e))?;
+        let written = |e| git_err("writing config", &self.dir, e);
+        cfg.set_bool("core.autocrlf", false).map_err(written)?;
         if self.options.durable {
             // libgit2 honours this key for objects, packs and refs (git itself now prefers core.fsync).
-            cfg.set_bool("core.fsyncObjectFiles", true)
-                .map_err(|e| git_err("writing config", &self.dir, e))?;
+            cfg.set_bool("core.fsyncObjectFiles", true).map_err(written)?;
         }
         Ok(())
     }
@@ -128,35 +113,20 @@ impl PackRepo {
 
     pub(super) fn lock(&self) -> Result<File> {
         let path = self.git_dir().join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_err("open the write lock", &path, e))?;
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path);
+        let file = file.map_err(|e| io_err("open the write lock", &path, e))?;
         fs4::fs_std::FileExt::lock_exclusive(&file).map_err(|e| io_err("take the write lock", &path, e))?;
         Ok(file)
     }
-
-    /// The id of HEAD, if any.
-    pub fn head_id(&self) -> Option<String> {
-        self.repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string())
-    }
 }
 
-/// Process-wide libgit2 settings, applied once: objects are not re-hashed on
-/// every read (as cargo does; `engram doctor` and `git fsck` still verify
-/// them), which halves the cost of reading the files a write builds on; and
-/// index entries and tree entries are not checked for existence one lookup at
-/// a time (every id engram puts there was written first, and the index copy a
-/// write swaps in would otherwise look up every tracked file in every pack).
-/// Initialises libgit2 now (its global state: TLS certificates are loaded once per process,
-/// tens of milliseconds), so a server can do it before its first request needs a repository.
+/// Initialises libgit2 once per process (its global state: TLS certificates, tens of
+/// milliseconds), so a server can do it before its first request needs a repository, with
+/// its settings: objects are not re-hashed on every read (as cargo does; `engram doctor` and
+/// `git fsck` still verify them), which halves the cost of reading the files a write builds
+/// on; and index and tree entries are not checked for existence one lookup at a time (every
+/// id engram puts there was written first).
 pub fn init_git() {
-    configure_libgit2();
-}
-
-pub(super) fn configure_libgit2() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         git2::opts::strict_hash_verification(false);
@@ -191,16 +161,12 @@ pub fn clone_pack(
     no_files.dry_run();
     let mut builder = git2::build::RepoBuilder::new();
     builder.fetch_options(fetch).with_checkout(no_files);
-    let repo = builder.clone(source, target).map_err(|e| match session.error("cloning", &e) {
-        StoreError::Remote { message, .. } => StoreError::Clone { message },
-        other => other,
-    })?;
+    let repo = builder.clone(source, target).map_err(|e| session.error("cloning", &e))?;
     if let Some((path, size)) = oversized_blob(&repo, max_file_bytes) {
-        return Err(StoreError::Clone {
-            message: format!(
-                "{path} is {size} bytes; a pack file may be at most {max_file_bytes} bytes (engram would not read it)"
-            ),
-        });
+        let message = format!(
+            "{path} is {size} bytes; a pack file may be at most {max_file_bytes} bytes (engram would not read it)"
+        );
+        return Err(StoreError::Remote { step: "cloning", url: source.to_owned(), message });
     }
     let mut files = git2::build::CheckoutBuilder::new();
     files.force();

@@ -24,46 +24,36 @@ const OLD_PENDING_FILE: &str = "engram-pending";
 const HEADER: &str = "engram-pending 1\n";
 const FOOTER: &str = "end of engram-pending\n";
 
-fn lock_path(repo: &PackRepo) -> PathBuf {
-    repo.git_dir().join(super::open::LOCK_FILE)
-}
-
-fn open_lock(repo: &PackRepo) -> Result<fs::File> {
-    let path = lock_path(repo);
-    fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| io_err("open", &path, e))
+/// The pack's lock file, which holds the record, opened; and its path.
+fn open_lock(repo: &PackRepo) -> Result<(fs::File, PathBuf)> {
+    let path = repo.git_dir().join(super::open::LOCK_FILE);
+    let file = fs::OpenOptions::new().read(true).write(true).open(&path);
+    Ok((file.map_err(|e| io_err("open", &path, e))?, path))
 }
 
 /// Records the write about to happen. Call with the lock held.
 pub(super) fn write_pending(repo: &PackRepo, old: Option<Oid>, new: Oid, changes: &Changes) -> Result<()> {
-    let mut text = format!("{HEADER}{} {new}\n", old.map(|o| o.to_string()).unwrap_or_else(|| "-".into()));
-    for path in changes.paths() {
-        text.push_str(path);
-        text.push('\n');
-    }
-    text.push_str(FOOTER);
-    let mut file = open_lock(repo)?;
-    let path = lock_path(repo);
+    let old = old.map(|o| o.to_string()).unwrap_or_else(|| "-".into());
+    let paths: String = changes.paths().map(|p| format!("{p}\n")).collect();
+    let text = format!("{HEADER}{old} {new}\n{paths}{FOOTER}");
+    let (mut file, path) = open_lock(repo)?;
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.write_all(text.as_bytes()))
-        .map_err(|e| io_err("write", &path, e))?;
-    file.set_len(text.len() as u64).map_err(|e| io_err("write", &path, e))?;
-    if repo.options.durable {
-        file.sync_data().map_err(|e| io_err("sync", &path, e))?;
-    }
-    Ok(())
+        .and_then(|()| file.set_len(text.len() as u64))
+        .and_then(|()| if repo.options.durable { file.sync_data() } else { Ok(()) })
+        .map_err(|e| io_err("write", &path, e))
 }
 
 /// Removes the record of a finished (or abandoned) write. Call with the lock held.
 pub(super) fn clear_pending(repo: &PackRepo) -> Result<()> {
-    let path = lock_path(repo);
-    open_lock(repo)?.set_len(0).map_err(|e| io_err("truncate", &path, e))
+    let (file, path) = open_lock(repo)?;
+    file.set_len(0).map_err(|e| io_err("truncate", &path, e))
 }
 
-/// The record left by a write that did not finish: (new commit, paths).
+/// The record left by a write that did not finish: `<old> <new>`, then its paths.
 fn read_pending(repo: &PackRepo) -> Result<Option<String>> {
-    let path = lock_path(repo);
     let mut text = String::new();
-    let mut file = open_lock(repo)?;
+    let (mut file, path) = open_lock(repo)?;
     if file.metadata().map(|m| m.len()).unwrap_or(0) > 0 {
         // Not UTF-8 or torn: cut short before the branch moved (see the module docs).
         let _ = file.read_to_string(&mut text);
@@ -94,8 +84,7 @@ pub(super) fn has_record(git_dir: &std::path::Path) -> bool {
 
 /// Completes an interrupted write, if there is one. Call with the lock held.
 pub(super) fn finish_pending(repo: &PackRepo) -> Result<()> {
-    let pending = read_pending(repo)?;
-    let Some(text) = pending else {
+    let Some(text) = read_pending(repo)? else {
         // A writer that died after taking git's index lock and before its record.
         super::index_lock::remove_if_dead_engrams(repo, None);
         return Ok(());
@@ -137,8 +126,7 @@ pub(super) fn put_back(
 /// is removed), through the same no-follow writes as every write
 /// ([`PackRepo::write_working_tree`]), with git's index lock `lock` held. A path the
 /// working tree cannot take (a symbolic link or a file now on the way) is left as it is:
-/// the hand-edit step sees it next. Also puts back files a git command restored from a
-/// git index that lagged HEAD (see [`super::clean::restored_from_a_stale_index`]).
+/// the hand-edit step sees it next.
 pub(super) fn restore_from_head(
     repo: &PackRepo,
     lock: &mut super::index_lock::IndexLock,

@@ -5,19 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{DiffOptions, ErrorCode, ObjectType, Oid, TreeWalkMode, TreeWalkResult};
+use git2::{DiffOptions, ErrorCode, ObjectType, Oid};
 
 use super::beside_git::reread;
 use super::{PackRepo, Result, git_err};
-
-/// Directory (inside the pack's `.git`) for derived data that is never committed.
-const DERIVED_DIR: &str = "engram";
 
 impl PackRepo {
     /// The directory for derived data of this pack (`.git/engram/`), which is
     /// outside the working tree and never committed. It may not exist yet.
     pub fn derived_dir(&self) -> PathBuf {
-        self.git_dir().join(DERIVED_DIR)
+        self.git_dir().join("engram")
     }
 
     /// Re-reads HEAD from disk: the full id of the commit it points at, if any
@@ -34,10 +31,7 @@ impl PackRepo {
             Err(e) if names_nothing(&e) => return Ok(None),
             Err(e) => return Err(git_err("resolving a revision", &self.dir, e)),
         };
-        match obj.peel_to_commit() {
-            Ok(c) => Ok(Some(c.id().to_string())),
-            Err(_) => Ok(None),
-        }
+        Ok(obj.peel_to_commit().ok().map(|c| c.id().to_string()))
     }
 
     /// The newest commit on HEAD's first-parent line whose commit time is
@@ -70,19 +64,7 @@ impl PackRepo {
 
     /// Every file (blob) path of a commit's tree, sorted.
     pub fn list_files_at(&self, commit: &str) -> Result<Vec<String>> {
-        let tree = self.tree_of(commit)?;
-        let mut out = Vec::new();
-        tree.walk(TreeWalkMode::PreOrder, |root, entry| {
-            if entry.kind() == Some(ObjectType::Blob)
-                && let Ok(name) = entry.name()
-            {
-                out.push(format!("{root}{name}"));
-            }
-            TreeWalkResult::Ok
-        })
-        .map_err(|e| git_err("walking a tree", &self.dir, e))?;
-        out.sort();
-        Ok(out)
+        self.snapshot_of(Some(self.commit_by_id(commit)?.id()))?.list_files_recursive("")
     }
 
     /// Reads several paths of one commit (one tree lookup); absent paths are `None`.

@@ -11,12 +11,6 @@ use super::beside_git::reread;
 use super::{PackRepo, Result, Snapshot, git_err, io_err};
 
 impl Snapshot<'_> {
-    /// The subtree at `dir` (`""` for the root), if it exists and is a directory.
-    fn subtree(&self, dir: &str) -> Result<Option<git2::Tree<'_>>> {
-        let Some(id) = self.subtree_id(dir)? else { return Ok(None) };
-        reread(|| self.repo.find_tree(id)).map(Some).map_err(|e| git_err("reading a tree", self.dir, e))
-    }
-
     /// Every file below `dir`, recursively, as full paths from the pack root, sorted.
     pub fn list_files_recursive(&self, dir: &str) -> Result<Vec<String>> {
         Ok(self.files_recursive(dir, false)?.into_iter().map(|(p, _)| p).collect())
@@ -29,7 +23,8 @@ impl Snapshot<'_> {
     }
 
     fn files_recursive(&self, dir: &str, with_content: bool) -> Result<Vec<(String, String)>> {
-        let Some(sub) = self.subtree(dir)? else { return Ok(Vec::new()) };
+        let Some(id) = self.subtree_id(dir)? else { return Ok(Vec::new()) };
+        let sub = reread(|| self.repo.find_tree(id)).map_err(|e| git_err("reading a tree", self.dir, e))?;
         let prefix = match dir.trim_end_matches('/') {
             "" => String::new(),
             d => format!("{d}/"),

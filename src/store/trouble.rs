@@ -12,7 +12,7 @@ impl StoreError {
         match self {
             Self::Io { source, .. } => io_full(source),
             Self::Git { source, .. } | Self::Open { source, .. } => text_full(source.message()),
-            Self::Remote { message, .. } | Self::Clone { message } => text_full(message),
+            Self::Remote { message, .. } => text_full(message),
             _ => false,
         }
     }
@@ -21,11 +21,7 @@ impl StoreError {
     /// changed or removed while it was read, a git lock another program held.
     pub fn is_passing(&self) -> bool {
         match self {
-            Self::Git { source, .. } => {
-                source.code() == git2::ErrorCode::Locked
-                    || source.class() == git2::ErrorClass::Filesystem
-                    || os_race(source)
-            }
+            Self::Git { source, .. } => git_passing(source),
             Self::Contention { .. } => true,
             _ => false,
         }
@@ -39,21 +35,11 @@ impl StoreError {
             return false;
         }
         match self {
-            Self::Open { .. } | Self::Damaged { .. } | Self::NotAFile { .. } => true,
+            Self::Open { .. } | Self::NotAFile { .. } => true,
             Self::Git { source, .. } => git_damage(source),
             Self::Io { source, .. } => io_damage(source),
-            Self::Contention { .. }
-            | Self::Busy { .. }
-            | Self::Unsupported { .. }
-            | Self::Replaced { .. }
-            | Self::BadPath { .. }
-            | Self::Blocked { .. }
-            | Self::Clone { .. }
-            | Self::Remote { .. }
-            | Self::ReadOnly { .. }
-            | Self::Secret { .. }
-            | Self::BadMeta { .. }
-            | Self::UnknownCommit { .. } => false,
+            // A lock or a race, the network, a refusal.
+            _ => false,
         }
     }
 }
@@ -85,31 +71,27 @@ fn io_damage(e: &std::io::Error) -> bool {
     )
 }
 
-/// An OS error libgit2 met because another program removed or swapped a file
-/// while it was read (a folder swapped for a link, a person's checkout): passing.
-fn os_race(e: &git2::Error) -> bool {
-    e.class() == git2::ErrorClass::Os
-        && [
-            "read file into stream",
-            "No such file or directory",
-            "error reading file for hashing",
-            "cannot read symlink",
-        ]
-        .iter()
-        .any(|t| e.message().contains(t))
+/// What libgit2 says when a file it reads is removed or swapped meanwhile (an OS error).
+const OS_RACES: [&str; 4] = [
+    "read file into stream",
+    "No such file or directory",
+    "error reading file for hashing",
+    "cannot read symlink",
+];
+
+/// A git lock another program held, or a file it changed, removed or swapped (a folder for a
+/// link, a person's checkout) while libgit2 read it.
+fn git_passing(e: &git2::Error) -> bool {
+    let os_race = e.class() == git2::ErrorClass::Os && OS_RACES.iter().any(|t| e.message().contains(t));
+    e.code() == git2::ErrorCode::Locked || e.class() == git2::ErrorClass::Filesystem || os_race
 }
 
 fn git_damage(e: &git2::Error) -> bool {
     use git2::{ErrorClass as C, ErrorCode as K};
-    if matches!(
-        e.code(),
-        K::Locked | K::Modified | K::Exists | K::Directory | K::Auth | K::Certificate | K::User
-    ) || os_race(e)
-    {
-        return false;
-    }
-    // A file read while another program rewrote it, the network, a callback.
-    !matches!(e.class(), C::Filesystem | C::Net | C::Ssh | C::Http | C::Ssl | C::Callback | C::Thread)
+    // Passing, a conflict, the network, a callback.
+    !git_passing(e)
+        && !matches!(e.code(), K::Modified | K::Exists | K::Directory | K::Auth | K::Certificate | K::User)
+        && !matches!(e.class(), C::Net | C::Ssh | C::Http | C::Ssl | C::Callback | C::Thread)
 }
 
 #[cfg(test)]
@@ -175,6 +157,5 @@ mod tests {
         }
         let missing = git(K::NotFound, C::Odb, "object not found - no match for id");
         assert!(missing.may_be_damage());
-        assert!(StoreError::Damaged { dir: PathBuf::from("p"), problem: "x".into() }.may_be_damage());
     }
 }

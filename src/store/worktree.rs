@@ -1,18 +1,12 @@
 //! Writing committed files into the working tree, cheaply.
 //!
-//! Most writes add text at the end of a file (a memory entry to its category
-//! file, an index line to the full index). Such a file is extended in place
-//! with one `write` in append mode: no new inode, no rename over the old file
-//! (which on ext4 starts writing the new data out before the rename returns,
-//! ~30× the cost of an append). Any other change replaces the file
-//! atomically, so a reader sees the old or the new file, never a mix: a
-//! temporary file in `.git` is renamed over the target. A reader
-//! of an appended file may see the old text or the old text plus part of the
-//! new end; a crash in the middle is repaired from HEAD by the next writer
-//! (see `recover`). Each of these steps happens relative to the handle of the
-//! file's directory, reached from the pack directory without following a
-//! symbolic link ([`crate::pack_root`]); appending also needs the file to have
-//! no other name (a hard link), which replacing does not.
+//! A file whose new text extends the old (most writes add at the end) is appended to in place:
+//! no new inode, no rename (on ext4 a rename over a file starts writing the new data out, ~30×
+//! the cost of an append). A reader may see the old text plus part of the new end; a crash in
+//! the middle is repaired from HEAD by the next writer (see `recover`). Any other change renames
+//! a temporary file in `.git` over the target: a reader sees the old or the new file. Every step
+//! is relative to the handle of the file's directory, reached without following a symbolic link
+//! ([`crate::pack_root`]); a file with another name (a hard link) is replaced, not appended to.
 
 use std::fs;
 use std::io::{Read as _, Write as _};
@@ -25,10 +19,8 @@ use crate::pack_path::PackPath;
 use crate::pack_root::{Blocked, Entry, FileStat, Found, PackRoot};
 
 /// Writes `bytes` to the working-tree file `path` of the pack `root` (directories made as
-/// needed) and returns its `stat` afterwards. Every step is relative to the handle of the
-/// file's directory, reached without following a link ([`crate::pack_root`]): a symbolic
-/// link on the way is an error, never a way out of the pack. `git_dir` holds the spare and
-/// temporary files.
+/// needed; a symbolic link on the way is an error) and returns its `stat` afterwards.
+/// `git_dir` holds the temporary files.
 pub(super) fn write_file(
     root: &PackRoot,
     path: &PackPath,
