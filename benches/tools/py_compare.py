@@ -44,6 +44,8 @@ import sys
 import tempfile
 import time
 
+from benchstats import loadavg, pct
+
 PACK = "bench"
 CATEGORIES = ["preferences", "user-profile", "projects", "health", "work",
               "travel", "diet", "family", "reading", "habits"]
@@ -239,16 +241,6 @@ def cpu_ms(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return sum(int(x) for x in fields[11:15]) * 1e3 / os.sysconf("SC_CLK_TCK")
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[round((len(v) - 1) * p)]
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def main():

@@ -35,6 +35,8 @@ import time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from benchstats import loadavg, pct
+
 PACK = "speed"
 EN = ["memory", "agent", "server", "rust", "python", "search", "index", "query", "commit", "branch",
       "merge", "deploy", "release", "docker", "kernel", "network", "cache", "latency", "fitness",
@@ -84,16 +86,6 @@ def memory_mb(pid):
             if k in ("VmRSS", "VmHWM"):
                 fields[k] = int(v.split()[0]) / 1024
     return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[round((len(v) - 1) * p)]
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 async def timed(session, tool, args):
