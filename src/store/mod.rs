@@ -432,6 +432,12 @@ impl PackRepo {
         Ok(BranchHead { id: self.ref_id(&branch)?, branch })
     }
 
+    /// HEAD's commit id from the refs alone, the commit not read (`None` before the first
+    /// commit or when HEAD cannot be read): what a read's cache compares on every call.
+    pub fn head_id(&self) -> Option<String> {
+        self.head_oid().ok().flatten().map(|id| id.to_string())
+    }
+
     /// HEAD's commit id, read from the refs alone (`None` before the first commit).
     fn head_oid(&self) -> Result<Option<Oid>> {
         self.ref_id("HEAD")

@@ -430,7 +430,7 @@ impl Engram {
             Ok(Edit::Commit { changes, message, value: Some(plan.earliest) })
         })?;
         let Some(earliest) = earliest else { return Ok(()) };
-        let head = repo.current_head().ok().flatten().unwrap_or_default();
+        let head = repo.head_id().unwrap_or_default();
         self.expiry_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -456,9 +456,8 @@ impl Engram {
             None => {
                 let stamps = HeadStamps::take(memory_root, std::time::SystemTime::now());
                 // Not a repository yet: read as it is, and no repository is made.
-                let Some(head) = self.with_existing_repo(memory_root, |r| {
-                    Ok(r.current_head().ok().flatten().unwrap_or_default())
-                })?
+                let Some(head) =
+                    self.with_existing_repo(memory_root, |r| Ok(r.head_id().unwrap_or_default()))?
                 else {
                     let (hot, _) = crate::store::read_folder(memory_root, "memory", |snap| {
                         pending_hot_index(snap, today)

@@ -198,7 +198,7 @@ impl UserGraph {
             // HEAD, or a proposing caller's proposal branch (`serve --propose`).
             let head = match repo.read_target()? {
                 Some(tip) => Some(tip),
-                None => repo.current_head().ok().flatten(),
+                None => repo.head_id(),
             };
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             if !cache.valid || cache.head != head {
