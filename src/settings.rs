@@ -1,6 +1,7 @@
 //! Settings from the environment: the names of every `ENGRAM_*` variable live here.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -36,6 +37,12 @@ pub const ENV_SSH_KEY: &str = "ENGRAM_SSH_KEY";
 /// A certificate authority (PEM file) trusted for https remotes besides the system's
 /// (else git's `http.sslCAInfo`).
 pub const ENV_GIT_CA: &str = "ENGRAM_GIT_CA";
+/// Seconds a connection may take, and a remote may stay silent, before a fetch, push or
+/// clone fails (default [`DEFAULT_NET_TIMEOUT`]; `0`: wait forever).
+pub const ENV_NET_TIMEOUT: &str = "ENGRAM_NET_TIMEOUT";
+/// The network timeout when `ENGRAM_NET_TIMEOUT` is not set: git servers send a keep-alive
+/// every 5 s while they work, so only a dead or stalled peer stays silent this long.
+pub const DEFAULT_NET_TIMEOUT: Duration = Duration::from_secs(30);
 /// The language of the CLI's messages, `zh` or `en` (else the locale: `LC_ALL`, `LC_MESSAGES`,
 /// `LANG`; see [`lang`]). MCP tool texts never change with it.
 pub const ENV_LANG: &str = "ENGRAM_LANG";
@@ -109,6 +116,12 @@ pub enum SettingsError {
         /// The value.
         value: String,
     },
+    /// ENGRAM_NET_TIMEOUT is not a whole number of seconds.
+    #[error("{ENV_NET_TIMEOUT}={value:?} is not a whole number of seconds (e.g. 30; 0 waits forever)")]
+    BadNetTimeout {
+        /// The value.
+        value: String,
+    },
 }
 
 /// Builds the operations' configuration from flags and the environment.
@@ -138,7 +151,7 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
         store.author_email = e;
     }
     let project_root = std::env::current_dir().ok().map(|d| d.join(".claude").join("engram"));
-    let sync = SyncSettings { credentials: credentials(), host: host_name() };
+    let sync = SyncSettings { credentials: credentials()?, host: host_name() };
     let registry_files =
         std::env::var_os(ENV_REGISTRY_FILES).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     let registry_url = non_empty_env(ENV_REGISTRY_URL);
@@ -158,8 +171,17 @@ pub fn config(packs_dir: Option<PathBuf>, durable: bool) -> Result<Config, Setti
 
 /// How sync authenticates and whom it trusts: `ENGRAM_GIT_TOKEN`/`ENGRAM_GIT_USERNAME`,
 /// `ENGRAM_SSH_KEY`, the ssh agent (`SSH_AUTH_SOCK`), the default keys and `known_hosts`
-/// under `~/.ssh`, the system's `/etc/ssh/ssh_known_hosts`, `ENGRAM_GIT_CA`.
-pub fn credentials() -> Credentials {
+/// under `~/.ssh`, the system's `/etc/ssh/ssh_known_hosts`, `ENGRAM_GIT_CA`; how long the
+/// network may stay silent (`ENGRAM_NET_TIMEOUT`).
+pub fn credentials() -> Result<Credentials, SettingsError> {
+    let net_timeout = match non_empty_env(ENV_NET_TIMEOUT) {
+        None => Some(DEFAULT_NET_TIMEOUT),
+        Some(v) => match v.parse::<u64>() {
+            Ok(0) => None,
+            Ok(s) => Some(Duration::from_secs(s)),
+            Err(_) => return Err(SettingsError::BadNetTimeout { value: v }),
+        },
+    };
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let ssh_dir = home.as_ref().map(|h| h.join(".ssh"));
     let in_ssh_dir = |names: &[&str]| -> Vec<PathBuf> {
@@ -167,7 +189,7 @@ pub fn credentials() -> Credentials {
     };
     let mut known_hosts = in_ssh_dir(&["known_hosts"]);
     known_hosts.push(PathBuf::from("/etc/ssh/ssh_known_hosts"));
-    Credentials {
+    Ok(Credentials {
         token: non_empty_env(ENV_GIT_TOKEN),
         username: non_empty_env(ENV_GIT_USERNAME),
         ssh_key: non_empty_env(ENV_SSH_KEY).map(PathBuf::from),
@@ -176,7 +198,8 @@ pub fn credentials() -> Credentials {
         known_hosts,
         ca_file: non_empty_env(ENV_GIT_CA).map(PathBuf::from),
         home,
-    }
+        net_timeout,
+    })
 }
 
 /// The Anthropic API key (the standard variable; read here only, never stored).

@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{CertificateCheckStatus, CredentialType, ErrorCode, RemoteCallbacks};
 
@@ -37,6 +38,10 @@ pub struct Credentials {
     pub ca_file: Option<PathBuf>,
     /// The home directory, to write `~` in messages.
     pub home: Option<PathBuf>,
+    /// How long connecting may take, and a remote may stay silent, before a fetch, push or
+    /// clone fails (`ENGRAM_NET_TIMEOUT`); `None` waits forever. Git servers send a
+    /// keep-alive every few seconds while they work, so only a dead or stalled peer reaches it.
+    pub net_timeout: Option<Duration>,
 }
 
 /// libgit2 calls the credentials callback again after a failure: give up after this many.
@@ -72,6 +77,7 @@ impl<'a> Session<'a> {
                 ),
             });
         }
+        set_timeouts_once(creds.net_timeout);
         Ok(Self { creds, url, ca, host_problem: RefCell::new(None), ca_problem: RefCell::new(None) })
     }
 
@@ -155,9 +161,37 @@ impl<'a> Session<'a> {
     }
 }
 
-/// libgit2's message, with advice when the remote's identity could not be verified.
+/// Hands the network timeout to libgit2 (its sockets, and libssh2's session over them),
+/// once per process, before the first fetch, push or clone: libgit2 keeps it in globals
+/// that a running transfer reads, so it is never changed while one may run.
+#[allow(unsafe_code)]
+fn set_timeouts_once(timeout: Option<Duration>) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let ms = timeout.map_or(0, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+        // SAFETY: no libgit2 network operation runs yet (every one starts from a `Session`,
+        // and this runs as the first one is made), so nothing reads the globals meanwhile.
+        unsafe {
+            let _ = git2::opts::set_server_connect_timeout_in_milliseconds(ms);
+            let _ = git2::opts::set_server_timeout_in_milliseconds(ms);
+        }
+    });
+}
+
+/// libgit2's message, with advice when the remote's identity could not be verified or it
+/// stopped answering.
 pub(super) fn remote_message(url: &str, e: &git2::Error) -> String {
     let mut message = e.message().to_owned();
+    // libssh2 says "timed out"; OpenSSL passes on the socket's EAGAIN (its receive timeout).
+    let lower = message.to_ascii_lowercase();
+    if e.code() == ErrorCode::Timeout
+        || lower.contains("timed out")
+        || lower.contains("resource temporarily unavailable")
+    {
+        message.push_str(
+            " — the remote did not answer within the network timeout (ENGRAM_NET_TIMEOUT, default 30 s)",
+        );
+    }
     if e.code() == ErrorCode::Certificate || e.class() == git2::ErrorClass::Ssl {
         message.push_str(&certificate_advice(url, e.class() == git2::ErrorClass::Ssh));
     }

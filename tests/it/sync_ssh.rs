@@ -335,3 +335,53 @@ fn assert_refused_after_push(env: &TestEnv, wanted: &[&str]) {
     }
     assert_eq!(head(&env.pack("coach")), before);
 }
+
+/// A remote that accepts the connection and never says a word (a stalled server, a
+/// firewall that swallows replies, another program on the port): `engram sync` gives up
+/// after `ENGRAM_NET_TIMEOUT`, says so, and changes nothing; it does not wait forever.
+#[test]
+fn a_remote_that_never_answers_fails_after_the_network_timeout() {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    // Accepts every connection and keeps it open, silent, until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let env = device("laptop");
+    env.init("coach");
+    let before = head(&env.pack("coach"));
+    for url in
+        [format!("ssh://git@127.0.0.1:{port}/coach.git"), format!("https://127.0.0.1:{port}/coach.git")]
+    {
+        let _ = env.cli(&["remote", "remove", "coach"]);
+        run_ok(&env, &["remote", "add", "coach", &url]);
+        let mut child = Command::new(bin())
+            .args(["sync", "coach", "--packs-dir"])
+            .arg(&env.packs)
+            .env_clear()
+            .envs(base_env())
+            .env("HOME", env.dir.path())
+            .env("ENGRAM_NET_TIMEOUT", "2")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run engram sync");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("engram sync to {url} still waits after 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(50)); // polling, not timing
+        }
+        let out = child.wait_with_output().expect("output");
+        let t = text(&out);
+        assert!(!out.status.success(), "sync to {url} succeeded:\n{t}");
+        assert!(t.contains("did not answer within the network timeout (ENGRAM_NET_TIMEOUT"), "{url}:\n{t}");
+        assert_eq!(head(&env.pack("coach")), before);
+        assert!(git(&env.pack("coach"), &["for-each-ref", "refs/remotes"]).trim().is_empty());
+    }
+}
