@@ -634,6 +634,34 @@ async fn serve_pulls_on_start_and_pushes_after_writes() {
     }
 }
 
+/// `--sync-interval` pulls on time even while a client calls tools faster than the interval
+/// (every call asks the worker to push; with nothing to push that must not hold back the pull).
+#[tokio::test]
+async fn the_interval_pull_runs_while_a_client_keeps_calling() {
+    let a = device("laptop");
+    let b = device("desktop");
+    a.init("coach");
+    let peer = a.dir.path().join("peer.git");
+    git(a.dir.path(), &["init", "--bare", "-q", &peer.display().to_string()]);
+    let url = peer.display().to_string();
+    run_ok(&a, &["remote", "add", "coach", &url]);
+    run_ok(&a, &["sync", "coach"]);
+    run_ok(&b, &["install", &url]);
+    let c = a.client_with(&["--tools", "engram,sync", "--sync-interval", "1"]).await;
+    {
+        let d = b.client().await;
+        ok(&d, "capture_memory", capture("coach", "facts", "written on the desktop", "desktop")).await;
+    }
+    run_ok(&b, &["sync", "coach"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // A read every 50 ms: far more often than the interval.
+    while !a.read("coach", "memory/facts.md").contains("written on the desktop") {
+        ok(&c, "sync_status", json!({"name": "coach"})).await;
+        assert!(Instant::now() < deadline, "no pull while the client kept calling");
+        tokio::time::sleep(Duration::from_millis(50)).await; // polling, not timing
+    }
+}
+
 /// Every toolset's writes are pushed in the background, not only the Engram tools'
 /// (the notes, workspace, personal and graph tools run through the same wrapper).
 #[tokio::test]

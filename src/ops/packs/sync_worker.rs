@@ -12,7 +12,7 @@
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::ops::{Caller, Engram};
 
@@ -96,28 +96,35 @@ impl SyncWorker {
             if on_start {
                 sync_all(&engram);
             }
+            // The interval runs from one full sync to the next whatever the tool calls do: a
+            // client that calls a tool more often than the interval (every call pokes) must
+            // not hold back the pulls, nor the retries of a failed sync.
+            let mut next_full = interval.map(|i| Instant::now() + i);
             loop {
-                match rx.recv_timeout(interval.unwrap_or(IDLE)) {
-                    Ok(()) => {
-                        // Coalesce a burst of tool calls into one push.
-                        while rx.try_recv().is_ok() {}
-                        let results = engram
-                            .packs_to_push()
-                            .into_iter()
-                            .map(|name| {
-                                let r = engram.sync_pack(&name, &caller());
-                                let r = retry_lost_races(&engram, &name, r);
-                                (name, r)
-                            })
-                            .collect();
-                        log_results(results);
-                    }
-                    Err(RecvTimeoutError::Timeout) => {
-                        if interval.is_some() {
-                            sync_all(&engram);
-                        }
-                    }
+                let wait = next_full.map_or(IDLE, |at| at.saturating_duration_since(Instant::now()));
+                let poked = match rx.recv_timeout(wait) {
+                    Ok(()) => true,
+                    Err(RecvTimeoutError::Timeout) => false,
                     Err(RecvTimeoutError::Disconnected) => break,
+                };
+                // Coalesce a burst of tool calls into one push.
+                while rx.try_recv().is_ok() {}
+                if let (Some(interval), Some(at)) = (interval, next_full)
+                    && Instant::now() >= at
+                {
+                    sync_all(&engram);
+                    next_full = Some(Instant::now() + interval);
+                } else if poked {
+                    let results = engram
+                        .packs_to_push()
+                        .into_iter()
+                        .map(|name| {
+                            let r = engram.sync_pack(&name, &caller());
+                            let r = retry_lost_races(&engram, &name, r);
+                            (name, r)
+                        })
+                        .collect();
+                    log_results(results);
                 }
             }
         });
