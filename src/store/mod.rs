@@ -337,10 +337,8 @@ impl Snapshot<'_> {
     /// absent, or when changes laid over this snapshot ([`Snapshot::overlaid`]) touch it.
     pub fn folder_id(&self, dir: &str) -> Result<Option<String>> {
         let prefix = format!("{}/", dir.trim_end_matches('/'));
-        if self.overlay.keys().any(|p| prefix == "/" || p.starts_with(&prefix)) {
-            return Ok(None);
-        }
-        Ok(self.subtree_id(dir)?.map(|id| id.to_string()))
+        let touched = self.overlay.keys().any(|p| prefix == "/" || p.starts_with(&prefix));
+        Ok(self.subtree_id(dir)?.filter(|_| !touched).map(|id| id.to_string()))
     }
 
     /// The id of the subtree at `dir` (`""` for the root), if it exists and is a directory.
