@@ -456,32 +456,56 @@ pub fn append_index_line(snap: &Snapshot<'_>, line: String, changes: &mut Change
 /// The rank the next entry of `category` stamped `ts` will have among the index entries of that
 /// category and time (what its id is made from, `ops::memory_id`): the full index head, then its
 /// segments newest first until one holds an older entry (entries are appended in time order,
-/// so a capture reads the head alone unless its minute spans a roll).
+/// so a capture reads the head alone unless its minute spans a roll). What the segments add is
+/// remembered by their folder's tree id ([`SEGMENT_RANKS`]): a minute full of captures (an
+/// import) reads its segments once per roll, not once per capture.
 pub fn next_entry_rank(snap: &Snapshot<'_>, category: &str, ts: &str) -> Result<usize, StoreError> {
-    let scan = |text: &str| -> (usize, bool) {
-        let (mut same, mut older) = (0, false);
+    // Counts the entries stamped `ts` by category; true when the text holds an older entry.
+    let scan = |text: &str, counts: &mut HashMap<String, usize>| -> bool {
+        let mut older = false;
         for e in text.lines().filter(|l| is_entry_line(l)).filter_map(parse_index_line) {
             if e.ts.as_str() < ts {
                 older = true;
-            } else if e.ts == ts && e.category == category {
-                same += 1;
+            } else if e.ts == ts {
+                *counts.entry(e.category).or_default() += 1;
             }
         }
-        (same, older)
+        older
     };
-    let (mut rank, mut done) = scan(&snap.read_text(FULL_INDEX)?.unwrap_or_default());
-    if !done {
-        for path in segment_paths(snap, FULL_INDEX_SEGMENTS)?.iter().rev() {
-            let (same, older) = scan(&snap.read_text(path)?.unwrap_or_default());
-            rank += same;
-            done = older;
-            if done {
-                break;
-            }
+    let mut counts = HashMap::new();
+    let done = scan(&snap.read_text(FULL_INDEX)?.unwrap_or_default(), &mut counts);
+    let rank = counts.get(category).copied().unwrap_or(0);
+    if done {
+        return Ok(rank);
+    }
+    let key = snap.folder_id(&segment_dir(FULL_INDEX_SEGMENTS))?.map(|id| (id, ts.to_owned()));
+    let remembered = |ranks: &SegmentRanks| Some(ranks.as_ref()?.get(key.as_ref()?)?.get(category).copied());
+    if let Some(more) = remembered(&SEGMENT_RANKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)) {
+        return Ok(rank + more.unwrap_or(0));
+    }
+    let mut counts = HashMap::new();
+    for path in segment_paths(snap, FULL_INDEX_SEGMENTS)?.iter().rev() {
+        if scan(&snap.read_text(path)?.unwrap_or_default(), &mut counts) {
+            break;
         }
     }
-    Ok(rank)
+    let more = counts.get(category).copied().unwrap_or(0);
+    if let Some(key) = key {
+        let mut ranks = SEGMENT_RANKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ranks = ranks.get_or_insert_with(HashMap::new);
+        if ranks.len() >= RENDERED_HEADS_LIMIT {
+            ranks.clear();
+        }
+        ranks.insert(key, counts);
+    }
+    Ok(rank + more)
 }
+
+/// By (tree id of the full index's segment folder, time stamp): how many entries of each
+/// category stamped that time [`next_entry_rank`] counts in the segments. A tree id names the
+/// folder's whole content, so a remembered count is never stale.
+type SegmentRanks = Option<HashMap<(String, String), HashMap<String, usize>>>;
+static SEGMENT_RANKS: Mutex<SegmentRanks> = Mutex::new(None);
 
 /// A category file's text as it is, line endings included (`Snapshot::read_text`
 /// turns CRLF into LF, which would rewrite every line of a file saved on Windows).
@@ -918,6 +942,48 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A new entry's rank counts every index entry of its category and minute, through
+    /// the segments, the same when the segments' count is remembered, and anew when a
+    /// segment changes.
+    #[test]
+    fn next_entry_rank_counts_through_segments_as_they_change() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = PackRepo::open_or_adopt(tmp.path(), StoreOptions::default()).expect("open");
+        let ts = "2026-11-24 10:00";
+        let line = |c: &str, t: &str, i: usize| format!("- `memory/{c}.md` [{t}] [fact] [t] summary {i}\n");
+        let mut lines = vec![line("a", "2026-11-24 09:59", 0)];
+        lines.extend((1..3 * ROLL_SIZE + 10).map(|i| line(if i % 3 == 0 { "b" } else { "a" }, ts, i)));
+        let put = |files: Vec<(String, String)>| {
+            repo.write(|_| {
+                let mut changes = Changes::for_memory();
+                for (path, text) in &files {
+                    changes.put(path.clone(), text.clone());
+                }
+                Ok::<_, StoreError>(Edit::Commit { changes, message: CommitMessage::new("w"), value: () })
+            })
+            .expect("write");
+        };
+        let segment = |n: usize| format!("{LOG_DIR}/{FULL_INDEX_SEGMENTS}/{n:06}.md");
+        let mut files: Vec<(String, String)> =
+            (0..3).map(|n| (segment(n + 1), lines[n * ROLL_SIZE..(n + 1) * ROLL_SIZE].concat())).collect();
+        files.push((FULL_INDEX.to_owned(), lines[3 * ROLL_SIZE..].concat()));
+        put(files);
+        let check = || {
+            let snap = repo.snapshot_at("HEAD").expect("snapshot");
+            let entries = FullIndex::load(&snap).expect("load").entries();
+            for category in ["a", "b", "c"] {
+                let want = entries.iter().filter(|(_, e)| e.category == category && e.ts == ts).count();
+                for _ in 0..2 {
+                    assert_eq!(next_entry_rank(&snap, category, ts).expect("rank"), want, "{category}");
+                }
+            }
+        };
+        check();
+        // A segment changed by hand (an entry of the minute removed from the middle one).
+        put(vec![(segment(2), lines[ROLL_SIZE + 1..2 * ROLL_SIZE].concat())]);
+        check();
     }
 
     /// Capture's appends (parsing a head only when this process did not

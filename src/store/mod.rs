@@ -333,6 +333,14 @@ impl Snapshot<'_> {
         Ok(())
     }
 
+    /// The tree id of folder `dir` (what its whole content is known by): `None` when it is
+    /// absent, or when changes laid over this snapshot ([`Snapshot::overlaid`]) touch it.
+    pub fn folder_id(&self, dir: &str) -> Result<Option<String>> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        let touched = self.overlay.keys().any(|p| prefix == "/" || p.starts_with(&prefix));
+        Ok(self.subtree_id(dir)?.filter(|_| !touched).map(|id| id.to_string()))
+    }
+
     /// The id of the subtree at `dir` (`""` for the root), if it exists and is a directory.
     pub(super) fn subtree_id(&self, dir: &str) -> Result<Option<Oid>> {
         let dir = dir.trim_end_matches('/');
