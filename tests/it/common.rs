@@ -1,7 +1,8 @@
 //! Test environment: a temporary packs directory and helpers to run the real binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub use engram::mcp::client::{StdioClient, ToolReply};
 use serde_json::Value;
@@ -90,10 +91,30 @@ impl TestEnv {
 
     /// Runs the CLI with `--packs-dir`.
     pub fn cli(&self, args: &[&str]) -> Output {
+        self.cli_command(args).output().expect("run engram")
+    }
+
+    /// Runs the CLI with `--packs-dir`, killing it and failing the test if it still runs
+    /// after `bound` (for a command that must end on its own, not wait forever).
+    pub fn cli_within(&self, args: &[&str], bound: Duration) -> Output {
+        let mut cmd = self.cli_command(args);
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run engram");
+        let deadline = Instant::now() + bound;
+        while child.try_wait().expect("try_wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("engram {args:?} still runs after {bound:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20)); // polling, not timing
+        }
+        child.wait_with_output().expect("wait")
+    }
+
+    fn cli_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin());
         cmd.args(args).arg("--packs-dir").arg(&self.packs).current_dir(self.dir.path());
         cmd.env_clear().envs(base_env()).envs(self.envs());
-        cmd.output().expect("run engram")
+        cmd
     }
 
     pub fn pack(&self, name: &str) -> PathBuf {

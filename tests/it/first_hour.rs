@@ -5,7 +5,7 @@
 use std::io::Read as _;
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::*;
 use crate::http::HttpServer;
@@ -119,26 +119,7 @@ fn a_second_ui_on_a_busy_port_names_it_and_the_way_out() {
     let env = TestEnv::new();
     let busy = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = busy.local_addr().expect("addr").port().to_string();
-    let mut child = Command::new(bin())
-        .args(["ui", "--no-open", "--port", &port, "--packs-dir"])
-        .arg(&env.packs)
-        .env_clear()
-        .envs(base_env())
-        .env("HOME", env.dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn engram ui");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("engram ui kept running on a busy port");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("wait");
+    let out = env.cli_within(&["ui", "--no-open", "--port", &port], Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("port {port}")), "{stderr}");

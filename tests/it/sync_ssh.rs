@@ -350,7 +350,8 @@ fn a_remote_that_never_answers_fails_after_the_network_timeout() {
             held.push(conn);
         }
     });
-    let env = device("laptop");
+    let mut env = device("laptop");
+    env.vars.push(("ENGRAM_NET_TIMEOUT".into(), "2".into()));
     env.init("coach");
     let before = head(&env.pack("coach"));
     for url in
@@ -358,26 +359,7 @@ fn a_remote_that_never_answers_fails_after_the_network_timeout() {
     {
         let _ = env.cli(&["remote", "remove", "coach"]);
         run_ok(&env, &["remote", "add", "coach", &url]);
-        let mut child = Command::new(bin())
-            .args(["sync", "coach", "--packs-dir"])
-            .arg(&env.packs)
-            .env_clear()
-            .envs(base_env())
-            .env("HOME", env.dir.path())
-            .env("ENGRAM_NET_TIMEOUT", "2")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run engram sync");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("engram sync to {url} still waits after 120 s");
-            }
-            std::thread::sleep(Duration::from_millis(50)); // polling, not timing
-        }
-        let out = child.wait_with_output().expect("output");
+        let out = env.cli_within(&["sync", "coach"], Duration::from_secs(120));
         let t = text(&out);
         assert!(!out.status.success(), "sync to {url} succeeded:\n{t}");
         assert!(t.contains("did not answer within the network timeout (ENGRAM_NET_TIMEOUT"), "{url}:\n{t}");
